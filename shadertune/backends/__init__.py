@@ -1,0 +1,25 @@
+"""Backends: GL (fragment shaders, the default) and CUDA (generated kernels)."""
+from __future__ import annotations
+
+from .base import Backend, DeviceInfo, Kernel
+
+_REGISTRY = {
+    "gl": "shadertune.backends.gl:GLBackend",
+    "cuda": "shadertune.backends.cuda:CUDABackend",
+}
+
+
+def available() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get_backend(name: str, **options) -> Backend:
+    """Instantiate a backend by name ('gl' or 'cuda'); imports lazily."""
+    import importlib
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; expected one of {available()}")
+    mod, cls = _REGISTRY[name].split(":")
+    return getattr(importlib.import_module(mod), cls)(**options)
+
+
+__all__ = ["Backend", "DeviceInfo", "Kernel", "available", "get_backend"]

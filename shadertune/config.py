@@ -1,0 +1,73 @@
+"""Config: one point of a tuning space, a frozen and hashable knob -> value map."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Iterator
+
+
+class Config(Mapping):
+    """Immutable mapping of knob names to JSON-able scalar values.
+
+    Two configs with the same items are equal and hash alike whatever the
+    order they were given in; `key` is a canonical JSON text for storage.
+    """
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, items: Mapping[str, Any] | None = None, **kw):
+        d = dict(items or {}, **kw)
+        for k, v in d.items():
+            if not isinstance(k, str):
+                raise TypeError(f"config knob names must be str, got {k!r}")
+            if not isinstance(v, (str, int, float, bool)) and v is not None:
+                raise TypeError(f"config value for {k!r} must be a JSON scalar, got {type(v).__name__}")
+        self._items = tuple(sorted(d.items()))
+        self._hash = hash(self._items)
+
+    def __getitem__(self, k):
+        for name, v in self._items:
+            if name == k:
+                return v
+        raise KeyError(k)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Config):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == tuple(sorted(other.items()))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return "Config(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
+
+    def replace(self, **changes) -> "Config":
+        d = dict(self._items)
+        d.update(changes)
+        return Config(d)
+
+    def to_dict(self) -> dict:
+        return dict(self._items)
+
+    @property
+    def key(self) -> str:
+        return json.dumps(dict(self._items), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Config":
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"config is not valid JSON: {e}") from None
+        if not isinstance(d, dict):
+            raise ValueError(f"config JSON must be an object, got {type(d).__name__}")
+        return cls(d)

@@ -1,0 +1,25 @@
+"""Typed errors that the evaluator turns into Result statuses."""
+
+
+class ShadertuneError(Exception):
+    """Base of shadertune's own errors."""
+
+
+class ContextError(ShadertuneError, RuntimeError):
+    """No GPU context could be created; the message says what is missing and how to fix it."""
+
+
+class InvalidConfig(ShadertuneError, ValueError):
+    """The config breaks a restriction or a device limit (status 'invalid')."""
+
+
+class BuildError(ShadertuneError):
+    """Compiling or linking the generated kernel failed (status 'compile_failed')."""
+
+    def __init__(self, message: str, source: str | None = None):
+        super().__init__(message)
+        self.source = source
+
+
+class RunError(ShadertuneError):
+    """Launching or running a built kernel failed (status 'run_failed')."""
