@@ -26,7 +26,8 @@ _SAFE_BUILTINS = {"min": min, "max": max, "abs": abs, "len": len, "int": int,
 class Space:
     def __init__(self, knobs: Mapping[str, Sequence[Any]],
                  restrictions: Sequence[Restriction] = (),
-                 constants: Mapping[str, Any] | None = None):
+                 constants: Mapping[str, Any] | None = None,
+                 phases: Mapping[str, Any] | None = None):
         if not knobs:
             raise ValueError("a Space needs at least one knob")
         self.knobs: dict[str, tuple] = {}
@@ -44,6 +45,17 @@ class Space:
         self.restrictions = list(restrictions)
         self._compiled = [self._compile(r) for r in self.restrictions]
         self._valid: list[Config] | None = None
+        # How the phased strategy walks this space (backend-specific order):
+        # {"outer": [knobs enumerated in full, outermost first],
+        #  "refine": knob searched over powers of two, then refined recursively,
+        #  "groups": [[knobs searched jointly], ...] after the refine knob}
+        self.phases = dict(phases) if phases else None
+        if self.phases:
+            named = list(self.phases.get("outer", [])) + [self.phases.get("refine")] + \
+                [k for g in self.phases.get("groups", []) for k in g]
+            bad = [k for k in named if k is not None and k not in self.knobs]
+            if bad:
+                raise ValueError(f"phase plan names unknown knobs: {bad}")
 
     def _compile(self, r: Restriction) -> Callable[[Config], bool]:
         if callable(r):
