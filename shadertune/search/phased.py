@@ -1,0 +1,175 @@
+"""Phased search (Jiang, "ATLAS for GPU"), driven by `space.phases`.
+
+Jiang's order: for each compiler, for each profile, for each unroll: search
+np over powers of two; then each mc; then each mrt; evaluate; then
+recursively search np on both sides of the best power of two.  A backend
+states its plan as
+
+    space.phases = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
+                    "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+
+and this module reads it as follows, for each combination of the outer knobs
+(first outer knob outermost, domain order):
+
+1. Start point: the best config found so far with this combination's outer
+   values put in; if that is not a valid point (or nothing is found yet), the
+   first valid config with these outer values in domain order.  Knobs that no
+   phase names stay at the start point's values.
+2. Refine knob over its powers of two (integer domain values that are powers
+   of two; every value if there are none), the other knobs as the start.
+3. Each group in turn, jointly over its knobs (product of their domains),
+   with the refine knob at its best value so far and earlier groups at theirs.
+4. Recursive refinement of the refine knob at the now best config: keep a
+   bracket lo < best < hi (the neighbouring powers of two, or the domain's
+   ends); evaluate the accepted domain value nearest the midpoint of
+   (lo, best) and of (best, hi); a better one becomes best and the bracket
+   closes on it, a worse one becomes the new bracket end; stop when no
+   accepted value lies strictly inside either side.
+
+A point the space rejects (cheap membership check) is skipped without being
+evaluated.  With `space.phases` None the generic order is coordinate descent:
+from the first valid config, sweep every knob in turn over its domain,
+moving to the best, until a full sweep brings no improvement.
+"""
+from __future__ import annotations
+
+import itertools
+
+from ..config import Config
+from ..result import Result
+from ..space import Space
+from .budget import Budget, BudgetExhausted, Tracker, score
+
+
+def search(space: Space, evaluate, budget: Budget | None = None) -> list[Result]:
+    run = Tracker(evaluate, budget)
+    try:
+        if space.phases:
+            _phased(space, run)
+        else:
+            _coordinate_descent(space, run)
+    except BudgetExhausted:
+        pass
+    return run.results
+
+
+# --- the phase plan --------------------------------------------------------
+
+def _phased(space: Space, run: Tracker) -> None:
+    plan = space.phases
+    outer = list(plan.get("outer", []))
+    refine = plan.get("refine")
+    groups = [list(g) for g in plan.get("groups", []) if g]
+    for values in itertools.product(*(space.knobs[k] for k in outer)):
+        fixed = dict(zip(outer, values))
+        cur = _start(space, run, fixed)
+        if cur is None:
+            continue                      # no valid point with these outer values
+        if refine is not None:
+            cur = _best_of(run, [cur.replace(**{refine: v}) for v in powers_of_two(space.knobs[refine])]
+                           + [cur], space)
+        for group in groups:
+            combos = itertools.product(*(space.knobs[k] for k in group))
+            cur = _best_of(run, [cur.replace(**dict(zip(group, c))) for c in combos] + [cur], space)
+        run(cur)                          # step 7: the chosen point is evaluated
+        if refine is not None:
+            refine_recursively(space, run, cur, refine)
+
+
+def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
+    best = run.best()
+    if best is not None:
+        cand = best.config.replace(**fixed)
+        if cand in space:
+            return cand
+    rest = [k for k in space.knobs if k not in fixed]
+    for values in itertools.product(*(space.knobs[k] for k in rest)):
+        cand = Config({**fixed, **dict(zip(rest, values))})
+        if cand in space:
+            return cand
+    return None
+
+
+def _best_of(run: Tracker, cands: list[Config], space: Space) -> Config:
+    """Evaluate the valid candidates (in order); return the fastest, else the last one.
+
+    The last candidate is the current point, kept when nothing valid beats it."""
+    best_cfg, best_s = cands[-1], score(run.get(cands[-1]))
+    for cfg in cands:
+        if cfg not in space:
+            continue
+        s = score(run(cfg))
+        if s < best_s:
+            best_cfg, best_s = cfg, s
+    return best_cfg
+
+
+def powers_of_two(domain) -> list:
+    pw = [v for v in domain if _is_int(v) and v > 0 and v & (v - 1) == 0]
+    return sorted(pw) if pw else list(domain)
+
+
+def refine_recursively(space: Space, run: Tracker, cur: Config, knob: str) -> Config:
+    """Step 4 above: bisect around cur[knob] among the values the space accepts."""
+    dom = sorted(v for v in space.knobs[knob] if _is_int(v))
+    b = cur[knob]
+    if not _is_int(b) or len(dom) < 2:
+        return cur
+    pw = powers_of_two(dom)
+    lo = max([v for v in pw if v < b], default=dom[0])
+    hi = min([v for v in pw if v > b], default=dom[-1])
+    best_s = score(run(cur))
+    while True:
+        moved = False
+        for side in ("left", "right"):
+            a, c = (lo, b) if side == "left" else (b, hi)
+            v = _nearest_inside(space, cur, knob, dom, a, c)
+            if v is None:
+                continue
+            moved = True
+            cand = cur.replace(**{knob: v})
+            s = score(run(cand))
+            if s < best_s:
+                # the bracket closes on the new best: the old best becomes an end
+                lo, hi = (a, b) if side == "left" else (b, c)
+                cur, b, best_s = cand, v, s
+                break                     # re-bisect both sides of the new best
+            if side == "left":
+                lo = v
+            else:
+                hi = v
+        if not moved:
+            return cur
+
+
+def _nearest_inside(space: Space, cur: Config, knob: str, dom: list, a, c):
+    """The accepted domain value strictly between a and c nearest their midpoint (lower on ties)."""
+    mid = (a + c) / 2
+    inside = sorted((v for v in dom if a < v < c), key=lambda v: (abs(v - mid), v))
+    for v in inside:
+        if cur.replace(**{knob: v}) in space:
+            return v
+    return None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# --- generic order without a plan -----------------------------------------------
+
+def _coordinate_descent(space: Space, run: Tracker) -> None:
+    cur = _start(space, run, {})
+    if cur is None:
+        return
+    best_s = score(run(cur))
+    improved = True
+    while improved:
+        improved = False
+        for knob in space.knobs:
+            for cfg in space.neighbours(cur, knob):   # cur fixed during one knob's sweep
+                s = score(run(cfg))
+                if s < best_s:
+                    nxt, best_s, improved = cfg, s, True
+            if improved:
+                cur = nxt

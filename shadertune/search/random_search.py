@@ -1,0 +1,45 @@
+"""Random search: valid configs drawn uniformly without replacement (seeded).
+
+Small spaces are enumerated and shuffled.  Large ones (more than
+ENUMERATE_LIMIT points before restrictions) are sampled from the product of
+the domains with rejection of invalid and repeated points, so that the first
+evaluation does not wait for the whole space to be enumerated.
+"""
+from __future__ import annotations
+
+import random
+
+from ..config import Config
+from ..result import Result
+from ..space import Space
+from .budget import Budget, BudgetExhausted, Tracker
+
+ENUMERATE_LIMIT = 100_000
+
+
+def search(space: Space, evaluate, budget: Budget | None = None, *, seed: int = 0) -> list[Result]:
+    run = Tracker(evaluate, budget)
+    rng = random.Random(seed)
+    try:
+        for cfg in _draws(space, rng):
+            run(cfg)
+    except BudgetExhausted:
+        pass
+    return run.results
+
+
+def _draws(space: Space, rng: random.Random):
+    if space.full_size <= ENUMERATE_LIMIT:
+        cfgs = space.configs()
+        rng.shuffle(cfgs)
+        yield from cfgs
+        return
+    names = list(space.knobs)
+    seen: set[Config] = set()
+    while len(seen) < space.full_size:
+        cfg = Config({n: rng.choice(space.knobs[n]) for n in names})
+        if cfg in seen:
+            continue
+        seen.add(cfg)
+        if cfg in space:
+            yield cfg

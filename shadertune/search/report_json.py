@@ -1,0 +1,78 @@
+"""The JSON report of a search (issue 3, item 7); the report package reads it.
+
+    {"schema": 1, "backend", "device": DeviceInfo.to_dict(), "strategy", "created",
+     "problems": [{"M", "N", "K", "dtype", "trans_a", "trans_b", "space_size",
+                   "full_space_size", "evaluated", "measured", "cached", "seconds",
+                   "best": {"config", "median_ms", "gflops", "error"} | null,
+                   "results": [Result.to_dict(), ...]}]}
+
+Others may add per-problem "baselines" and "roofline"; the names above stay.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+import tempfile
+
+from ..result import Result, best
+
+REPORT_SCHEMA = 1
+PROBLEM_KEYS = ("M", "N", "K", "dtype", "trans_a", "trans_b", "space_size", "full_space_size",
+                "evaluated", "measured", "cached", "seconds", "best", "results")
+
+
+def best_entry(results: list[Result]) -> dict | None:
+    b = best(results)
+    if b is None:
+        return None
+    return {"config": b.config.to_dict(), "median_ms": b.median_ms, "gflops": b.gflops,
+            "error": b.error}
+
+
+def problem_entry(problem, results: list[Result], *, space_size: int, full_space_size: int,
+                  measured: int, cached: int, seconds: float) -> dict:
+    return {**problem.to_dict(), "space_size": space_size, "full_space_size": full_space_size,
+            "evaluated": len(results), "measured": measured, "cached": cached,
+            "seconds": round(seconds, 6), "best": best_entry(results),
+            "results": [r.to_dict() for r in results]}
+
+
+def make_report(backend: str, device, strategy: str, problems: list[dict]) -> dict:
+    return {"schema": REPORT_SCHEMA, "backend": backend,
+            "device": device.to_dict() if hasattr(device, "to_dict") else dict(device),
+            "strategy": strategy,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "problems": problems}
+
+
+def check_report(doc: dict) -> None:
+    """Raise ValueError if `doc` lacks a field of the item-7 shape."""
+    for k in ("schema", "backend", "device", "strategy", "created", "problems"):
+        if k not in doc:
+            raise ValueError(f"report lacks {k!r}")
+    for i, p in enumerate(doc["problems"]):
+        missing = [k for k in PROBLEM_KEYS if k not in p]
+        if missing:
+            raise ValueError(f"report problem {i} lacks {missing}")
+        if p["best"] is not None:
+            for k in ("config", "median_ms", "gflops", "error"):
+                if k not in p["best"]:
+                    raise ValueError(f"report problem {i} best lacks {k!r}")
+
+
+def write_report(path, doc: dict) -> None:
+    """Write atomically (temp file + rename): a reader never sees half a report."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
