@@ -111,6 +111,8 @@ def release_all() -> None:
         except Exception:
             pass
     _CONTEXTS.clear()
+    from .driver import _PARKING
+    _PARKING.clear()
     if _GLFW_WINDOWS:
         import glfw
         for w in _GLFW_WINDOWS:

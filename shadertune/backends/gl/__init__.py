@@ -1,0 +1,67 @@
+"""GL backend: Brook-style fragment-shader matmul on headless EGL (or GLFW)."""
+from __future__ import annotations
+
+from ...config import Config
+from ...errors import InvalidConfig
+from ...problem import Problem
+from ..base import DeviceInfo
+from .codegen import fragment_source, plan_layout, templates_hash
+from .driver import GLKernel
+from .space import default_config, gl_space
+
+
+class GLBackend:
+    name = "gl"
+
+    def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
+        self.device_index = device_index
+        self.context_kind = context
+        self._ctx = ctx
+        self._device: DeviceInfo | None = None
+
+    @property
+    def ctx(self):
+        if self._ctx is None:
+            from .context import get_context
+            self._ctx = get_context(self.device_index, self.context_kind)
+        return self._ctx
+
+    def device(self) -> DeviceInfo:
+        if self._device is None:
+            from .device import device_info
+            self._device = device_info(self.ctx)
+        return self._device
+
+    def _check_problem(self, problem: Problem) -> None:
+        if problem.dtype != "float32":
+            raise InvalidConfig(f"the GL backend computes in float32 only, got {problem.dtype}")
+        if min(problem.M, problem.N, problem.K) < 1:
+            raise InvalidConfig(f"GL kernels need M, N, K >= 1, got {problem.key}")
+
+    def space(self, problem: Problem):
+        self._check_problem(problem)
+        return gl_space(problem, self.device().limits)
+
+    def default_config(self, problem: Problem) -> Config:
+        return default_config(problem, self.space(problem))
+
+    def source(self, problem: Problem, config: Config) -> str:
+        config = Config(config)
+        self._check_problem(problem)
+        return fragment_source(plan_layout(problem.M, problem.N, problem.K, config), config)
+
+    def build(self, problem: Problem, config: Config) -> GLKernel:
+        config = Config(config)
+        self._check_problem(problem)
+        why = self.space(problem).why_invalid(config)
+        if why:
+            raise InvalidConfig(f"config not in the GL space for {problem.key}: {why}")
+        layout = plan_layout(problem.M, problem.N, problem.K, config)
+        src = fragment_source(layout, config)
+        return GLKernel(self.ctx, problem, config, layout, src)
+
+    def template_hash(self) -> str:
+        return templates_hash()
+
+
+__all__ = ["GLBackend", "GLKernel"]

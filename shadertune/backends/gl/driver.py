@@ -1,0 +1,205 @@
+"""The ping-pong multi-pass driver: textures, framebuffers and timed passes.
+
+passes = ceil(K / np); each pass adds np k-values to the partial sums.
+Partial sums ping-pong between two textures per render target, so a pass
+never reads the texture it writes.  The last pass applies alpha and adds
+beta * C.
+"""
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+
+from ...config import Config
+from ...errors import BuildError, RunError
+from ...problem import Problem
+from ...templates import read
+from .layout import Layout
+
+_FLOAT = "f4"
+
+
+_PARKING: dict = {}
+
+
+def parking_framebuffer(ctx):
+    """A 1x1 framebuffer that lives as long as the context."""
+    fbo = _PARKING.get(id(ctx))
+    if fbo is None:
+        fbo = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
+        _PARKING[id(ctx)] = fbo
+    return fbo
+
+
+def _nearest(tex):
+    import moderngl
+    tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
+    tex.repeat_x = False
+    tex.repeat_y = False
+    return tex
+
+
+class GLKernel:
+    """One compiled program + the textures of one problem shape."""
+
+    def __init__(self, ctx, problem: Problem, config: Config, layout: Layout, source: str):
+        self.ctx = ctx
+        self.problem = problem
+        self.config = config
+        self.layout = layout
+        self.source = source
+        self._resources: list = []
+        self._loaded = False
+        self._beta = 0.0
+        self._alpha = 1.0
+        t0 = _time.perf_counter()
+        try:
+            self.program = ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
+        except Exception as e:  # moderngl raises a plain Exception with the compiler log
+            raise BuildError(f"GLSL compile/link failed: {str(e).strip()[:2000]}", source) from None
+        self._resources.append(self.program)
+        try:
+            self.vao = ctx.vertex_array(self.program, [])
+            self._resources.append(self.vao)
+            self._make_textures()
+            # Drivers compile lazily: one tiny draw makes compile_ms honest.
+            self.ctx.finish()
+        except Exception as e:
+            self.release()
+            raise RunError(f"could not set up GL resources: {e}") from None
+        self.compile_ms = (_time.perf_counter() - t0) * 1e3
+
+    # --- resources ------------------------------------------------------
+    def _tex(self, size, data=None):
+        t = _nearest(self.ctx.texture(size, 4, data=data, dtype=_FLOAT))
+        self._resources.append(t)
+        return t
+
+    def _make_textures(self):
+        L = self.layout
+        self.tex_a = self._tex(L.a_size)
+        self.tex_b = self._tex(L.b_size)
+        self.tex_c = self._tex(L.cfull_size)
+        # Two texture sets (ping, pong), one texture per render target each.
+        self.partials = [[self._tex(L.c_size) for _ in range(L.targets)] for _ in range(2)]
+        self.fbos = []
+        for texs in self.partials:
+            fbo = self.ctx.framebuffer(color_attachments=texs)
+            self._resources.append(fbo)
+            self.fbos.append(fbo)
+        units = {"A": 0, "B": 1, "Cin": 2}
+        units.update({f"P{t}": 3 + t for t in range(L.targets)})
+        for name, unit in units.items():
+            if name in self.program:
+                self.program[name].value = unit
+        self._units = units
+
+    def release(self) -> None:
+        if self._resources:
+            # moderngl re-binds the last used framebuffer when it makes the next
+            # one; park on a framebuffer that outlives every kernel first.
+            parking_framebuffer(self.ctx).use()
+        for r in reversed(self._resources):
+            try:
+                r.release()
+            except Exception:
+                pass
+        self._resources.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    # --- uploads --------------------------------------------------------
+    def load(self, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
+             alpha: float = 1.0, beta: float = 0.0) -> None:
+        """Upload op(A) (M, K), op(B) (K, N) and C (M, N, only when beta != 0)."""
+        L = self.layout
+        if A.shape != (L.M, L.K) or B.shape != (L.K, L.N):
+            raise ValueError(f"kernel built for {L.M}x{L.K} @ {L.K}x{L.N}, got A{A.shape} @ B{B.shape}")
+        self.tex_a.write(L.pack_a(A).tobytes())
+        self.tex_b.write(L.pack_b(B).tobytes())
+        if beta != 0.0:
+            if C is None or C.shape != (L.M, L.N):
+                raise ValueError(f"beta != 0 needs C of shape {(L.M, L.N)}")
+            self.tex_c.write(L.pack_c(C).tobytes())
+        self._alpha, self._beta = float(alpha), float(beta)
+        self._loaded = True
+
+    def poison(self) -> None:
+        """Fill every partial-sum texture with NaN: an unwritten element cannot pass."""
+        w, h = self.layout.c_size
+        nan = np.full((h, w, 4), np.nan, np.float32).tobytes()
+        for texs in self.partials:
+            for t in texs:
+                t.write(nan)
+
+    # --- execution ------------------------------------------------------
+    def _set(self, name, value):
+        if name in self.program:
+            self.program[name].value = value
+
+    def execute(self) -> int:
+        """Run every pass; returns the index of the texture set holding C."""
+        if not self._loaded:
+            raise RunError("no inputs loaded: call run() or load() first")
+        L = self.layout
+        self.tex_a.use(0)
+        self.tex_b.use(1)
+        self.tex_c.use(2)
+        self._set("u_alpha", self._alpha)
+        self._set("u_beta", self._beta)
+        src = 0
+        for p in range(L.passes):
+            dst = 1 - src
+            for t, tex in enumerate(self.partials[src]):
+                tex.use(3 + t)
+            self._set("u_k0", p * L.steps)
+            self._set("u_first", p == 0)
+            self._set("u_last", p == L.passes - 1)
+            self.fbos[dst].use()
+            self.vao.render(vertices=3)
+            src = dst
+        return src
+
+    def read(self, which: int) -> np.ndarray:
+        w, h = self.layout.c_size
+        arrs = [np.frombuffer(t.read(), np.float32).reshape(h, w, 4) for t in self.partials[which]]
+        return self.layout.unpack_c(arrs)
+
+    def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+        self.load(np.asarray(A, np.float32), np.asarray(B, np.float32),
+                  None if C is None else np.asarray(C, np.float32), alpha=alpha, beta=beta)
+        self.poison()
+        try:
+            which = self.execute()
+            out = self.read(which)
+        except RunError:
+            raise
+        except Exception as e:
+            raise RunError(f"GL execution failed: {e}") from None
+        err = self.ctx.error
+        if err != "GL_NO_ERROR":
+            raise RunError(f"GL error after execution: {err}")
+        return out
+
+    def time(self, repeats: int = 10, warmup: int = 2) -> list[float]:
+        """Milliseconds per full multiply (all passes), GL timer queries, warm-up excluded."""
+        if repeats < 1:
+            raise ValueError("repeats must be >= 1")
+        for _ in range(max(0, warmup)):
+            self.execute()
+        self.ctx.finish()
+        out = []
+        q = self.ctx.query(time=True)
+        try:
+            for _ in range(repeats):
+                with q:
+                    self.execute()
+                out.append(q.elapsed / 1e6)
+        finally:
+            q.release() if hasattr(q, "release") else None
+        return out
