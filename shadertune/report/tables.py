@@ -1,0 +1,103 @@
+"""Markdown tables of a report: one row per problem, and the ceilings it was held to."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..roofline import UNITS
+from .annotate import ceilings_of, fraction, roofline_of
+from .schema import problem_label
+
+# Knobs folded into one column entry (mrt_h=4, mrt_w=2 -> mrt=4x2).
+_PAIRS = (("mrt_h", "mrt_w", "mrt"),)
+
+
+def fmt_gflops(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def fmt_ratio(v: float | None) -> str:
+    if v is None:
+        return "—"
+    # Three significant digits down to 0.001x: gl/cublas is often ~0.01x.
+    return f"{v:.3f}x" if v < 0.1 else f"{v:.2f}x" if v < 100 else f"{v:.0f}x"
+
+
+def fmt_pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.0f}%"
+
+
+def fmt_config(config: Mapping | None) -> str:
+    if not config:
+        return "—"
+    d = dict(config)
+    parts = []
+    for h, w, name in _PAIRS:
+        if h in d and w in d:
+            parts.append(f"{name}={d.pop(h)}x{d.pop(w)}")
+    parts = [f"{k}={d[k]}" for k in sorted(d)] + parts
+    return " ".join(parts)
+
+
+def baseline_names(*reports: Mapping) -> list[str]:
+    names: dict[str, None] = {}
+    for r in reports:
+        for p in r["problems"]:
+            names.update(dict.fromkeys(p.get("baselines") or {}))
+    return list(names)
+
+
+def baseline_gflops(problem: Mapping, name: str) -> float | None:
+    b = (problem.get("baselines") or {}).get(name)
+    return b.get("gflops") if b else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _md(header: list[str], rows: list[list[str]], right_from: int) -> str:
+    align = ["---" if i < right_from else "--:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def roof_cell(gflops, roof) -> str:
+    if not roof:
+        return "—"
+    return f"{fmt_pct(fraction(gflops, roof))} of {fmt_gflops(roof['gflops'])} ({roof.get('bound', '?')})"
+
+
+def problem_table(report: Mapping, ceilings: Mapping | None = None) -> str:
+    names = baseline_names(report)
+    header = (["problem", "best config", "GFLOP/s", "% of roofline"]
+              + [f"x {n}" for n in names] + ["searched"])
+    rows = []
+    for p in report["problems"]:
+        best = p.get("best")
+        g = best["gflops"] if best else None
+        roof = roofline_of(report, p, ceilings)
+        searched = f"{p['evaluated']}/{p['space_size']} in {p['seconds']:.0f} s"
+        rows.append([problem_label(p), fmt_config(best["config"] if best else None), fmt_gflops(g),
+                     roof_cell(g, roof)]
+                    + [fmt_ratio(ratio(g, baseline_gflops(p, n))) for n in names] + [searched])
+    return _md(header, rows, right_from=2)
+
+
+def ceilings_lines(ceilings: Mapping | None) -> str:
+    if not ceilings:
+        return "Ceilings: not measured (run `python -m shadertune.report roofline`)."
+    parts = [f"{k} = {fmt_gflops(v)} {UNITS.get(k, '')}".rstrip()
+             for k, v in ceilings.items() if isinstance(v, (int, float))]
+    return "Ceilings: " + ", ".join(parts) + "."
+
+
+def show(report: Mapping, ceilings: Mapping | None = None) -> str:
+    """The whole Markdown of `show`: a heading, the table, the ceilings used."""
+    dev = report["device"]
+    head = (f"## {report['backend']} on {dev['renderer']} ({dev['driver']})\n\n"
+            f"strategy {report['strategy']}, created {report['created']}, "
+            f"{len(report['problems'])} problem(s)\n")
+    return "\n".join([head, problem_table(report, ceilings), "", ceilings_lines(ceilings_of(report, ceilings))])

@@ -1,0 +1,196 @@
+"""GL microbenchmarks: fragment FMA peak, fragment texelFetch rate, compute FMA peak.
+
+Each benchmark doubles a uniform loop count until one draw takes `target_ms`
+(so one code path serves llvmpipe and an H200), then reports the median of
+`repeats` timed draws after a warm-up.  Sizes are parameters: tests run them
+tiny on llvmpipe.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from .. import templates
+from . import store
+
+_A = (0.999, 0.9995, 0.9999, 0.99995)   # x*a + b stays finite however long the loop runs
+_B = (1e-4, 2e-4, 3e-4, 4e-4)
+
+
+def context(device_index=None):
+    """The shared headless context (the GL backend's), or a standalone EGL one before it lands."""
+    try:
+        from ..backends.gl.context import get_context
+    except ImportError:
+        import moderngl
+        return moderngl.create_context(standalone=True, backend="egl")
+    return get_context(device_index)
+
+
+def device_of(ctx) -> dict:
+    info = ctx.info
+    return {"backend": "gl", "vendor": info.get("GL_VENDOR", ""),
+            "renderer": info.get("GL_RENDERER", ""), "driver": info.get("GL_VERSION", "")}
+
+
+def _timed(ctx, query, fn) -> tuple[float, str]:
+    """Milliseconds of fn(): the GL timer query where it is believable, else wall time.
+
+    llvmpipe's timer query misses its deferred rasterisation (and can wrap to
+    2**32 ns), so a query outside [0.5, 1.05] x the wall time around finish()
+    is not trusted; on a real GPU the two agree for draws of >= ~10 ms."""
+    ctx.finish()
+    t0 = time.perf_counter()
+    with query:
+        fn()
+    ctx.finish()
+    wall = (time.perf_counter() - t0) * 1e3
+    q = query.elapsed / 1e6
+    if 0.5 * wall <= q <= 1.05 * wall:
+        return q, "query"
+    return wall, "wall"
+
+
+def _calibrate_and_time(ctx, set_iters, fn, iters, target_ms, max_iters, repeats):
+    """Double iters until one run takes target_ms; return (iters, times_ms, timer)."""
+    query = ctx.query(time=True)
+    set_iters(iters)
+    fn()                                   # warm-up: compile, allocate, first-use costs
+    ctx.finish()
+    while True:
+        ms, _ = _timed(ctx, query, fn)
+        if ms >= target_ms or iters * 2 > max_iters:
+            break
+        iters *= 2 if ms * 8 > target_ms else 8   # far below target: jump faster
+        iters = min(iters, max_iters)
+        set_iters(iters)
+    timed = [_timed(ctx, query, fn) for _ in range(repeats)]
+    times = [t for t, _ in timed]
+    return iters, times, timed[-1][1]
+
+
+def _set_ab(prog):
+    prog["a"].value = _A
+    prog["b"].value = _B
+
+
+def fragment_fma_peak(ctx, size=1024, chains=8, unroll=8, iters=1, target_ms=20.0,
+                      max_iters=1 << 16, repeats=5) -> dict:
+    """GFLOP/s of a fullscreen fragment shader of independent vec4 multiply-add chains."""
+    import moderngl
+    prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
+                       fragment_shader=templates.render("gl/roofline/fma.frag",
+                                                        chains=chains, unroll=unroll))
+    _set_ab(prog)
+    tex = ctx.texture((size, size), 4, dtype="f4")
+    fbo = ctx.framebuffer([tex])
+    vao = ctx.vertex_array(prog, [])
+    try:
+        fbo.use()
+        ctx.viewport = (0, 0, size, size)
+        draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
+        it, times, timer = _calibrate_and_time(ctx, lambda n: _set(prog, n), draw,
+                                               iters, target_ms, max_iters, repeats)
+        out = np.frombuffer(tex.read(), dtype=np.float32)
+        if not np.isfinite(out).all():
+            raise RuntimeError("fragment FMA benchmark produced non-finite values")
+    finally:
+        vao.release(); fbo.release(); tex.release(); prog.release()
+    ms = statistics.median(times)
+    flops = size * size * it * unroll * chains * 4 * 2
+    return {"gflops": flops / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times,
+            "timer": timer, "pixels": size * size, "iters": it, "chains": chains, "unroll": unroll}
+
+
+def _set(prog, n):
+    prog["iters"].value = int(n)
+
+
+def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_ms=20.0,
+                        max_iters=1 << 16, repeats=5) -> dict:
+    """G texelFetch/s of RGBA32F from a small (cache-resident) texture in a fragment shader."""
+    import moderngl
+    if tex_size & (tex_size - 1):
+        raise ValueError(f"tex_size must be a power of two (addresses wrap by masking), got {tex_size}")
+    prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
+                       fragment_shader=templates.render("gl/roofline/fetch.frag",
+                                                        tex_size=tex_size, fetches=fetches))
+    rng = np.random.default_rng(0)
+    src = ctx.texture((tex_size, tex_size), 4, rng.random((tex_size, tex_size, 4), dtype=np.float32).tobytes(),
+                      dtype="f4")
+    src.filter = (moderngl.NEAREST, moderngl.NEAREST)
+    tex = ctx.texture((size, size), 4, dtype="f4")
+    fbo = ctx.framebuffer([tex])
+    vao = ctx.vertex_array(prog, [])
+    try:
+        src.use(0)
+        prog["tex"].value = 0
+        fbo.use()
+        ctx.viewport = (0, 0, size, size)
+        draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
+        it, times, timer = _calibrate_and_time(ctx, lambda n: _set(prog, n), draw,
+                                               iters, target_ms, max_iters, repeats)
+    finally:
+        vao.release(); fbo.release(); tex.release(); src.release(); prog.release()
+    ms = statistics.median(times)
+    n = size * size * it * fetches
+    return {"gtexels": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
+            "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size,
+            "gbytes_per_s": 16 * n / (ms * 1e-3) / 1e9}
+
+
+def compute_fma_peak(ctx, groups=1024, local_size=256, chains=8, unroll=8, iters=1,
+                     target_ms=20.0, max_iters=1 << 16, repeats=5) -> dict:
+    """GFLOP/s of a GL 4.3 compute shader running the same FMA chains as fma.frag."""
+    cs = ctx.compute_shader(templates.render("gl/roofline/fma.comp", chains=chains,
+                                             unroll=unroll, local_size=local_size))
+    _set_ab(cs)
+    threads = groups * local_size
+    buf = ctx.buffer(reserve=threads * 16)
+    try:
+        buf.bind_to_storage_buffer(0)
+        run = lambda: cs.run(group_x=groups)  # noqa: E731
+        it, times, timer = _calibrate_and_time(ctx, lambda n: _set(cs, n), run,
+                                               iters, target_ms, max_iters, repeats)
+        out = np.frombuffer(buf.read(), dtype=np.float32)
+        if not np.isfinite(out).all():
+            raise RuntimeError("compute FMA benchmark produced non-finite values")
+    finally:
+        buf.release(); cs.release()
+    ms = statistics.median(times)
+    flops = threads * it * unroll * chains * 4 * 2
+    return {"gflops": flops / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
+            "threads": threads, "iters": it, "chains": chains, "unroll": unroll}
+
+
+# Sizes per mode: 'tiny' is for tests on llvmpipe, 'quick' for bench-gpu's time budget.
+PRESETS = {
+    "full": dict(size=2048, target_ms=50.0, repeats=7, groups=4096),
+    "quick": dict(size=1024, target_ms=20.0, repeats=5, groups=2048),
+    "tiny": dict(size=32, target_ms=1.0, repeats=3, groups=4, max_iters=8),
+}
+
+
+def measure_gl(ctx=None, quick=False, *, preset: str | None = None, compute=True) -> dict:
+    """Measure the GL ceilings of the device at hand; a dict for store.save()."""
+    ctx = ctx if ctx is not None else context()
+    p = dict(PRESETS[preset or ("quick" if quick else "full")])
+    groups = p.pop("groups")
+    fma = fragment_fma_peak(ctx, **p)
+    fetch = fragment_fetch_rate(ctx, **p)
+    ceilings = {"fragment_fma_gflops": fma["gflops"], "fetch_gtexels": fetch["gtexels"]}
+    details = {"fragment_fma": fma, "fragment_fetch": fetch}
+    if compute:
+        # Not gated on ctx.version_code: NVIDIA's EGL hands out a 3.3 core context
+        # that still compiles #version 430 compute shaders (ARB_compute_shader).
+        p.pop("size")
+        try:
+            comp = compute_fma_peak(ctx, groups=groups, **p)
+        except Exception as e:          # no compute shaders on this driver: say so, keep the rest
+            details["compute_fma"] = {"skipped": f"{e.__class__.__name__}: {e}".strip()[:300]}
+        else:
+            ceilings["compute_fma_gflops"] = comp["gflops"]
+            details["compute_fma"] = comp
+    return store.new(device_of(ctx), ceilings, details)
