@@ -150,3 +150,17 @@ class FakeBackend:
         if fails_compile(config):
             raise BuildError("0:12(3): error: fake compiler says no\nmore log lines", source="...")
         return FakeKernel(self, problem, config)
+
+
+def write_many(path: str, tag: str, n: int) -> None:
+    """Write n distinct ok Results to the store at `path`, one transaction each
+    (run in several processes at once by the concurrency test)."""
+    from shadertune.db import Store
+    from shadertune.problem import Problem
+    from shadertune.result import Result
+    with Store(path) as s:
+        for i in range(n):
+            cfg = Config(glsl="450", fetch="texelFetch", unroll=1, np=2 * (i + 1), mc="1x1",
+                         mrt_h=1, mrt_w=1, writer=tag)
+            s.put(Result("fake", "fake renderer | 1.0", Problem(8, 8, 64), cfg, "ok",
+                         times_ms=[1.0 + i]), "fake-templates-1")

@@ -13,7 +13,8 @@ and this module reads it as follows, for each combination of the outer knobs
 
 1. Start point: the best config found so far with this combination's outer
    values put in; if that is not a valid point (or nothing is found yet), the
-   first valid config with these outer values in domain order.  Knobs that no
+   first valid config with these outer values in domain order, the refine
+   knob varying fastest (so the group knobs start at their first values).  Knobs that no
    phase names stay at the start point's values.
 2. Refine knob over its powers of two (integer domain values that are powers
    of two; every value if there are none), the other knobs as the start.
@@ -82,7 +83,11 @@ def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
         cand = best.config.replace(**fixed)
         if cand in space:
             return cand
-    rest = [k for k in space.knobs if k not in fixed]
+    # the refine knob varies fastest: the other knobs keep their first (simplest) values
+    # when some small refine values need other ones (e.g. np=2 only with mc=2x2)
+    refine = (space.phases or {}).get("refine")
+    rest = [k for k in space.knobs if k not in fixed and k != refine]
+    rest += [refine] if refine is not None and refine not in fixed else []
     for values in itertools.product(*(space.knobs[k] for k in rest)):
         cand = Config({**fixed, **dict(zip(rest, values))})
         if cand in space:
