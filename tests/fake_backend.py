@@ -12,7 +12,8 @@ unroll=full fails to compile; np=6 raises InvalidConfig at build.
 
 Environment (read when instantiated, for subprocess tests): FAKE_LOG appends
 'start KEY' when a build starts and 'done KEY' when timing ends; FAKE_SLEEP
-sleeps that many seconds in each build.
+sleeps that many seconds in each build; FAKE_HANG_AT=n hangs in the n-th
+build (a stuck kernel, for the kill-and-resume test).
 """
 from __future__ import annotations
 
@@ -114,6 +115,7 @@ class FakeBackend:
         self._spaces = {}
         self._log = os.environ.get("FAKE_LOG")
         self._sleep = float(os.environ.get("FAKE_SLEEP", "0"))
+        self._hang_at = int(os.environ.get("FAKE_HANG_AT", "0"))
 
     def log(self, what, cfg):
         if self._log:
@@ -142,6 +144,8 @@ class FakeBackend:
         if self._sleep:
             time.sleep(self._sleep)
         self.builds.append(config)
+        while len(self.builds) == self._hang_at:
+            time.sleep(1)
         if self.context_error_after is not None and len(self.builds) > self.context_error_after:
             raise ContextError("no EGL display: the fake GPU went away")
         why = self.space(problem).why_invalid(config)
@@ -150,6 +154,18 @@ class FakeBackend:
         if fails_compile(config):
             raise BuildError("0:12(3): error: fake compiler says no\nmore log lines", source="...")
         return FakeKernel(self, problem, config)
+
+
+class NoContextBackend(FakeBackend):
+    def device(self):
+        raise ContextError("no GL context: EGL found no device (install Mesa's EGL, or set DISPLAY)")
+
+
+class AllWrongBackend(FakeBackend):
+    def build(self, problem, config):
+        k = super().build(problem, config)
+        k.run = lambda A, B, *a, **kw: np.zeros((problem.M, problem.N), problem.dtype) + 1.0
+        return k
 
 
 def write_many(path: str, tag: str, n: int) -> None:
