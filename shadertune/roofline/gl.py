@@ -77,8 +77,11 @@ def _set_ab(prog):
 
 
 def fragment_fma_peak(ctx, size=1024, chains=8, unroll=8, iters=1, target_ms=20.0,
-                      max_iters=1 << 16, repeats=5) -> dict:
-    """GFLOP/s of a fullscreen fragment shader of independent vec4 multiply-add chains."""
+                      max_iters=1 << 16, repeats=5, return_output=False) -> dict:
+    """GFLOP/s of a fullscreen fragment shader of independent vec4 multiply-add chains.
+
+    return_output adds the framebuffer (size, size, 4) so a test can check that
+    the shader really did the flops counted (see fma_reference)."""
     import moderngl
     prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
                        fragment_shader=templates.render("gl/roofline/fma.frag",
@@ -93,15 +96,18 @@ def fragment_fma_peak(ctx, size=1024, chains=8, unroll=8, iters=1, target_ms=20.
         draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
         it, times, timer = _calibrate_and_time(ctx, lambda n: _set(prog, n), draw,
                                                iters, target_ms, max_iters, repeats)
-        out = np.frombuffer(tex.read(), dtype=np.float32)
+        out = np.frombuffer(tex.read(), dtype=np.float32).reshape(size, size, 4)
         if not np.isfinite(out).all():
             raise RuntimeError("fragment FMA benchmark produced non-finite values")
     finally:
         vao.release(); fbo.release(); tex.release(); prog.release()
     ms = statistics.median(times)
     flops = size * size * it * unroll * chains * 4 * 2
-    return {"gflops": flops / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times,
-            "timer": timer, "pixels": size * size, "iters": it, "chains": chains, "unroll": unroll}
+    r = {"gflops": flops / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times,
+         "timer": timer, "pixels": size * size, "iters": it, "chains": chains, "unroll": unroll}
+    if return_output:
+        r["output"] = out
+    return r
 
 
 def _set(prog, n):
@@ -109,8 +115,10 @@ def _set(prog, n):
 
 
 def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_ms=20.0,
-                        max_iters=1 << 16, repeats=5) -> dict:
-    """G texelFetch/s of RGBA32F from a small (cache-resident) texture in a fragment shader."""
+                        max_iters=1 << 16, repeats=5, return_output=False) -> dict:
+    """G texelFetch/s of RGBA32F from a small (cache-resident) texture in a fragment shader.
+
+    return_output adds the framebuffer and the source texels (fetch_reference checks them)."""
     import moderngl
     if tex_size & (tex_size - 1):
         raise ValueError(f"tex_size must be a power of two (addresses wrap by masking), got {tex_size}")
@@ -118,8 +126,8 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
                        fragment_shader=templates.render("gl/roofline/fetch.frag",
                                                         tex_size=tex_size, fetches=fetches))
     rng = np.random.default_rng(0)
-    src = ctx.texture((tex_size, tex_size), 4, rng.random((tex_size, tex_size, 4), dtype=np.float32).tobytes(),
-                      dtype="f4")
+    texels = rng.random((tex_size, tex_size, 4), dtype=np.float32)
+    src = ctx.texture((tex_size, tex_size), 4, texels.tobytes(), dtype="f4")
     src.filter = (moderngl.NEAREST, moderngl.NEAREST)
     tex = ctx.texture((size, size), 4, dtype="f4")
     fbo = ctx.framebuffer([tex])
@@ -132,17 +140,21 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
         draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
         it, times, timer = _calibrate_and_time(ctx, lambda n: _set(prog, n), draw,
                                                iters, target_ms, max_iters, repeats)
+        out = np.frombuffer(tex.read(), dtype=np.float32).reshape(size, size, 4) if return_output else None
     finally:
         vao.release(); fbo.release(); tex.release(); src.release(); prog.release()
     ms = statistics.median(times)
     n = size * size * it * fetches
-    return {"gtexels": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
-            "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size,
-            "gbytes_per_s": 16 * n / (ms * 1e-3) / 1e9}
+    r = {"gtexels": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
+         "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size,
+         "gbytes_per_s": 16 * n / (ms * 1e-3) / 1e9}
+    if return_output:
+        r["output"], r["texels"] = out, texels
+    return r
 
 
 def compute_fma_peak(ctx, groups=1024, local_size=256, chains=8, unroll=8, iters=1,
-                     target_ms=20.0, max_iters=1 << 16, repeats=5) -> dict:
+                     target_ms=20.0, max_iters=1 << 16, repeats=5, return_output=False) -> dict:
     """GFLOP/s of a GL 4.3 compute shader running the same FMA chains as fma.frag."""
     cs = ctx.compute_shader(templates.render("gl/roofline/fma.comp", chains=chains,
                                              unroll=unroll, local_size=local_size))
@@ -161,8 +173,32 @@ def compute_fma_peak(ctx, groups=1024, local_size=256, chains=8, unroll=8, iters
         buf.release(); cs.release()
     ms = statistics.median(times)
     flops = threads * it * unroll * chains * 4 * 2
-    return {"gflops": flops / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
-            "threads": threads, "iters": it, "chains": chains, "unroll": unroll}
+    r = {"gflops": flops / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
+         "threads": threads, "iters": it, "chains": chains, "unroll": unroll}
+    if return_output:
+        r["output"] = out.reshape(threads, 4)
+    return r
+
+
+def fma_reference(seed: np.ndarray, chains: int, steps: int) -> np.ndarray:
+    """What the FMA shaders output for per-invocation vec4 seeds (..., 4) after
+    `steps` = iters * unroll multiply-adds: sum over chains of the closed form
+    x_n = a^n x_0 + b (1 - a^n) / (1 - a), in float64."""
+    a, b = np.array(_A), np.array(_B)
+    an = a ** steps
+    x0 = seed[..., None, :].astype(np.float64) + np.arange(chains, dtype=np.float64)[:, None]
+    return (an * x0 + b * (1 - an) / (1 - a)).sum(axis=-2)
+
+
+def fetch_reference(texels: np.ndarray, size: int, fetches: int, iters: int) -> np.ndarray:
+    """What fetch.frag outputs at every pixel: the sum of the texels it fetched."""
+    mask = texels.shape[0] - 1
+    y, x = np.mgrid[0:size, 0:size]
+    out = np.zeros((size, size, 4))
+    for i in range(iters):
+        for f in range(fetches):
+            out += texels[(y + i) & mask, (x + f) & mask]
+    return out
 
 
 # Sizes per mode: 'tiny' is for tests on llvmpipe, 'quick' for bench-gpu's time budget.

@@ -41,7 +41,7 @@ def gl_fetch_counts(config: Mapping, K: int | None = None) -> tuple[float, float
         return 2.0 * ka * outputs, float(fetch_per_step)
     np_ = int(np_)
     if K is not None and K > 0:
-        np_ = min(np_, K)                                 # one short pass covers all of K
+        np_ = min(np_, -(-K // ka) * ka)                  # as Layout.plan: one pass covers padded K
     steps = math.ceil(np_ / ka)                           # texels are fetched whole
     return 2.0 * np_ * outputs, float(steps * fetch_per_step + mrt_h * mrt_w)
 

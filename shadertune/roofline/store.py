@@ -44,6 +44,8 @@ def new(device: Mapping, ceilings: Mapping, details: Mapping | None = None) -> d
 def validate(d, source: str = "<ceilings>") -> dict:
     if not isinstance(d, Mapping):
         raise CeilingsError(f"{source}: a ceilings file must hold a JSON object, got {type(d).__name__}")
+    if "problems" in d:
+        raise CeilingsError(f"{source}: this is a run report, not a ceilings file")
     for key, typ in (("schema", int), ("created", str), ("device", Mapping), ("ceilings", Mapping)):
         if key not in d:
             raise CeilingsError(f"{source}: missing required field {key!r}")
