@@ -1,0 +1,281 @@
+// shadertune generated GEMM (CUDA, SIMT): C = alpha * op(A) * op(B) + beta * C
+// row-major {{ T }}; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
+// config: {{ config_text }}
+//
+// Structure: a block computes a BM x BN tile of C with THREADS threads; warps
+// tile it WM x WN; a lane owns TM x TN outputs as (TM/FV) x (TN/FV) fragments
+// of FV x FV, strided so that a warp's 16-byte shared loads are conflict-free.
+// Stages of KT = BK * KL k-values go global -> registers -> shared memory;
+// with DB the next stage is prefetched while the current one is computed.
+// KL thread groups split a stage's k (ISAAC's K_L) and meet in shared memory;
+// blockIdx.z splits K across the grid (ISAAC's K_G) into a workspace W.
+typedef {{ T }} T;
+typedef {{ vec_t }} vec_t;    // one global load: VEC elements
+typedef {{ frag_t }} frag_t;  // one 16-byte shared-memory fragment load
+
+constexpr int BM = {{ BM }}, BN = {{ BN }}, BK = {{ BK }};
+constexpr int TM = {{ TM }}, TN = {{ TN }}, FV = {{ FV }};
+constexpr int WM = {{ WM }}, WN = {{ WN }};
+constexpr int LANES_M = {{ lanes_m }}, LANES_N = {{ lanes_n }}, WARPS_N = {{ warps_n }};
+constexpr int THREADS_MN = {{ threads_mn }}, THREADS = {{ threads }};
+constexpr int KT = {{ KT }}, VEC = {{ VEC }};
+constexpr int LOADS_A = {{ loads_a }}, LOADS_B = {{ loads_b }};
+constexpr int LDA_S = {{ lda_s }}, LDB_S = {{ ldb_s }};            // padded shared rows
+constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements per stage
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+{{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+           T* __restrict__ W, const int M, const int N, const int K, const int k_chunk,
+           const T alpha, const T beta)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* const As = reinterpret_cast<T*>(smem_raw);
+    T* const Bs = As + {{ 2 if DB else 1 }} * STAGE_A;
+
+    const int tid = threadIdx.x;
+    const int kslice = tid / THREADS_MN;             // K_L group of this thread
+    const int warp = (tid % THREADS_MN) / 32, lane = tid % 32;
+    const int row0 = (warp / WARPS_N) * WM + (lane / LANES_N) * FV;
+    const int col0 = (warp % WARPS_N) * WN + (lane % LANES_N) * FV;
+
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int kbeg = blockIdx.z * k_chunk;
+    const int kend = min(K, kbeg + k_chunk);
+    const int ntiles = kend > kbeg ? (kend - kbeg + KT - 1) / KT : 0;
+
+    T acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = T(0);
+
+    vec_t ra[LOADS_A], rb[LOADS_B];
+
+    // Global -> registers for the stage starting at k0. Vectors never straddle
+    // an edge (the space requires VEC | the contiguous extent), so one test each;
+    // what lies outside the matrix reads as zero.
+    auto load = [&](const int k0) {
+#pragma unroll
+        for (int l = 0; l < LOADS_A; ++l) {
+            const int idx = tid + l * THREADS;
+{% if trans_a %}
+            const int r = idx / (BM / VEC), c = (idx % (BM / VEC)) * VEC;   // r: k, c: m
+            const int gk = k0 + r, gm = m0 + c;
+            ra[l] = (gk < kend && gm < M) ? *reinterpret_cast<const vec_t*>(A + (size_t)gk * M + gm) : {{ vec_zero }};
+{% else %}
+            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;   // r: m, c: k
+            const int gm = m0 + r, gk = k0 + c;
+            ra[l] = (gm < M && gk < kend) ? *reinterpret_cast<const vec_t*>(A + (size_t)gm * K + gk) : {{ vec_zero }};
+{% endif %}
+        }
+#pragma unroll
+        for (int l = 0; l < LOADS_B; ++l) {
+            const int idx = tid + l * THREADS;
+{% if trans_b %}
+            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;   // r: n, c: k
+            const int gn = n0 + r, gk = k0 + c;
+            rb[l] = (gn < N && gk < kend) ? *reinterpret_cast<const vec_t*>(B + (size_t)gn * K + gk) : {{ vec_zero }};
+{% else %}
+            const int r = idx / (BN / VEC), c = (idx % (BN / VEC)) * VEC;   // r: k, c: n
+            const int gk = k0 + r, gn = n0 + c;
+            rb[l] = (gk < kend && gn < N) ? *reinterpret_cast<const vec_t*>(B + (size_t)gk * N + gn) : {{ vec_zero }};
+{% endif %}
+        }
+    };
+
+    // Registers -> shared stage s. B is always k-major; A is k-major when
+    // trans (Li-Dongarra's transposed A block) so fragments load 16 bytes wide.
+    auto store = [&](const int s) {
+        T* const as = As + s * STAGE_A;
+        T* const bs = Bs + s * STAGE_B;
+#pragma unroll
+        for (int l = 0; l < LOADS_A; ++l) {
+            const int idx = tid + l * THREADS;
+{% if trans_a %}
+            const int r = idx / (BM / VEC), c = (idx % (BM / VEC)) * VEC;
+{% if trans %}
+            *reinterpret_cast<vec_t*>(as + r * LDA_S + c) = ra[l];
+{% else %}
+{% for v in range(VEC) %}
+            as[(c + {{ v }}) * LDA_S + r] = ra[l]{{ comp[v] }};
+{% endfor %}
+{% endif %}
+{% else %}
+            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;
+{% if trans %}
+{% for v in range(VEC) %}
+            as[(c + {{ v }}) * LDA_S + r] = ra[l]{{ comp[v] }};
+{% endfor %}
+{% else %}
+            *reinterpret_cast<vec_t*>(as + r * LDA_S + c) = ra[l];
+{% endif %}
+{% endif %}
+        }
+#pragma unroll
+        for (int l = 0; l < LOADS_B; ++l) {
+            const int idx = tid + l * THREADS;
+{% if trans_b %}
+            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;
+{% for v in range(VEC) %}
+            bs[(c + {{ v }}) * LDB_S + r] = rb[l]{{ comp[v] }};
+{% endfor %}
+{% else %}
+            const int r = idx / (BN / VEC), c = (idx % (BN / VEC)) * VEC;
+            *reinterpret_cast<vec_t*>(bs + r * LDB_S + c) = rb[l];
+{% endif %}
+        }
+    };
+
+    // One stage of FMAs: this thread's K_L slice of the KT rows.
+    auto compute = [&](const int s) {
+        const T* const as = As + s * STAGE_A;
+        const T* const bs = Bs + s * STAGE_B;
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            const int k = kslice * BK + kk;
+            T a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM / FV; ++i) {
+{% if trans %}
+                const frag_t f = *reinterpret_cast<const frag_t*>(as + k * LDA_S + row0 + i * LANES_M * FV);
+{% for v in range(FV) %}
+                a[i * FV + {{ v }}] = f{{ fcomp[v] }};
+{% endfor %}
+{% else %}
+#pragma unroll
+                for (int v = 0; v < FV; ++v) a[i * FV + v] = as[(row0 + i * LANES_M * FV + v) * LDA_S + k];
+{% endif %}
+            }
+#pragma unroll
+            for (int j = 0; j < TN / FV; ++j) {
+                const frag_t f = *reinterpret_cast<const frag_t*>(bs + k * LDB_S + col0 + j * LANES_N * FV);
+{% for v in range(FV) %}
+                b[j * FV + {{ v }}] = f{{ fcomp[v] }};
+{% endfor %}
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+    };
+
+{% if DB %}
+    // Double buffering: one barrier per stage; stage t+1 is fetched into
+    // registers before stage t's FMAs and lands in the other buffer after them.
+    if (ntiles > 0) { load(kbeg); store(0); }
+    __syncthreads();
+    for (int t = 0; t < ntiles; ++t) {
+        const int cur = t & 1;
+        if (t + 1 < ntiles) load(kbeg + (t + 1) * KT);
+        compute(cur);
+        if (t + 1 < ntiles) store(cur ^ 1);
+        __syncthreads();
+    }
+{% else %}
+    for (int t = 0; t < ntiles; ++t) {
+        load(kbeg + t * KT);
+        store(0);
+        __syncthreads();
+        compute(0);
+        __syncthreads();
+    }
+{% endif %}
+
+{% if KL > 1 %}
+    // K_L: groups 1..KL-1 park their partial tiles in shared memory (the stage
+    // buffers are free now), group 0 adds them up and writes C.
+    __syncthreads();
+    T* const red = As;
+    if (kslice > 0) {
+        T* const mine = red + (kslice - 1) * (BM * BN);
+#pragma unroll
+        for (int i = 0; i < TM / FV; ++i)
+#pragma unroll
+            for (int r = 0; r < FV; ++r)
+#pragma unroll
+                for (int j = 0; j < TN / FV; ++j)
+#pragma unroll
+                    for (int c = 0; c < FV; ++c)
+                        mine[(row0 + i * LANES_M * FV + r) * BN + col0 + j * LANES_N * FV + c] = acc[i * FV + r][j * FV + c];
+    }
+    __syncthreads();
+    if (kslice > 0) return;
+#pragma unroll
+    for (int s = 0; s < {{ KL - 1 }}; ++s) {
+        const T* const part = red + s * (BM * BN);
+#pragma unroll
+        for (int i = 0; i < TM / FV; ++i)
+#pragma unroll
+            for (int r = 0; r < FV; ++r)
+#pragma unroll
+                for (int j = 0; j < TN / FV; ++j)
+#pragma unroll
+                    for (int c = 0; c < FV; ++c)
+                        acc[i * FV + r][j * FV + c] += part[(row0 + i * LANES_M * FV + r) * BN + col0 + j * LANES_N * FV + c];
+    }
+{% endif %}
+
+    // Epilogue: {{ "raw partial sums to this split's slice of W (the reduce kernel applies alpha, beta)" if KG > 1 else "C = alpha * acc + beta * C; C is not read when beta == 0 (BLAS)" }}.
+{% if KG > 1 %}
+    T* const out = W + (size_t)blockIdx.z * M * N;
+{% else %}
+    T* const out = C;
+{% endif %}
+#pragma unroll
+    for (int i = 0; i < TM / FV; ++i) {
+#pragma unroll
+        for (int r = 0; r < FV; ++r) {
+            const int gm = m0 + row0 + i * LANES_M * FV + r;
+            if (gm >= M) continue;
+#pragma unroll
+            for (int j = 0; j < TN / FV; ++j) {
+                const int gn = n0 + col0 + j * LANES_N * FV;
+{% if c_vec %}
+                if (gn < N) {   // N % FV == 0: the fragment is all in or all out
+                    frag_t v;
+{% for c in range(FV) %}
+                    v{{ fcomp[c] }} = {{ "acc[i * FV + r][j * FV + %d]" % c if KG > 1 else "alpha * acc[i * FV + r][j * FV + %d]" % c }};
+{% endfor %}
+{% if KG == 1 %}
+                    if (beta != T(0)) {
+                        const frag_t o = *reinterpret_cast<const frag_t*>(out + (size_t)gm * N + gn);
+{% for c in range(FV) %}
+                        v{{ fcomp[c] }} += beta * o{{ fcomp[c] }};
+{% endfor %}
+                    }
+{% endif %}
+                    *reinterpret_cast<frag_t*>(out + (size_t)gm * N + gn) = v;
+                }
+{% else %}
+#pragma unroll
+                for (int c = 0; c < FV; ++c) {
+                    if (gn + c >= N) break;
+                    T* const p = out + (size_t)gm * N + gn + c;
+{% if KG > 1 %}
+                    *p = acc[i * FV + r][j * FV + c];
+{% else %}
+                    *p = alpha * acc[i * FV + r][j * FV + c] + (beta != T(0) ? beta * *p : T(0));
+{% endif %}
+                }
+{% endif %}
+            }
+        }
+    }
+}
+{% if KG > 1 %}
+
+// K_G reduction: C = alpha * sum_z W[z] + beta * C over the {{ KG }} splits.
+extern "C" __global__ void __launch_bounds__(256)
+{{ kernel }}_reduce(const T* __restrict__ W, T* __restrict__ C, const long long MN,
+                  const T alpha, const T beta)
+{
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < MN;
+         e += (long long)gridDim.x * blockDim.x) {
+        T s = T(0);
+#pragma unroll
+        for (int z = 0; z < {{ KG }}; ++z) s += W[z * MN + e];
+        C[e] = alpha * s + (beta != T(0) ? beta * C[e] : T(0));
+    }
+}
+{% endif %}

@@ -1,0 +1,93 @@
+"""CUDABackend: the Backend protocol over the CUDA GEMM template."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...config import Config
+from ...errors import ContextError, InvalidConfig
+from ...problem import Problem
+from ..base import DeviceInfo
+from . import baseline, codegen, device
+from .space import make_space
+from .tuning import candidates
+
+
+class CUDABackend:
+    name = "cuda"
+
+    def __init__(self, device_id: int = 0):
+        self.device_id = device_id
+        self._spaces: dict[Problem, object] = {}
+
+    # --- device ------------------------------------------------------------
+    def limits(self) -> dict:
+        """The GPU's limits, or the sm_90 defaults without a GPU (codegen, nvcc tests)."""
+        return device.limits(self.device_id)
+
+    def arch(self) -> str:
+        return self.limits()["arch"]
+
+    def device(self) -> DeviceInfo:
+        cupy = device.import_cupy()
+        if not device.has_gpu():
+            raise ContextError("no CUDA GPU is visible (cupy.cuda.runtime.getDeviceCount() == 0)")
+        lim = self.limits()
+        rt, drv = cupy.cuda.runtime.runtimeGetVersion(), cupy.cuda.runtime.driverGetVersion()
+        ver = lambda v: f"{v // 1000}.{v % 1000 // 10}"  # noqa: E731
+        return DeviceInfo(backend=self.name, vendor="NVIDIA", renderer=lim["name"],
+                          driver=f"CUDA driver {ver(drv)}, runtime {ver(rt)}, CuPy {cupy.__version__}",
+                          limits=lim)
+
+    # --- space / codegen ---------------------------------------------------
+    def space(self, problem: Problem):
+        if problem not in self._spaces:
+            self._spaces[problem] = make_space(problem, self.limits())
+        return self._spaces[problem]
+
+    def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
+        """A short, model-ranked list of valid configs for a quick tuning pass."""
+        return candidates(problem, self.space(problem), self.limits(), n)
+
+    def default_config(self, problem: Problem) -> Config:
+        cands = self.candidates(problem, 1)
+        if cands:
+            return cands[0]
+        for cfg in self.space(problem):   # tiny or odd shapes: any valid point
+            return cfg
+        raise InvalidConfig(f"no valid CUDA config for {problem.key}")
+
+    def source(self, problem: Problem, config) -> str:
+        config = config if isinstance(config, Config) else Config(config)
+        why = self.space(problem).why_invalid(config)
+        if why:
+            raise InvalidConfig(f"{config.key}: {why}")
+        return codegen.source(problem, config)
+
+    def template_hash(self) -> str:
+        return codegen.template_hash()
+
+    # --- build / run -------------------------------------------------------
+    def build(self, problem: Problem, config):
+        from .driver import CUDAKernel
+        config = config if isinstance(config, Config) else Config(config)
+        src = self.source(problem, config)     # raises InvalidConfig
+        return CUDAKernel(problem, config, src, self.arch(), self.limits())
+
+    def precompile(self, problem_configs, workers: int | None = None) -> list:
+        """Compile many (problem, config) pairs into the cache in parallel."""
+        from .compiler import compile_many
+        srcs = [codegen.source(p, c) for p, c in problem_configs]
+        return compile_many(srcs, self.arch(), workers)
+
+    def cublas_time(self, problem: Problem, repeats: int = 20, operands=None) -> list[float]:
+        return baseline.cublas_time(problem, repeats, operands_=operands)
+
+    def matmul(self, A, B, *, config=None, alpha=1.0, beta=0.0, out=None, C=None):
+        from . import api
+        return api.matmul(A, B, backend=self, config=config, alpha=alpha, beta=beta, out=out, C=C)
+
+    @functools.lru_cache(maxsize=64)
+    def _kernel(self, problem: Problem, config: Config):
+        return self.build(problem, config)

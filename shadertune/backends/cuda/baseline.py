@@ -1,0 +1,64 @@
+"""cuBLAS through CuPy as the baseline, in plain fp32/fp64 (TF32 off)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...problem import Problem
+from .device import import_cupy
+
+
+def plain_fp32():
+    """Make cupy.matmul call cuBLAS with CUBLAS_COMPUTE_32F (no TF32).
+
+    CuPy's default compute type for float32 is plain fp32 unless CUPY_TF32>0;
+    it is set explicitly here so that an inherited environment cannot turn
+    the baseline into a TF32 one. NVIDIA_TF32_OVERRIDE=1 would also force
+    TF32 inside cuBLAS, so it is refused."""
+    cupy = import_cupy()
+    if os.environ.get("NVIDIA_TF32_OVERRIDE", "0") not in ("", "0"):
+        raise RuntimeError("NVIDIA_TF32_OVERRIDE is set: cuBLAS would use TF32; unset it")
+    from cupy._core import _routines_linalg as linalg
+    linalg.set_compute_type(np.float32, linalg.COMPUTE_TYPE_DEFAULT)
+    return cupy
+
+
+def operands(problem: Problem, seed: int = 0):
+    """Fresh random operands on the device in their stored layouts (never zeros)."""
+    cp = import_cupy()
+    rs = cp.random.RandomState(seed)
+    p = problem
+    sa = (p.K, p.M) if p.trans_a else (p.M, p.K)
+    sb = (p.N, p.K) if p.trans_b else (p.K, p.N)
+    A = rs.uniform(-1, 1, sa).astype(p.dtype)
+    B = rs.uniform(-1, 1, sb).astype(p.dtype)
+    return A, B
+
+
+def op(x, trans: bool):
+    return x.T if trans else x
+
+
+def cublas_gemm(problem: Problem, A, B, out=None):
+    cp = plain_fp32()
+    return cp.matmul(op(A, problem.trans_a), op(B, problem.trans_b), out=out)
+
+
+def cublas_time(problem: Problem, repeats: int = 20, warmup: int = 3, operands_=None) -> list[float]:
+    """Milliseconds of `repeats` cuBLAS GEMMs (cupy.matmul on the transposed
+    views, so cuBLAS gets the op flags and no copy is made), CUDA events."""
+    cp = plain_fp32()
+    A, B = operands_ if operands_ is not None else operands(problem)
+    out = cp.empty((problem.M, problem.N), dtype=problem.dtype)
+    a, b = op(A, problem.trans_a), op(B, problem.trans_b)
+    for _ in range(warmup):
+        cp.matmul(a, b, out=out)
+    cp.cuda.get_current_stream().synchronize()
+    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+    for s, e in events:
+        s.record()
+        cp.matmul(a, b, out=out)
+        e.record()
+    cp.cuda.get_current_stream().synchronize()
+    return [cp.cuda.get_elapsed_time(s, e) for s, e in events]

@@ -1,0 +1,245 @@
+"""The CUDA GEMM tuning space: knobs, derived launch shape, restrictions.
+
+Knobs (Li-Dongarra's names where they exist, seed 000):
+  BM, BN   block tile of C (Li-Dongarra's BM, BN)
+  BK       k-depth of one shared-memory stage (Li-Dongarra's BK)
+  TM, TN   per-thread register tile; Li-Dongarra's thread block is
+           ty = BM/TM by tx = BN/TN threads (before warp grouping and K_L)
+  WM, WN   warp tile; a warp's 32 lanes form a (WM/TM) x (WN/TN) grid
+  trans    1: A's block is stored transposed (k-major) in shared memory so
+           that a thread reads its A fragment with 16-byte loads
+  VEC      width of global loads along the stored matrix's contiguous axis
+  PAD      shared-memory row padding (elements) against bank conflicts
+  DB       double buffering: global->register prefetch of the next stage
+           while the current one is computed, two shared-memory stages
+  KG       split-K across the grid (ISAAC's K_G): partial sums to a
+           workspace, reduced by a second small kernel
+  KL       split-K inside a block (ISAAC's K_L): KL thread groups take
+           interleaved k-slices of a stage, reduced through shared memory
+
+Pruning (Li-Dongarra style, before any compile): tiles no larger than the
+problem needs, split-K only where the MN grid cannot fill the GPU, and the
+device limits read at run time (threads, opt-in shared memory, registers).
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+
+from ...config import Config
+from ...problem import Problem
+from ...space import Space
+
+WARP = 32
+# Registers a thread needs besides its tiles (indices, pointers, loop state);
+# calibrated against ptxas -v on sm_90 (see tests/test_cuda_codegen.py).
+REG_OVERHEAD = 40
+
+# The phased order (documented in notes/cuda.md): block tile, then thread and
+# warp tile, then the stage depth, then the memory-path knobs, then split-K.
+PHASES = {
+    "outer": [],
+    "refine": None,
+    "groups": [["BM", "BN"], ["TM", "TN", "WM", "WN"], ["BK"],
+               ["VEC", "DB", "PAD", "trans"], ["KG", "KL"]],
+}
+
+
+def _pow2_upto(lo: int, hi: int) -> list[int]:
+    out, v = [], lo
+    while v <= hi:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (max(n, 1) - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Everything the template and the restrictions compute from a config."""
+    FV: int            # elements per 16-byte shared-memory fragment load
+    lanes_m: int
+    lanes_n: int
+    warps_m: int
+    warps_n: int
+    threads_mn: int    # threads of one K_L group
+    threads: int
+    KT: int            # k per stage over all K_L groups
+    loads_a: int       # VEC-wide global loads per thread per stage
+    loads_b: int
+    lda_s: int         # shared-memory row lengths (padded)
+    ldb_s: int
+    stage_elems_a: int
+    stage_elems_b: int
+    smem_bytes: int
+    regs_est: int
+    k_chunk: int       # k range of one K_G split (multiple of KT)
+    grid: tuple        # (x = N tiles, y = M tiles, z = KG)
+
+
+def derive(problem: Problem, c) -> Derived:
+    if isinstance(c, Config):
+        return _derive_cached(problem, c)
+    return _derive(problem, c)
+
+
+@functools.lru_cache(maxsize=8192)
+def _derive_cached(problem: Problem, c: Config) -> Derived:
+    return _derive(problem, c)
+
+
+def _derive(problem: Problem, c) -> Derived:
+    w = problem.itemsize // 4
+    FV = 16 // problem.itemsize
+    lanes_m, lanes_n = c["WM"] // c["TM"], c["WN"] // c["TN"]
+    warps_m, warps_n = c["BM"] // c["WM"], c["BN"] // c["WN"]
+    threads_mn = WARP * warps_m * warps_n
+    threads = threads_mn * c["KL"]
+    KT = c["BK"] * c["KL"]
+    loads_a = (c["BM"] * KT) // (c["VEC"] * threads)
+    loads_b = (c["BN"] * KT) // (c["VEC"] * threads)
+    if c["trans"]:
+        lda_s, stage_a = c["BM"] + c["PAD"], KT * (c["BM"] + c["PAD"])
+    else:
+        lda_s, stage_a = KT + c["PAD"], c["BM"] * (KT + c["PAD"])
+    ldb_s = c["BN"] + c["PAD"]
+    stage_b = KT * ldb_s
+    stages = 2 if c["DB"] else 1
+    tile_bytes = stages * (stage_a + stage_b) * problem.itemsize
+    red_bytes = (c["KL"] - 1) * c["BM"] * c["BN"] * problem.itemsize
+    smem = max(tile_bytes, red_bytes)
+    regs = w * (c["TM"] * c["TN"] + c["TM"] + c["TN"] + (loads_a + loads_b) * c["VEC"]) + REG_OVERHEAD
+    per_split = -(-problem.K // c["KG"]) if problem.K else 0
+    k_chunk = max(KT, -(-per_split // KT) * KT)
+    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
+    return Derived(FV, lanes_m, lanes_n, warps_m, warps_n, threads_mn, threads, KT,
+                   loads_a, loads_b, lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, grid)
+
+
+def _domains(problem: Problem) -> dict:
+    fp32 = problem.dtype == "float32"
+    FV = 16 // problem.itemsize
+    tile_max_m = max(16, min(256, _next_pow2(problem.M)))
+    tile_max_n = max(16, min(256, _next_pow2(problem.N)))
+    lda_c = problem.M if problem.trans_a else problem.K
+    ldb_c = problem.K if problem.trans_b else problem.N
+    vecs = [v for v in ((1, 2, 4) if fp32 else (1, 2)) if lda_c % v == 0 and ldb_c % v == 0]
+    k = max(problem.K, 1)
+    return {
+        "BM": _pow2_upto(16, tile_max_m),
+        "BN": _pow2_upto(16, tile_max_n),
+        "BK": [b for b in (8, 16, 32) if b == 8 or b <= _next_pow2(k)],
+        "TM": [t * FV for t in (1, 2, 4)],
+        "TN": [t * FV for t in (1, 2, 4)],
+        "WM": _pow2_upto(8, min(128, tile_max_m)),
+        "WN": _pow2_upto(8, min(128, tile_max_n)),
+        "trans": [1, 0],
+        "VEC": vecs,
+        "PAD": [0, FV],
+        "DB": [1, 0],
+        "KG": [g for g in _pow2_upto(1, 256) if g == 1 or k // g >= 64],
+        "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
+    }
+
+
+def _restrictions(problem: Problem, L: dict):
+    def warp_shape(c):
+        "a warp is 32 lanes: (WM/TM) * (WN/TN) == 32, fragments of 16 bytes"
+        return (c["TM"] % FV == 0 and c["TN"] % FV == 0 and c["WM"] % c["TM"] == 0
+                and c["WN"] % c["TN"] == 0 and (c["WM"] // c["TM"]) * (c["WN"] // c["TN"]) == WARP)
+
+    def block_shape(c):
+        "warp tiles divide the block tile"
+        return c["BM"] % c["WM"] == 0 and c["BN"] % c["WN"] == 0
+
+    def threads_limit(c):
+        "threads per block within the device limit"
+        return derive(problem, c).threads <= L["max_threads_per_block"]
+
+    def loads_divide(c):
+        "every thread issues the same whole number of VEC-wide loads per stage"
+        d = derive(problem, c)
+        contig_a = c["BM"] if problem.trans_a else d.KT
+        contig_b = d.KT if problem.trans_b else c["BN"]
+        return ((c["BM"] * d.KT) % (c["VEC"] * d.threads) == 0 and
+                (c["BN"] * d.KT) % (c["VEC"] * d.threads) == 0 and
+                contig_a % c["VEC"] == 0 and contig_b % c["VEC"] == 0)
+
+    def smem_limit(c):
+        "shared memory within the opt-in maximum per block"
+        return derive(problem, c).smem_bytes <= L["max_smem_per_block_optin"]
+
+    def regs_limit(c):
+        "estimated registers within 255 and within the register file / threads"
+        d = derive(problem, c)
+        cap = min(L["max_regs_per_thread"], L["regs_per_block"] // d.threads // 8 * 8)
+        return d.regs_est <= cap
+
+    def split_k(c):
+        "split-K only where the MN grid leaves SMs idle; every K_G split gets work"
+        if c["KG"] == 1 and c["KL"] == 1:
+            return True
+        d = derive(problem, c)
+        tiles = d.grid[0] * d.grid[1]
+        if tiles >= L["num_sms"]:
+            return False
+        return (c["KG"] - 1) * d.k_chunk < problem.K and tiles * c["KG"] <= 8 * L["num_sms"]
+
+    FV = 16 // problem.itemsize
+    lda_c = problem.M if problem.trans_a else problem.K
+    ldb_c = problem.K if problem.trans_b else problem.N
+    return [
+        warp_shape, block_shape, threads_limit,
+        f"{lda_c} % VEC == 0 and {ldb_c} % VEC == 0",   # whole vectors, aligned rows
+        loads_divide, smem_limit, regs_limit, split_k,
+    ]
+
+
+class CUDASpace(Space):
+    """A Space whose enumeration walks the knobs in dependency order and
+    skips dead branches early (the product is millions of points); the set
+    it yields is exactly the valid product, checked by every restriction."""
+
+    def _iter_valid(self):
+        K = self.knobs
+        sms = self.constants["num_sms"]
+        M, N = self.constants["M"], self.constants["N"]
+        for TM, TN, WM, WN in itertools.product(K["TM"], K["TN"], K["WM"], K["WN"]):
+            if WM % TM or WN % TN or (WM // TM) * (WN // TN) != WARP:
+                continue
+            for BM, BN in itertools.product(K["BM"], K["BN"]):
+                if BM % WM or BN % WN:
+                    continue
+                few_tiles = -(-M // BM) * -(-N // BN) < sms
+                for KL, KG in itertools.product(K["KL"], K["KG"]):
+                    if (KL > 1 or KG > 1) and not few_tiles:
+                        continue    # split-K only where the MN grid leaves SMs idle
+                    threads = WARP * (BM // WM) * (BN // WN) * KL
+                    if threads > self.constants["max_threads_per_block"]:
+                        continue
+                    fixed = dict(TM=TM, TN=TN, WM=WM, WN=WN, BM=BM, BN=BN, KL=KL, KG=KG)
+                    others = [n for n in K if n not in fixed]
+                    for values in itertools.product(*(K[n] for n in others)):
+                        d = dict(fixed)
+                        d.update(zip(others, values))
+                        cfg = Config(d)
+                        if all(_safe(f, cfg) for f in self._compiled):
+                            yield cfg
+
+
+def _safe(f, cfg) -> bool:
+    try:
+        return bool(f(cfg))
+    except Exception:
+        return False
+
+
+def make_space(problem: Problem, limits: dict) -> CUDASpace:
+    restr = _restrictions(problem, limits)
+    consts = {"M": problem.M, "N": problem.N, "K": problem.K, "itemsize": problem.itemsize,
+              **{k: v for k, v in limits.items() if isinstance(v, int)}}
+    return CUDASpace(_domains(problem), restr, consts, phases=PHASES)

@@ -1,0 +1,91 @@
+"""A focused candidate list per problem: the default config and the short
+list a quick tuning pass measures (the full space is for the search core).
+
+Candidates come from a small product of shapes known to work for SIMT GEMM,
+filtered by the space (so every one is valid), then ranked by a rough
+analytical model: FMA work on the busiest SM at an efficiency set by the
+register tile's reuse and the warps resident, against the bytes moved
+(including split-K's workspace), plus launch and per-stage overheads.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from ...config import Config
+from ...problem import Problem
+from .space import WARP, derive
+
+_TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32),
+          (32, 32), (128, 32), (256, 32), (128, 16), (64, 16), (256, 16), (32, 16), (16, 16)]
+_THREAD_TILES = {"float32": [(8, 8), (8, 16), (16, 8), (8, 4), (4, 8), (4, 4)],
+                 "float64": [(4, 4), (8, 4), (4, 8), (8, 8), (4, 2), (2, 4), (2, 2)]}
+CLOCK_HZ = 1.98e9          # H100/H200 boost clock: the model's unit
+BYTES_PER_CYCLE = 1800.0   # ~3.6 TB/s of sustained HBM traffic at that clock
+
+
+def _raw(problem: Problem, limits: dict):
+    FV = 16 // problem.itemsize
+    sms = limits["num_sms"]
+    for (BM, BN), (TM, TN) in itertools.product(_TILES, _THREAD_TILES[problem.dtype]):
+        for lanes_m in (4, 8, 2, 16):   # squarish warp tiles first
+            WM, WN = TM * lanes_m, TN * (WARP // lanes_m)
+            if BM % WM or BN % WN:
+                continue
+            tiles = -(-problem.M // BM) * -(-problem.N // BN)
+            splits = [(1, 1)]
+            if tiles < sms:
+                splits += [(kg, kl) for kg in (1, 2, 4, 8, 16, 32, 64, 128, 256) for kl in (1, 2, 4)
+                           if (kg, kl) != (1, 1)]
+            for (KG, KL), BK in itertools.product(splits, (8, 16, 32)):
+                for VEC in (4, 2, 1):
+                    yield dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN, WM=WM, WN=WN, trans=1,
+                               VEC=VEC, PAD=FV, DB=1, KG=KG, KL=KL)
+
+
+def model_cycles(problem: Problem, c, limits: dict) -> float:
+    d = derive(problem, c)
+    sms = limits["num_sms"]
+    regs = max(32, math.ceil(d.regs_est / 8) * 8)
+    per_sm = max(1, min(2048 // d.threads, limits["regs_per_block"] // (d.threads * regs),
+                        (228 * 1024) // (d.smem_bytes + 1024), 32))
+    blocks = d.grid[0] * d.grid[1] * d.grid[2]
+    busiest = -(-blocks // sms)                       # blocks on the busiest SM
+    warps = min(per_sm, busiest) * d.threads // WARP  # warps resident to hide latency
+    reuse = c["TM"] * c["TN"] / (c["TM"] + c["TN"])   # FMAs per shared element read
+    block_reuse = c["BM"] * c["BN"] / (c["BM"] + c["BN"])   # FMAs per element fetched to shared
+    eff = min(1.0, reuse / 4.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
+    fma_rate = 128 if problem.dtype == "float32" else 64
+    k_work = min(d.k_chunk, max(problem.K, 1))
+    compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff)
+    stages = -(-k_work // d.KT) * -(-busiest // per_sm)
+    overhead = stages * 80 + (6000 if c["KG"] > 1 else 0) + 4000
+    it = problem.itemsize
+    traffic = it * (problem.M * problem.K * d.grid[0] / 4 + problem.K * problem.N * d.grid[1] / 4
+                    + problem.M * problem.N * (1 + 2 * (c["KG"] > 1) * c["KG"]))
+    return max(compute, traffic / BYTES_PER_CYCLE) + overhead
+
+
+def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Config]:
+    """Up to `n` valid configs, best-predicted first."""
+    seen, ranked = set(), []
+    for d in _raw(problem, limits):
+        cfg = Config(d)
+        if cfg in seen:
+            continue
+        seen.add(cfg)
+        if space.why_invalid(cfg) is None:
+            ranked.append((model_cycles(problem, cfg, limits), cfg))
+    ranked.sort(key=lambda t: t[0])
+    # One warp layout and one VEC per shape (the widest valid VEC and the
+    # squarest warp come first in _raw, and the sort is stable) to spread the list.
+    out, shapes = [], set()
+    for _, cfg in ranked:
+        shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN"))
+        if shape in shapes:
+            continue
+        shapes.add(shape)
+        out.append(cfg)
+        if len(out) == n:
+            break
+    return out
