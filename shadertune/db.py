@@ -91,6 +91,8 @@ class Store:
     # --- schema -----------------------------------------------------------
     def _check_schema(self) -> None:
         c = self.conn
+        if c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return                       # the common case takes no write lock
         c.execute("BEGIN IMMEDIATE")     # two processes creating one new store: one wins
         try:
             v = c.execute("PRAGMA user_version").fetchone()[0]

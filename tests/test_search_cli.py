@@ -45,6 +45,7 @@ def test_search_writes_the_report_and_the_table(tmp_path, capsys):
     assert "| 8x8x64 float32" in out and "40 (40/0)" in out and "/18432" in out
     doc = json.loads(rep.read_text())
     check_report(doc)
+    pytest.importorskip("shadertune.report.schema").validate(doc, str(rep))   # what reports read
     assert doc["schema"] == 1 and doc["backend"] == "fake" and doc["strategy"] == "phased"
     assert doc["device"]["renderer"] == "fake renderer"
     (p,) = doc["problems"]
