@@ -1,6 +1,7 @@
 """Problem: the shape and type of one C = alpha * op(A) @ op(B) + beta * C."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 _DTYPES = ("float32", "float64")
@@ -53,7 +54,7 @@ class Problem:
     @classmethod
     def parse(cls, text: str, dtype: str = "float32") -> "Problem":
         """'N' (square) or 'M,N,K' (also 'MxNxK')."""
-        parts = [p for p in text.replace("x", ",").split(",") if p.strip()]
+        parts = re.split(r"[,x]", str(text).strip())
         try:
             vals = [int(p) for p in parts]
         except ValueError:

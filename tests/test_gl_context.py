@@ -1,0 +1,104 @@
+"""GL contexts: EGL with a device index, GLFW under Xvfb, and clear errors when none can be made."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from shadertune.errors import ContextError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _py(code: str, env_extra: dict | None = None, timeout: int = 120):
+    env = dict(os.environ, PYTHONPATH=ROOT, **(env_extra or {}))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=env, timeout=timeout)
+
+
+def test_egl_context_and_limits(gl_backend):
+    dev = gl_backend.device()
+    assert dev.renderer and dev.driver
+    lim = dev.limits
+    assert lim["max_draw_buffers"] >= 1 and lim["max_texture_size"] >= 1024
+    assert lim["float_render_targets"] is True
+
+
+def test_bad_device_index_is_a_clear_error():
+    from shadertune.backends.gl.context import create_egl_context
+    with pytest.raises(ContextError, match="device_index=99"):
+        create_egl_context(99)
+    with pytest.raises(ValueError, match="non-negative"):
+        create_egl_context(-1)
+
+
+def test_missing_libegl_is_one_clear_error():
+    """A broken EGL library path: one ContextError naming the fix, no C-level traceback."""
+    r = _py("""
+        import numpy as np, shadertune
+        try:
+            shadertune.matmul(np.ones((2, 2)), np.ones((2, 2)))
+        except Exception as e:
+            print(type(e).__name__ + ": " + str(e))
+    """, {"GLCONTEXT_LINUX_LIBEGL": "/nonexistent/libEGL.so.1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ContextError: cannot create a headless EGL GL context")
+    assert "apt-get install" in r.stdout and "Traceback" not in r.stdout
+
+
+def test_missing_vendor_file_is_diagnosed():
+    r = _py("""
+        from shadertune.backends.gl.context import create_egl_context
+        try:
+            create_egl_context()
+        except Exception as e:
+            print(type(e).__name__ + ": " + str(e))
+        else:
+            print("created")
+    """, {"__EGL_VENDOR_LIBRARY_FILENAMES": "/nonexistent/10_nvidia.json"})
+    assert "ContextError" in r.stdout and "/nonexistent/10_nvidia.json" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def xvfb_display():
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is not installed (scripts/test installs it: apt-get install xvfb)")
+    display = ":97"
+    proc = subprocess.Popen(["Xvfb", display, "-screen", "0", "64x64x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)
+    if proc.poll() is not None:
+        pytest.skip("Xvfb did not start")
+    yield display
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_glfw_hidden_window_under_xvfb(xvfb_display):
+    r = _py("""
+        import numpy as np
+        from shadertune.backends.gl import GLBackend
+        from shadertune.problem import Problem
+        be = GLBackend(context="glfw")
+        p = Problem(9, 7, 11)
+        k = be.build(p, be.default_config(p))
+        A, B = np.arange(99.).reshape(9, 11), np.arange(77.).reshape(11, 7)
+        print(be.device().renderer, float(np.abs(k.run(A, B) - A @ B).max()))
+    """, {"DISPLAY": xvfb_display})
+    assert r.returncode == 0, r.stderr
+    renderer, err = r.stdout.rsplit(" ", 1)
+    assert renderer and float(err) < 1e-3
+
+
+def test_glfw_without_display_is_a_clear_error():
+    r = _py("""
+        from shadertune.backends.gl.context import create_glfw_context
+        try:
+            create_glfw_context()
+        except Exception as e:
+            print(type(e).__name__ + ": " + str(e))
+    """, {"DISPLAY": ""})
+    assert r.stdout.startswith("ContextError:"), r.stdout + r.stderr
