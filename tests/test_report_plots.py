@@ -31,7 +31,7 @@ def test_plot_report_png_and_labels(tmp_path):
     for want in ("GFLOP/s", plots.XLABEL, "gl (tuned)", "cublas", "numpy-cpu", "handtuned-4x4mrt",
                  "gl roofline (per config)"):
         assert want in labels, want
-    assert any(l.startswith("fragment FMA peak 1,943") for l in labels)
+    assert any(l.startswith("fragment FMA peak 1,939") for l in labels)
     assert any(l.startswith("fetch roofline") and "21.3 flops/fetch" in l for l in labels)
     ax = fig.axes[0]
     assert ax.get_yscale() == "log"

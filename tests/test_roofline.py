@@ -155,15 +155,23 @@ def test_fragment_fma_shader_does_the_flops_it_counts(ctx):
     assert not np.allclose(r["output"], rgl.fma_reference(seed, chains, iters * unroll - 1), rtol=1e-5)
 
 
-def test_fetch_shader_fetches_what_it_counts(ctx):
+@pytest.mark.parametrize("pattern", rgl.FETCH_PATTERNS)
+def test_fetch_shader_fetches_what_it_counts(ctx, pattern):
     size, fetches, iters = 16, 3, 4
     r = rgl.fragment_fetch_rate(ctx, size=size, tex_size=8, fetches=fetches, iters=iters,
-                                  target_ms=0, repeats=2, return_output=True)
-    assert r["gtexels"] > 0 and r["iters"] == iters
-    want = rgl.fetch_reference(r["texels"], size, fetches, iters)
+                                target_ms=0, repeats=2, return_output=True, pattern=pattern)
+    assert r["gtexels"] > 0 and r["iters"] == iters and r["pattern"] == pattern
+    want = rgl.fetch_reference(r["texels"], size, fetches, iters, pattern)
     np.testing.assert_allclose(r["output"], want, rtol=1e-5)
+    others = [rgl.fetch_reference(r["texels"], size, fetches, iters, q) for q in rgl.FETCH_PATTERNS if q != pattern]
+    assert not any(np.allclose(r["output"], o, rtol=1e-5) for o in others)
+
+
+def test_fetch_rate_refuses_bad_parameters(ctx):
     with pytest.raises(ValueError, match="power of two"):
         rgl.fragment_fetch_rate(ctx, size=4, tex_size=12)
+    with pytest.raises(ValueError, match="pattern"):
+        rgl.fragment_fetch_rate(ctx, size=4, pattern="zigzag")
 
 
 def test_compute_fma_shader_does_the_flops_it_counts(ctx):

@@ -114,17 +114,23 @@ def _set(prog, n):
     prog["iters"].value = int(n)
 
 
+FETCH_PATTERNS = ("matmul", "distinct", "quad")
+
+
 def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_ms=20.0,
-                        max_iters=1 << 16, repeats=5, return_output=False) -> dict:
+                        max_iters=1 << 16, repeats=5, return_output=False, pattern="matmul") -> dict:
     """G texelFetch/s of RGBA32F from a small (cache-resident) texture in a fragment shader.
 
     return_output adds the framebuffer and the source texels (fetch_reference checks them)."""
     import moderngl
+    if pattern not in FETCH_PATTERNS:
+        raise ValueError(f"fetch pattern must be one of {FETCH_PATTERNS}, got {pattern!r}")
     if tex_size & (tex_size - 1):
         raise ValueError(f"tex_size must be a power of two (addresses wrap by masking), got {tex_size}")
     prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
                        fragment_shader=templates.render("gl/roofline/fetch.frag",
-                                                        tex_size=tex_size, fetches=fetches))
+                                                        tex_size=tex_size, fetches=fetches,
+                                                        pattern=pattern))
     rng = np.random.default_rng(0)
     texels = rng.random((tex_size, tex_size, 4), dtype=np.float32)
     src = ctx.texture((tex_size, tex_size), 4, texels.tobytes(), dtype="f4")
@@ -146,7 +152,7 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
     ms = statistics.median(times)
     n = size * size * it * fetches
     r = {"gtexels": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
-         "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size,
+         "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size, "pattern": pattern,
          "gbytes_per_s": 16 * n / (ms * 1e-3) / 1e9}
     if return_output:
         r["output"], r["texels"] = out, texels
@@ -190,14 +196,22 @@ def fma_reference(seed: np.ndarray, chains: int, steps: int) -> np.ndarray:
     return (an * x0 + b * (1 - an) / (1 - a)).sum(axis=-2)
 
 
-def fetch_reference(texels: np.ndarray, size: int, fetches: int, iters: int) -> np.ndarray:
-    """What fetch.frag outputs at every pixel: the sum of the texels it fetched."""
+def fetch_reference(texels: np.ndarray, size: int, fetches: int, iters: int,
+                    pattern: str = "matmul") -> np.ndarray:
+    """What fetch.frag outputs at every pixel: the sum of the texels it fetched
+    (texelFetch(x, y) reads texels[y, x])."""
     mask = texels.shape[0] - 1
     y, x = np.mgrid[0:size, 0:size]
     out = np.zeros((size, size, 4))
     for i in range(iters):
         for f in range(fetches):
-            out += texels[(y + i) & mask, (x + f) & mask]
+            if pattern == "matmul":
+                k = (i * fetches + f) & mask
+                out += texels[y & mask, k] if f % 2 == 0 else texels[k, x & mask]
+            elif pattern == "quad":
+                out += texels[((y >> 1) + i) & mask, ((x >> 1) + f) & mask]
+            else:
+                out += texels[(y + i) & mask, (x + f) & mask]
     return out
 
 
@@ -215,9 +229,15 @@ def measure_gl(ctx=None, quick=False, *, preset: str | None = None, compute=True
     p = dict(PRESETS[preset or ("quick" if quick else "full")])
     groups = p.pop("groups")
     fma = fragment_fma_peak(ctx, **p)
-    fetch = fragment_fetch_rate(ctx, **p)
-    ceilings = {"fragment_fma_gflops": fma["gflops"], "fetch_gtexels": fetch["gtexels"]}
-    details = {"fragment_fma": fma, "fragment_fetch": fetch}
+    ceilings = {"fragment_fma_gflops": fma["gflops"]}
+    details = {"fragment_fma": fma}
+    # The matmul-like pattern is the roofline's fetch rate; the other two show the spread
+    # (on an H200: 21 G/s with 4 distinct texels per quad, 32 G/s with 1).
+    for pattern in FETCH_PATTERNS:
+        r = fragment_fetch_rate(ctx, pattern=pattern, **p)
+        suffix = "" if pattern == "matmul" else f"_{pattern}"
+        ceilings["fetch_gtexels" + suffix] = r["gtexels"]
+        details["fragment_fetch" + suffix] = r
     if compute:
         # Not gated on ctx.version_code: NVIDIA's EGL hands out a 3.3 core context
         # that still compiles #version 430 compute shaders (ARB_compute_shader).

@@ -21,6 +21,8 @@ SCHEMA = 1
 UNITS = {
     "fragment_fma_gflops": "GFLOP/s",
     "fetch_gtexels": "G texel fetches/s",
+    "fetch_gtexels_distinct": "G texel fetches/s",
+    "fetch_gtexels_quad": "G texel fetches/s",
     "compute_fma_gflops": "GFLOP/s",
     "cuda_fma_gflops": "GFLOP/s",
     "cuda_fma64_gflops": "GFLOP/s",
