@@ -209,3 +209,23 @@ def test_report_package_imports_without_matplotlib():
     code = ("import sys, shadertune.report as r; r.show(r.load(sys.argv[1])); "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
     subprocess.run([sys.executable, "-c", code, str(GL)], check=True)
+
+
+def test_reports_written_by_the_search_validate():
+    rj = pytest.importorskip("shadertune.search.report_json")
+    from shadertune.backends.base import DeviceInfo
+    from shadertune.config import Config
+    from shadertune.problem import Problem
+    from shadertune.result import Result
+    p = Problem(64, 64, 64)
+    results = [Result("gl", "llvmpipe", p, Config(mc="1x4", mrt_h=2, mrt_w=2, np=16), "ok", [0.5, 0.6], 3.0, 1e-7),
+               Result("gl", "llvmpipe", p, Config(mc="2x2", mrt_h=1, mrt_w=1, np=8), "compile_failed",
+                      message="boom")]
+    entry = rj.problem_entry(p, results, space_size=10, full_space_size=40, measured=2, cached=0, seconds=1.5)
+    doc = rj.make_report("gl", DeviceInfo("gl", "Mesa", "llvmpipe", "4.5 Mesa", {"max_draw_buffers": 8}),
+                         "phased", [entry])
+    rep = report.validate(json.loads(json.dumps(doc)), "search-output")
+    ceil = {"fragment_fma_gflops": 10.0, "fetch_gtexels": 0.2}
+    roof = report.roofline_of(rep, rep["problems"][0], ceil)
+    assert roof["bound"] == "fetch" and roof["gflops"] == pytest.approx(0.2 * rl.flops_per_fetch(
+        {"mc": "1x4", "mrt_h": 2, "mrt_w": 2, "np": 16}, K=64))
