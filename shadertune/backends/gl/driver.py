@@ -151,6 +151,8 @@ class GLKernel:
         self.tex_b.use(1)
         self.tex_c.use(2)
         self._set("u_alpha", self._alpha)
+        self._set("u_hc", L.hc)
+        self._set("u_wc", L.wc)
         self._set("u_beta", self._beta)
         src = 0
         for p in range(L.passes):
@@ -158,6 +160,7 @@ class GLKernel:
             for t, tex in enumerate(self.partials[src]):
                 tex.use(3 + t)
             self._set("u_k0", p * L.steps)
+            self._set("u_steps", L.steps)
             self._set("u_first", p == 0)
             self._set("u_last", p == L.passes - 1)
             self.fbos[dst].use()
