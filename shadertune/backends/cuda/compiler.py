@@ -61,12 +61,14 @@ def compile_cubin(source: str, arch: str, name: str = "st_gemm.cu") -> pathlib.P
 def compile_many(sources: list[str], arch: str, workers: int | None = None) -> list[BaseException | None]:
     """Compile many sources into the cache in parallel processes (NVRTC is
     slow and holds the GIL); returns None or the exception for each."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     todo = [s for s in dict.fromkeys(sources) if not (cache_dir() / f"{cache_key(s, arch)}_{arch}.cubin").exists()]
     errors = {}
     if todo:
         workers = workers or min(len(todo), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=workers) as ex:
+        # spawn, not fork: the parent may hold a CUDA context a child must not inherit
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
             for s, fut in [(s, ex.submit(_compile_quiet, s, arch)) for s in todo]:
                 errors[s] = fut.result()
     return [errors.get(s) for s in sources]

@@ -61,7 +61,10 @@ class CUDAKernel:
         x = cp.asarray(x)
         if x.shape != shape:
             raise ValueError(f"{name} has shape {x.shape}, expected {shape} (stored layout of {self.problem.key})")
-        return cp.ascontiguousarray(x, dtype=self.problem.dtype)
+        x = cp.ascontiguousarray(x, dtype=self.problem.dtype)
+        if x.data.ptr % 16:   # a view at an odd offset: vector loads need 16-byte alignment
+            x = x.copy()
+        return x
 
     def prepare(self, A, B, C=None, *, alpha=1.0, beta=0.0):
         """Put the operands on the device (CuPy arrays are used in place when

@@ -1,0 +1,138 @@
+"""CUDA backend on a GPU: correctness on shapes the tiles do not divide,
+both precisions, all transposes, split-K, alpha/beta, bad input. Skipped
+cleanly without CuPy or without a device."""
+import itertools
+
+import numpy as np
+import pytest
+
+cupy = pytest.importorskip("cupy")
+try:
+    _ndev = cupy.cuda.runtime.getDeviceCount()
+except Exception:
+    _ndev = 0
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_ndev == 0, reason="no CUDA device")]
+
+from shadertune.backends.cuda import CUDABackend, matmul  # noqa: E402
+from shadertune.backends.cuda.driver import CUDAKernel  # noqa: E402
+from shadertune.config import Config  # noqa: E402
+from shadertune.errors import InvalidConfig  # noqa: E402
+from shadertune.problem import Problem  # noqa: E402
+
+TOL = {"float32": 1e-5, "float64": 1e-13}
+
+
+@pytest.fixture(scope="module")
+def be():
+    return CUDABackend()
+
+
+def _stored(p, rng):
+    sa = (p.K, p.M) if p.trans_a else (p.M, p.K)
+    sb = (p.N, p.K) if p.trans_b else (p.K, p.N)
+    return rng.uniform(-1, 1, sa).astype(p.dtype), rng.uniform(-1, 1, sb).astype(p.dtype)
+
+
+def _check(be, p, cfg, rng, alpha=1.0, beta=0.0):
+    A, B = _stored(p, rng)
+    C0 = rng.uniform(-1, 1, (p.M, p.N)).astype(p.dtype) if beta else None
+    k = be.build(p, cfg)
+    out = k.run(A, B, C0, alpha=alpha, beta=beta)
+    a = A.T if p.trans_a else A
+    b = B.T if p.trans_b else B
+    ref = alpha * (a.astype(np.float64) @ b.astype(np.float64))
+    if beta:
+        ref += beta * C0
+    assert np.isfinite(out).all(), f"unwritten/NaN output for {p.key} {cfg.key}"
+    err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert err < TOL[p.dtype], (p.key, cfg.key, err)
+    k.release()
+
+
+def _split(be, p):
+    """A valid config with both K_G and K_L > 1 (in the candidate list)."""
+    return next(c for c in be.space(p) if c["KG"] > 1 and c["KL"] > 1)
+
+
+@pytest.mark.parametrize("dtype, ta, tb", itertools.product(("float32", "float64"), (False, True), (False, True)))
+def test_odd_shapes_all_transposes(be, dtype, ta, tb):
+    rng = np.random.default_rng(hash((dtype, ta, tb)) % 2**32)
+    p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), dtype, ta, tb)
+    cfgs = [be.default_config(p)] + be.candidates(p, 6)[1:3]
+    cfgs.append(be.default_config(p).replace(DB=0, trans=0, PAD=0) if be.default_config(p).replace(DB=0, trans=0, PAD=0) in be.space(p) else cfgs[0])
+    for cfg in cfgs:
+        _check(be, p, cfg, rng, alpha=1.5, beta=-0.5)
+
+
+@pytest.mark.parametrize("dtype, ta, tb", [("float32", False, False), ("float32", True, True),
+                                           ("float64", False, True), ("float32", False, True)])
+def test_split_k(be, dtype, ta, tb):
+    rng = np.random.default_rng(7)
+    p = Problem(37, 45, 3001, dtype, ta, tb)
+    _check(be, p, _split(be, p), rng)
+    _check(be, p, _split(be, p), rng, alpha=0.5, beta=2.0)
+
+
+def test_vector_loads_with_ragged_edges(be):
+    rng = np.random.default_rng(3)
+    p = Problem(1003, 516, 1024)     # K, N multiples of 4 (float4 loads), M and N not of the tile
+    cfg = be.default_config(p)
+    assert cfg["VEC"] == 4
+    _check(be, p, cfg, rng)
+
+
+def test_matmul_api_numpy_cupy_batch(be):
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((2, 33, 17)).astype(np.float32)
+    B = rng.standard_normal((17, 9)).astype(np.float32)
+    np.testing.assert_allclose(matmul(A, B), A @ B, rtol=1e-4, atol=1e-4)
+    dA, dB = cupy.asarray(A[0]), cupy.asarray(B)
+    np.testing.assert_allclose(matmul(dA, dB), A[0] @ B, rtol=1e-4, atol=1e-4)
+    v = rng.standard_normal(17)
+    r = matmul(A[0].astype(np.float64), v)
+    assert r.dtype == np.float64 and r.shape == (33,)
+    np.testing.assert_allclose(r, A[0].astype(np.float64) @ v, rtol=1e-12)
+    out = np.ones((33, 9), np.float32)
+    matmul(A[0], B, alpha=2.0, beta=1.0, out=out)
+    np.testing.assert_allclose(out, 2 * A[0] @ B + 1, rtol=1e-4, atol=1e-4)
+
+
+def test_bad_input_is_numpy_style(be):
+    with pytest.raises(ValueError):
+        matmul(np.ones((3, 4)), np.ones((5, 6)))
+    with pytest.raises(TypeError):
+        matmul(np.ones((3, 4), complex), np.ones((4, 2)))
+    p = Problem(64, 64, 64)
+    k = be.build(p, be.default_config(p))
+    with pytest.raises(ValueError):
+        k.run(np.ones((64, 63), np.float32), np.ones((64, 64), np.float32))
+
+
+def test_unlaunchable_config_is_invalid_and_does_not_poison_the_next(be):
+    import dataclasses
+    from shadertune.errors import BuildError
+    p = Problem(256, 256, 256)
+    bad = Config(BM=256, BN=256, BK=8, TM=4, TN=4, WM=16, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1)
+    with pytest.raises(InvalidConfig):
+        be.build(p, bad)                      # the space refuses it (2048 threads)
+    from shadertune.backends.cuda import codegen
+    with pytest.raises((InvalidConfig, BuildError)):   # bypass the space: still no crash
+        CUDAKernel(p, bad, codegen.source(p, bad), be.arch(), be.limits())
+    k = be.build(p, be.default_config(p))
+    k.d = dataclasses.replace(k.d, smem_bytes=4 << 20)  # a launch the device refuses
+    with pytest.raises(InvalidConfig):
+        k.run(np.ones((256, 256), np.float32), np.ones((256, 256), np.float32))
+    _check(be, p, be.default_config(p), np.random.default_rng(0))   # the context is fine
+
+
+def test_timing_and_cublas_baseline(be):
+    p = Problem(512, 512, 512, trans_b=True)
+    k = be.build(p, be.default_config(p))
+    rng = np.random.default_rng(5)
+    k.run(*_stored(p, rng))
+    t = k.time(repeats=5, warmup=1)
+    assert len(t) == 5 and all(x > 0 for x in t)
+    tb = be.cublas_time(p, repeats=5)
+    assert len(tb) == 5 and all(x > 0 for x in tb)
+    info = be.device()
+    assert info.backend == "cuda" and info.limits["num_sms"] > 0
