@@ -41,7 +41,7 @@ def _diagnose_egl() -> list[str]:
     return problems
 
 
-def create_egl_context(device_index: int | None = None, require: int = 330):
+def create_egl_context(device_index: int | None = None, require: int | None = None):
     """A new standalone moderngl context on EGL device `device_index` (default: the first)."""
     import moderngl
     problems = _diagnose_egl()
@@ -51,7 +51,14 @@ def create_egl_context(device_index: int | None = None, require: int = 330):
         raise ValueError(f"device_index must be a non-negative int, got {device_index!r}")
     try:
         kw = {"device_index": device_index} if device_index is not None else {}
-        ctx = moderngl.create_context(standalone=True, backend="egl", require=require, **kw)
+        if require is None:
+            # Ask for 4.5 (some drivers hand out exactly the version asked for), else 3.3.
+            try:
+                ctx = moderngl.create_context(standalone=True, backend="egl", require=450, **kw)
+            except Exception:
+                ctx = moderngl.create_context(standalone=True, backend="egl", require=330, **kw)
+        else:
+            ctx = moderngl.create_context(standalone=True, backend="egl", require=require, **kw)
     except Exception as e:  # glcontext raises bare Exceptions with C-level text
         detail = str(e).strip() or type(e).__name__
         extra = ("; " + "; ".join(problems)) if problems else ""

@@ -87,6 +87,7 @@ def gl_space(problem: Problem, limits: dict) -> Space:
     }
     restrictions = [
         "mrt_h * mrt_w <= max_draw_buffers",
+        "int(glsl) <= gl_version",
         "3 + mrt_h * mrt_w <= max_texture_units",
         "np <= kpad",
         np_fits_packing,
@@ -96,6 +97,7 @@ def gl_space(problem: Problem, limits: dict) -> Space:
         textures_fit,
     ]
     constants = {"max_draw_buffers": int(limits.get("max_draw_buffers", 8)),
+                 "gl_version": int(limits.get("gl_version", 330)),
                  "max_texture_units": int(limits.get("max_texture_units", 16)),
                  "kpad": kpad, "M": M, "N": N, "K": K}
     return Space(knobs, restrictions, constants, phases=PHASES)
