@@ -21,6 +21,7 @@ _TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (3
 _THREAD_TILES = {"float32": [(8, 8), (8, 16), (16, 8), (8, 4), (4, 8), (4, 4)],
                  "float64": [(4, 4), (8, 4), (4, 8), (8, 8), (4, 2), (2, 4), (2, 2)]}
 CLOCK_HZ = 1.98e9          # H100/H200 boost clock: the model's unit
+STAGE_LATENCY = 700        # cycles: one global->shared stage when nothing else hides it
 BYTES_PER_CYCLE = 1800.0   # ~3.6 TB/s of sustained HBM traffic at that clock
 
 
@@ -58,7 +59,11 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     fma_rate = 128 if problem.dtype == "float32" else 64
     k_work = min(d.k_chunk, max(problem.K, 1))
     compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff)
+    # A stage cannot finish faster than a global load (~700 cycles); DB hides
+    # one stage of it, blocks resident on one SM overlap theirs.
     stages = -(-k_work // d.KT) * -(-busiest // per_sm)
+    latency = stages * STAGE_LATENCY
+    compute = max(compute, latency)
     overhead = stages * 80 + (6000 if c["KG"] > 1 else 0) + 4000
     it = problem.itemsize
     traffic = it * (problem.M * problem.K * d.grid[0] / 4 + problem.K * problem.N * d.grid[1] / 4
@@ -78,14 +83,24 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
             ranked.append((model_cycles(problem, cfg, limits), cfg))
     ranked.sort(key=lambda t: t[0])
     # One warp layout and one VEC per shape (the widest valid VEC and the
-    # squarest warp come first in _raw, and the sort is stable) to spread the list.
-    out, shapes = [], set()
-    for _, cfg in ranked:
+    # squarest warp come first in _raw, and the sort is stable) to spread the
+    # list; and the best-predicted config of every K_G value goes first, so the
+    # split-K ladder is always measured (the model is weakest on latency-bound,
+    # skinny shapes: notes/cuda.md).
+    picked, shapes = [], set()
+
+    def take(cfg):
         shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN"))
-        if shape in shapes:
-            continue
-        shapes.add(shape)
-        out.append(cfg)
-        if len(out) == n:
-            break
-    return out
+        if shape not in shapes and len(picked) < n:
+            shapes.add(shape)
+            picked.append(cfg)
+
+    best_per_kg = {}
+    for _, cfg in ranked:
+        best_per_kg.setdefault(cfg["KG"], cfg)
+    if len(best_per_kg) > 1:
+        for cfg in sorted(best_per_kg.values(), key=lambda c: -c["KG"])[: max(1, n // 3)]:
+            take(cfg)
+    for _, cfg in ranked:
+        take(cfg)
+    return picked
