@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from ..backends.gl.timing import timed
+
 from .. import templates
 from . import store
 
@@ -35,22 +37,7 @@ def device_of(ctx) -> dict:
             "renderer": info.get("GL_RENDERER", ""), "driver": info.get("GL_VERSION", "")}
 
 
-def _timed(ctx, query, fn) -> tuple[float, str]:
-    """Milliseconds of fn(): the GL timer query where it is believable, else wall time.
-
-    llvmpipe's timer query misses its deferred rasterisation (and can wrap to
-    2**32 ns), so a query outside [0.5, 1.05] x the wall time around finish()
-    is not trusted; on a real GPU the two agree for draws of >= ~10 ms."""
-    ctx.finish()
-    t0 = time.perf_counter()
-    with query:
-        fn()
-    ctx.finish()
-    wall = (time.perf_counter() - t0) * 1e3
-    q = query.elapsed / 1e6
-    if 0.5 * wall <= q <= 1.05 * wall:
-        return q, "query"
-    return wall, "wall"
+_timed = timed  # shared with the matmul driver
 
 
 def _calibrate_and_time(ctx, set_iters, fn, iters, target_ms, max_iters, repeats):

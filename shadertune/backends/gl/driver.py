@@ -16,6 +16,7 @@ from ...errors import BuildError, RunError
 from ...problem import Problem
 from ...templates import read
 from .layout import Layout
+from .timing import timed
 
 _FLOAT = "f4"
 
@@ -53,6 +54,7 @@ class GLKernel:
         self._loaded = False
         self._beta = 0.0
         self._alpha = 1.0
+        self.timing_source = None     # 'query' (GL timer) or 'wall' (finish-to-finish)
         t0 = _time.perf_counter()
         try:
             self.program = ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
@@ -195,14 +197,9 @@ class GLKernel:
             raise ValueError("repeats must be >= 1")
         for _ in range(max(0, warmup)):
             self.execute()
-        self.ctx.finish()
         out = []
         q = self.ctx.query(time=True)
-        try:
-            for _ in range(repeats):
-                with q:
-                    self.execute()
-                out.append(q.elapsed / 1e6)
-        finally:
-            q.release() if hasattr(q, "release") else None
+        for _ in range(repeats):
+            ms, self.timing_source = timed(self.ctx, q, self.execute)
+            out.append(ms)
         return out
