@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import time
+
 import numpy as np
 
 from ..config import Config
@@ -50,6 +52,7 @@ class Evaluator:
 
     def __init__(self, backend, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
+                 slow_ms: float = 1000.0,
                  seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
         self.backend = backend
         self.problem = problem
@@ -59,6 +62,7 @@ class Evaluator:
         self.retune = retune
         self.tolerance = DEFAULT_TOLERANCE[problem.dtype] if tolerance is None else tolerance
         self.repeats = repeats
+        self.slow_ms = slow_ms
         self.warmup = warmup
         self.on_result = on_result
         self.A, self.B, self.ref = make_inputs(problem, seed)
@@ -108,7 +112,9 @@ class Evaluator:
     def _check_and_time(self, config, kernel) -> Result:
         compile_ms = getattr(kernel, "compile_ms", None)
         try:
+            t_run = time.perf_counter()
             C = np.asarray(kernel.run(self.A, self.B))
+            run_ms = (time.perf_counter() - t_run) * 1e3
         except ContextError:
             raise
         except Exception as e:
@@ -127,7 +133,12 @@ class Evaluator:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,
                                 message=f"relative error {err:.3g} > tolerance {self.tolerance:g}")
         try:
-            times = [float(t) for t in kernel.time(repeats=self.repeats, warmup=self.warmup)]
+            # A config whose checked run already took over `slow_ms` is timed once, without
+            # a further warm-up (the checked run was one): slow corners of the space must
+            # not eat the search's time.
+            slow = run_ms > self.slow_ms
+            times = [float(t) for t in kernel.time(repeats=1 if slow else self.repeats,
+                                                   warmup=0 if slow else self.warmup)]
         except ContextError:
             raise
         except Exception as e:

@@ -13,7 +13,7 @@ and this module reads it as follows, for each combination of the outer knobs
 
 1. Start point: the best config found so far with this combination's outer
    values put in; if that is not a valid point (or nothing is found yet), the
-   first valid config with these outer values in domain order, the refine
+   plan's optional "start" config with them put in; else the first valid config with these outer values in domain order, the refine
    knob varying fastest (so the group knobs start at their first values).  Knobs that no
    phase names stay at the start point's values.
 2. Refine knob over its powers of two (integer domain values that are powers
@@ -81,6 +81,13 @@ def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
     best = run.best()
     if best is not None:
         cand = best.config.replace(**fixed)
+        if cand in space:
+            return cand
+    # A backend may name a start point (its safe default): the np sweep then runs with
+    # a sensible mc/mrt instead of the slowest corner of the space.
+    start = (space.phases or {}).get("start")
+    if start:
+        cand = Config(start).replace(**fixed)
         if cand in space:
             return cand
     # the refine knob varies fastest: the other knobs keep their first (simplest) values
