@@ -54,7 +54,7 @@ def _split(be, p):
     return next(c for c in be.space(p) if c["KG"] > 1 and c["KL"] > 1)
 
 
-@pytest.mark.parametrize("dtype, ta, tb", itertools.product(("float32", "float64"), (False, True), (False, True)))
+@pytest.mark.parametrize("dtype, ta, tb", list(itertools.product(("float32", "float64"), (False, True), (False, True))))
 def test_odd_shapes_all_transposes(be, dtype, ta, tb):
     rng = np.random.default_rng(hash((dtype, ta, tb)) % 2**32)
     p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), dtype, ta, tb)
