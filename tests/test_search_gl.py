@@ -30,7 +30,9 @@ def test_phased_search_on_gl_verifies_times_stores_and_resumes(gl, tmp_path):
         assert e["space_size"] < e["full_space_size"]               # pruned before compiling
         ok = [r for r in e["results"] if r["status"] == "ok"]
         assert ok, [r["message"] for r in e["results"]]
-        assert all(len(r["times_ms"]) == 3 and r["error"] < 1e-5 for r in ok)
+        # 3 timed runs (1 when the checked run was very slow: a loaded CI box)
+        assert all(1 <= len(r["times_ms"]) <= 3 and r["error"] < 1e-5 for r in ok)
+        assert any(len(r["times_ms"]) == 3 for r in ok)
         assert e["best"]["gflops"] > 0 and e["best"]["error"] < 1e-5
         # the first configs are Jiang's np phase: powers of two at the start point
         nps = [r["config"]["np"] for r in e["results"][:3]]

@@ -137,12 +137,13 @@ def test_budget_of_seconds(strategy):
     be = FakeBackend()
     ev = Evaluator(be, P, repeats=1, warmup=0)
 
-    small = Problem(8, 8, 16)          # enumeration (exhaustive, random) counts against the time
+    small = Problem(8, 8, 16)
     ev = Evaluator(be, small, repeats=1, warmup=0)
 
     def slow(cfg):                     # 100 ms an evaluation against a 0.5 s budget
         time.sleep(0.1)
         return ev(cfg)
+    be.space(small).configs()          # enumerated (and cached) before the clock starts
     results = get_strategy(strategy)(be.space(small), slow, Budget(seconds=0.5))
     assert 1 <= len(results) <= 5     # no evaluation starts after the limit
 
@@ -213,3 +214,14 @@ def test_budget_validation():
         Budget(max_evals=-1)
     with pytest.raises(ValueError):
         Budget(seconds=float("nan"))
+
+
+def test_a_named_start_point_is_where_the_np_sweep_begins():
+    plan = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
+            "groups": [["mc"], ["mrt_h", "mrt_w"]],
+            "start": {"glsl": "330", "fetch": "texelFetch", "unroll": 1, "np": 8, "mc": "1x2",
+                      "mrt_h": 2, "mrt_w": 1}}
+    _, results = run("phased", backend=FakeBackend(phases=plan))
+    first = [r.config for r in results][:6]
+    assert [c["np"] for c in first] == [2, 4, 8, 16, 32, 64]
+    assert {(c["mc"], c["mrt_h"], c["mrt_w"]) for c in first} == {("1x2", 2, 1)}

@@ -13,9 +13,10 @@ and this module reads it as follows, for each combination of the outer knobs
 
 1. Start point: the best config found so far with this combination's outer
    values put in; if that is not a valid point (or nothing is found yet), the
-   plan's optional "start" config with them put in; else the first valid config with these outer values in domain order, the refine
-   knob varying fastest (so the group knobs start at their first values).  Knobs that no
-   phase names stay at the start point's values.
+   plan's optional "start" config (a backend's safe default) with them put
+   in; else the first valid config with these outer values in domain order,
+   the refine knob varying fastest (so the group knobs start at their first
+   values).  Knobs that no phase names stay at the start point's values.
 2. Refine knob over its powers of two (integer domain values that are powers
    of two; every value if there are none), the other knobs as the start.
 3. Each group in turn, jointly over its knobs (product of their domains),
