@@ -42,8 +42,8 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Autotune C = A @ B for a backend and shape(s): phased "
-                "(Jiang), exhaustive or random search over the pruned kernel space; verified "
-                "against float64, timed with GPU timers, stored in SQLite.",
+                "(Jiang),\nexhaustive or random search over the pruned kernel space; every config "
+                "verified\nagainst float64, timed with GPU timers and stored in SQLite.",
                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", default="gl",
                    help="'gl' (default) or 'cuda', or module:Class of another backend")
