@@ -16,16 +16,22 @@ def _dtype_of(*xs):
     return np.float32
 
 
-def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=None):
+def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=None, db=None):
     """C = alpha * A @ B + beta * C (C from `C=` or `out=`), float32 unless an
-    input is float64. `config`: None for the default, a Config, dict or JSON."""
+    input is float64. `config`: None or "default" for the default, "auto" for
+    the best stored tuning result (shadertune.select), a Config, dict or JSON."""
     from .backend import CUDABackend
     be = backend or _default_backend()
     dtype = _dtype_of(A, B)
     ops = check_operands(A, B, C if C is not None else out, alpha=alpha, beta=beta, dtype=dtype)
     check_out(out, ops.shape, dtype)
     p = Problem(int(ops.M), int(ops.N), int(ops.K), np.dtype(dtype).name)
-    if isinstance(config, str):
+    if isinstance(config, str) and config == "auto":
+        from ...select import select_config
+        config = select_config(be, p, db=db)[0]
+    elif isinstance(config, str) and config == "default":
+        config = None
+    elif isinstance(config, str):
         config = Config.from_json(config)
     cfg = Config(config) if config is not None else be.default_config(p)
     res = np.empty(ops.batch + (ops.M, ops.N), dtype=dtype)
