@@ -56,21 +56,33 @@ class GLKernel:
         self._alpha = 1.0
         self.timing_source = None     # 'query' (GL timer) or 'wall' (finish-to-finish)
         t0 = _time.perf_counter()
-        try:
-            self.program = ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
-        except Exception as e:  # moderngl raises a plain Exception with the compiler log
-            raise BuildError(f"GLSL compile/link failed: {str(e).strip()[:2000]}", source) from None
+        self.program = self._compile(source)
         self._resources.append(self.program)
         try:
             self.vao = ctx.vertex_array(self.program, [])
             self._resources.append(self.vao)
             self._make_textures()
-            # Drivers compile lazily: one tiny draw makes compile_ms honest.
-            self.ctx.finish()
+            self._setup()
+            self.ctx.finish()          # compile_ms covers the driver's share of the work
+        except (BuildError, RunError):
+            self.release()
+            raise
         except Exception as e:
             self.release()
             raise RunError(f"could not set up GL resources: {e}") from None
         self.compile_ms = (_time.perf_counter() - t0) * 1e3
+
+    def _compile(self, source: str):
+        try:
+            return self.ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
+        except Exception as e:  # moderngl raises a plain Exception with the compiler log
+            raise BuildError(f"GLSL compile/link failed: {str(e).strip()[:2000]}", source) from None
+
+    def _setup(self) -> None:
+        """Point the program's samplers at their texture units."""
+        for name, unit in self._units.items():
+            if name in self.program:
+                self.program[name].value = unit
 
     # --- resources ------------------------------------------------------
     def _tex(self, size, data=None):
@@ -92,9 +104,6 @@ class GLKernel:
             self.fbos.append(fbo)
         units = {"A": 0, "B": 1, "Cin": 2}
         units.update({f"P{t}": 3 + t for t in range(L.targets)})
-        for name, unit in units.items():
-            if name in self.program:
-                self.program[name].value = unit
         self._units = units
 
     def release(self) -> None:
@@ -120,6 +129,9 @@ class GLKernel:
              alpha: float = 1.0, beta: float = 0.0) -> None:
         """Upload op(A) (M, K), op(B) (K, N) and C (M, N, only when beta != 0)."""
         L = self.layout
+        # A and B come as stored: transposed storage is turned into op(A), op(B) here.
+        A = A.T if self.problem.trans_a else A
+        B = B.T if self.problem.trans_b else B
         if A.shape != (L.M, L.K) or B.shape != (L.K, L.N):
             raise ValueError(f"kernel built for {L.M}x{L.K} @ {L.K}x{L.N}, got A{A.shape} @ B{B.shape}")
         self.tex_a.write(L.pack_a(A).tobytes())

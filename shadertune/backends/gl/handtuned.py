@@ -49,9 +49,12 @@ def build(backend, problem: Problem, name: str, np: int | None = None) -> GLKern
 
 
 def assembly_support(backend) -> tuple[bool, str]:
-    """Whether this context exposes an assembly fragment-program path, and a note why not."""
-    lim = backend.device().limits
-    if lim.get("nv_gpu_program5") or lim.get("arb_fragment_program"):
-        return True, "ARB_fragment_program / NV_gpu_program5 exposed"
-    return False, ("assembly baseline skipped: this context exposes neither GL_ARB_fragment_program "
-                   "nor GL_NV_gpu_program5 (Mesa llvmpipe and core-profile contexts do not)")
+    """Whether the assembly baseline (NV_gpu_program5) can run here, and a note why not."""
+    from .assembly import supported
+    return supported(backend)
+
+
+def build_assembly(backend, problem: Problem, np: int | None = None):
+    """The expert 4x4 RGBA + 4-MRT algorithm in NV_gpu_program5 assembly (NVIDIA only)."""
+    from .assembly import build as _build
+    return _build(backend, problem, np)
