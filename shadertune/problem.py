@@ -38,6 +38,13 @@ class Problem:
         return self.itemsize * (self.M * self.K + self.K * self.N + self.M * self.N)
 
     @property
+    def stored_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Shapes of A and B as stored: (K, M) for a transposed A, (N, K) for a transposed B."""
+        a = (self.K, self.M) if self.trans_a else (self.M, self.K)
+        b = (self.N, self.K) if self.trans_b else (self.K, self.N)
+        return a, b
+
+    @property
     def key(self) -> str:
         t = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
         return f"{self.M}x{self.N}x{self.K}:{self.dtype}:{t}"

@@ -31,8 +31,7 @@ def make_inputs(problem: Problem, seed: int = 0):
     the float64 reference of op(A) @ op(B) from the very values the kernel gets."""
     rng = np.random.default_rng(seed)
     p = problem
-    a_shape = (p.K, p.M) if p.trans_a else (p.M, p.K)
-    b_shape = (p.N, p.K) if p.trans_b else (p.K, p.N)
+    a_shape, b_shape = p.stored_shapes
     A = rng.uniform(-1.0, 1.0, a_shape).astype(p.dtype)
     B = rng.uniform(-1.0, 1.0, b_shape).astype(p.dtype)
     a64, b64 = A.astype(np.float64), B.astype(np.float64)
