@@ -49,9 +49,9 @@ def _check(be, p, cfg, rng, alpha=1.0, beta=0.0):
     k.release()
 
 
-def _split(be, p):
-    """A valid config with both K_G and K_L > 1 (in the candidate list)."""
-    return next(c for c in be.space(p) if c["KG"] > 1 and c["KL"] > 1)
+def _split(be, p, kr=0):
+    """A valid config with both K_G and K_L > 1 and the given K_G reduction."""
+    return next(c for c in be.space(p) if c["KG"] > 1 and c["KL"] > 1 and c["KR"] == kr)
 
 
 @pytest.mark.parametrize("dtype, ta, tb", list(itertools.product(("float32", "float64"), (False, True), (False, True))))
@@ -66,11 +66,37 @@ def test_odd_shapes_all_transposes(be, dtype, ta, tb):
 
 @pytest.mark.parametrize("dtype, ta, tb", [("float32", False, False), ("float32", True, True),
                                            ("float64", False, True), ("float32", False, True)])
-def test_split_k(be, dtype, ta, tb):
+@pytest.mark.parametrize("kr", [0, 1])
+def test_split_k(be, dtype, ta, tb, kr):
     rng = np.random.default_rng(7)
     p = Problem(37, 45, 3001, dtype, ta, tb)
-    _check(be, p, _split(be, p), rng)
-    _check(be, p, _split(be, p), rng, alpha=0.5, beta=2.0)
+    _check(be, p, _split(be, p, kr), rng)
+    _check(be, p, _split(be, p, kr), rng, alpha=0.5, beta=2.0)
+
+
+@pytest.mark.parametrize("kg, kl, kr", [(256, 4, 0), (256, 4, 1), (128, 8, 1), (64, 8, 0)])
+def test_finest_splits_and_in_launch_reduction(be, kg, kl, kr):
+    """ICA's shape at the K_G the balanced split allows; the in-launch
+    reduction (KR = 1) applies beta * C exactly once, resets its counters
+    (a second launch on the same buffers is right too) and is deterministic
+    (the sum runs in a fixed z order): bitwise-equal results run to run."""
+    p = Problem(32, 32, 60000, trans_b=True)
+    cfg = Config(BM=32, BN=32, BK=32, TM=8, TN=4, WM=32, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=kg, KL=kl, KR=kr)
+    assert cfg in be.space(p)
+    rng = np.random.default_rng(kg + kr)
+    _check(be, p, cfg, rng)
+    _check(be, p, cfg, rng, alpha=-1.5, beta=0.75)
+    A, B = _stored(p, rng)
+    C0 = rng.uniform(-1, 1, (p.M, p.N)).astype(np.float32)
+    k = be.build(p, cfg)
+    outs = [k.run(A, B, C0, alpha=2.0, beta=-1.0) for _ in range(3)]
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+    k.prepare(A, B, C0, alpha=2.0, beta=-1.0)
+    k.launch()                      # C1 = 2 AB - C0
+    k.launch()                      # C2 = 2 AB - C1 = C0: beta once per launch, counters reset
+    k._sync()
+    np.testing.assert_allclose(cupy.asnumpy(k._args[2]), C0, atol=2e-2)
+    k.release()
 
 
 def test_vector_loads_with_ragged_edges(be):
@@ -112,7 +138,7 @@ def test_unlaunchable_config_is_invalid_and_does_not_poison_the_next(be):
     import dataclasses
     from shadertune.errors import BuildError
     p = Problem(256, 256, 256)
-    bad = Config(BM=256, BN=256, BK=8, TM=4, TN=4, WM=16, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1)
+    bad = Config(BM=256, BN=256, BK=8, TM=4, TN=4, WM=16, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1, KR=0)
     with pytest.raises(InvalidConfig):
         be.build(p, bad)                      # the space refuses it (2048 threads)
     from shadertune.backends.cuda import codegen

@@ -8,7 +8,8 @@
 // Stages of KT = BK * KL k-values go global -> registers -> shared memory;
 // with DB the next stage is prefetched while the current one is computed.
 // KL thread groups split a stage's k (ISAAC's K_L) and meet in shared memory;
-// blockIdx.z splits K across the grid (ISAAC's K_G) into a workspace W.
+// blockIdx.z splits K across the grid (ISAAC's K_G) into a workspace W; the
+// partials are summed {{ "in this launch by the last block of each tile to finish (KR)" if KR else "by a second kernel" }}.
 typedef {{ T }} T;
 typedef {{ vec_t }} vec_t;    // one global load: VEC elements
 typedef {{ frag_t }} frag_t;  // one 16-byte shared-memory fragment load
@@ -21,12 +22,18 @@ constexpr int THREADS_MN = {{ threads_mn }}, THREADS = {{ threads }};
 constexpr int KT = {{ KT }}, VEC = {{ VEC }};
 constexpr int LOADS_A = {{ loads_a }}, LOADS_B = {{ loads_b }};
 constexpr int LDA_S = {{ lda_s }}, LDB_S = {{ ldb_s }};            // padded shared rows
+// Global-load index -> (row r, vector column cv) of the stored block: RA/RB
+// rows, PA/PB vectors side by side. Where the store to shared memory
+// transposes (scalar stores) P covers 32 bytes, so a warp spans 16+ rows and
+// the scattered stores hit distinct banks (PAD = 16 bytes); else P = a row.
+constexpr int RA = {{ ra }}, PA = {{ pa }}, RB = {{ rb }}, PB = {{ pb }};
+constexpr int KGRAN = {{ kgran }};                                  // K_G split grain
 constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements per stage
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 {{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
-           T* __restrict__ W, const int M, const int N, const int K, const int k_chunk,
-           const T alpha, const T beta)
+           T* __restrict__ W, int* __restrict__ counters, const int M, const int N, const int K,
+           const int k_units, const T alpha, const T beta)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* const As = reinterpret_cast<T*>(smem_raw);
@@ -39,8 +46,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const int col0 = (warp % WARPS_N) * WN + (lane % LANES_N) * FV;
 
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int kbeg = blockIdx.z * k_chunk;
-    const int kend = min(K, kbeg + k_chunk);
+    // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
+    const int kbeg = min(K, KGRAN * (int)((long long)blockIdx.z * k_units / gridDim.z));
+    const int kend = min(K, KGRAN * (int)((long long)(blockIdx.z + 1) * k_units / gridDim.z));
     const int ntiles = kend > kbeg ? (kend - kbeg + KT - 1) / KT : 0;
 
     T acc[TM][TN];
@@ -59,11 +67,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_A; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_a %}
-            const int r = idx / (BM / VEC), c = (idx % (BM / VEC)) * VEC;   // r: k, c: m
+            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;   // r: k, c: m
             const int gk = k0 + r, gm = m0 + c;
             ra[l] = (gk < kend && gm < M) ? *reinterpret_cast<const vec_t*>(A + (size_t)gk * M + gm) : {{ vec_zero }};
 {% else %}
-            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;   // r: m, c: k
+            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;   // r: m, c: k
             const int gm = m0 + r, gk = k0 + c;
             ra[l] = (gm < M && gk < kend) ? *reinterpret_cast<const vec_t*>(A + (size_t)gm * K + gk) : {{ vec_zero }};
 {% endif %}
@@ -72,11 +80,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_B; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_b %}
-            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;   // r: n, c: k
+            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;   // r: n, c: k
             const int gn = n0 + r, gk = k0 + c;
             rb[l] = (gn < N && gk < kend) ? *reinterpret_cast<const vec_t*>(B + (size_t)gn * K + gk) : {{ vec_zero }};
 {% else %}
-            const int r = idx / (BN / VEC), c = (idx % (BN / VEC)) * VEC;   // r: k, c: n
+            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;   // r: k, c: n
             const int gk = k0 + r, gn = n0 + c;
             rb[l] = (gk < kend && gn < N) ? *reinterpret_cast<const vec_t*>(B + (size_t)gk * N + gn) : {{ vec_zero }};
 {% endif %}
@@ -92,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_A; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_a %}
-            const int r = idx / (BM / VEC), c = (idx % (BM / VEC)) * VEC;
+            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;
 {% if trans %}
             *reinterpret_cast<vec_t*>(as + r * LDA_S + c) = ra[l];
 {% else %}
@@ -101,7 +109,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 {% endfor %}
 {% endif %}
 {% else %}
-            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;
+            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;
 {% if trans %}
 {% for v in range(VEC) %}
             as[(c + {{ v }}) * LDA_S + r] = ra[l]{{ comp[v] }};
@@ -115,12 +123,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_B; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_b %}
-            const int r = idx / (KT / VEC), c = (idx % (KT / VEC)) * VEC;
+            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;
 {% for v in range(VEC) %}
             bs[(c + {{ v }}) * LDB_S + r] = rb[l]{{ comp[v] }};
 {% endfor %}
 {% else %}
-            const int r = idx / (BN / VEC), c = (idx % (BN / VEC)) * VEC;
+            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;
             *reinterpret_cast<vec_t*>(bs + r * LDB_S + c) = rb[l];
 {% endif %}
         }
@@ -200,7 +208,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
                         mine[(row0 + i * LANES_M * FV + r) * BN + col0 + j * LANES_N * FV + c] = acc[i * FV + r][j * FV + c];
     }
     __syncthreads();
+{% if KR %}
+    if (kslice == 0) {
+{% else %}
     if (kslice > 0) return;
+{% endif %}
 #pragma unroll
     for (int s = 0; s < {{ KL - 1 }}; ++s) {
         const T* const part = red + s * (BM * BN);
@@ -214,6 +226,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
                     for (int c = 0; c < FV; ++c)
                         acc[i * FV + r][j * FV + c] += part[(row0 + i * LANES_M * FV + r) * BN + col0 + j * LANES_N * FV + c];
     }
+{% if KR %}
+    }
+{% endif %}
 {% endif %}
 
     // Epilogue: {{ "raw partial sums to this split's slice of W (the reduce kernel applies alpha, beta)" if KG > 1 else "C = alpha * acc + beta * C; C is not read when beta == 0 (BLAS)" }}.
@@ -221,6 +236,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     T* const out = W + (size_t)blockIdx.z * M * N;
 {% else %}
     T* const out = C;
+{% endif %}
+{% if KR and KL > 1 %}
+    if (kslice == 0)
 {% endif %}
 #pragma unroll
     for (int i = 0; i < TM / FV; ++i) {
@@ -262,19 +280,78 @@ extern "C" __global__ void __launch_bounds__(THREADS)
             }
         }
     }
+{% if KR %}
+
+    // In-launch K_G reduction (threadFenceReduction pattern): publish this
+    // split's partial, count the tile's finished splits; the last block to
+    // finish sums all KG partials in the fixed order z = 0..KG-1 (so the result
+    // does not depend on which block came last) and applies alpha, beta once.
+    __shared__ int st_last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        int* const cnt = counters + blockIdx.y * gridDim.x + blockIdx.x;
+        const int done = atomicAdd(cnt, 1);
+        st_last = done == {{ KG - 1 }};
+        if (st_last) *cnt = 0;    // every split has arrived: reset for the next launch
+    }
+    __syncthreads();
+    if (!st_last) return;
+    __threadfence();
+    const size_t MN = (size_t)M * N;
+{% if c_vec %}
+    constexpr int RV = FV;        // N % FV == 0: a fragment is all in or all out
+    typedef frag_t rv_t;
+{% else %}
+    constexpr int RV = 1;
+    typedef T rv_t;
+{% endif %}
+    for (int e = tid * RV; e < BM * BN; e += THREADS * RV) {
+        const int gm = m0 + e / BN, gn = n0 + e % BN;
+        if (gm >= M || gn >= N) continue;
+        const size_t o = (size_t)gm * N + gn;
+        T s[RV];
+#pragma unroll
+        for (int v = 0; v < RV; ++v) s[v] = T(0);
+#pragma unroll 8
+        for (int z = 0; z < {{ KG }}; ++z) {
+            const rv_t w = __ldcg(reinterpret_cast<const rv_t*>(W + z * MN + o));   // L2: other blocks wrote it
+{% if c_vec %}
+{% for v in range(FV) %}
+            s[{{ v }}] += w{{ fcomp[v] }};
+{% endfor %}
+{% else %}
+            s[0] += w;
+{% endif %}
+        }
+#pragma unroll
+        for (int v = 0; v < RV; ++v)
+            C[o + v] = alpha * s[v] + (beta != T(0) ? beta * C[o + v] : T(0));
+    }
+{% endif %}
 }
-{% if KG > 1 %}
+{% if KG > 1 and not KR %}
 
 // K_G reduction: C = alpha * sum_z W[z] + beta * C over the {{ KG }} splits.
-extern "C" __global__ void __launch_bounds__(256)
+// A block is 32 elements x RZ lanes of z; lane y sums z = y, y + RZ, ... and
+// the RZ partial sums meet in shared memory in a fixed order (deterministic).
+constexpr int RZ = {{ rz }};
+extern "C" __global__ void __launch_bounds__(32 * RZ)
 {{ kernel }}_reduce(const T* __restrict__ W, T* __restrict__ C, const long long MN,
                   const T alpha, const T beta)
 {
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < MN;
-         e += (long long)gridDim.x * blockDim.x) {
-        T s = T(0);
+    __shared__ T part[RZ][32];
+    const long long e = (long long)blockIdx.x * 32 + threadIdx.x;
+    T s = T(0);
+    if (e < MN) {
 #pragma unroll
-        for (int z = 0; z < {{ KG }}; ++z) s += W[z * MN + e];
+        for (int z = threadIdx.y; z < {{ KG }}; z += RZ) s += W[z * MN + e];
+    }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && e < MN) {
+#pragma unroll
+        for (int y = 1; y < RZ; ++y) s += part[y][threadIdx.x];
         C[e] = alpha * s + (beta != T(0) ? beta * C[e] : T(0));
     }
 }

@@ -24,10 +24,37 @@ def template_hash() -> str:
     return _template_hash(*TEMPLATES)
 
 
+def load_layout(problem: Problem, c, d) -> tuple[int, int, int, int]:
+    """(RA, PA, RB, PB): rows of each stored block tile and how many VEC-wide
+    vectors of a row sit side by side in the load index. Where the shared
+    store transposes (scalar stores) and a row holds >= 4 sectors, a group
+    covers 32 bytes (one sector), so a warp spans >= 16 rows and its scattered
+    stores fall in distinct banks; elsewhere a group is a whole row (the plain
+    row-major order)."""
+    vec, it = c["VEC"], problem.itemsize
+    grain = max(1, 32 // (vec * it))
+    if problem.trans_a:
+        ra, cva, scatter_a = d.KT, c["BM"] // vec, not c["trans"]
+    else:
+        ra, cva, scatter_a = c["BM"], d.KT // vec, bool(c["trans"])
+    if problem.trans_b:
+        rb, cvb, scatter_b = c["BN"], d.KT // vec, True
+    else:
+        rb, cvb, scatter_b = d.KT, c["BN"] // vec, False
+    # Only rows of >= 4 groups are regrouped: there the plain map puts a warp
+    # on <= 4 rows (>= 4-way store conflicts; 16-way for ICA's KT = 256).
+    # Shorter rows keep the plain map (<= 2-way, fewer L1 wavefronts per load;
+    # the DeepBench KT = 16 configs were measured on it).
+    pa = grain if scatter_a and cva >= 4 * grain else cva
+    pb = grain if scatter_b and cvb >= 4 * grain else cvb
+    return ra, pa, rb, pb
+
+
 def params(problem: Problem, config: Config) -> dict:
     """Everything the template needs, knobs and derived constants."""
     c = dict(config)
     d = derive(problem, c)
+    ra, pa, rb, pb = load_layout(problem, c, d)
     fp32 = problem.dtype == "float32"
     vec_t, vec_zero = _VEC_TYPES[(problem.dtype, c["VEC"])]
     return {
@@ -40,7 +67,8 @@ def params(problem: Problem, config: Config) -> dict:
         "trans_a": problem.trans_a, "trans_b": problem.trans_b,
         "c_vec": problem.N % d.FV == 0,
         "config_text": config.key if isinstance(config, Config) else Config(c).key,
-        **{k: c[k] for k in ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "VEC", "DB", "KG", "KL", "trans")},
+        **{k: c[k] for k in ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "VEC", "DB", "KG", "KL", "KR", "trans")},
+        "ra": ra, "pa": pa, "rb": rb, "pb": pb, "kgran": d.kgran, "rz": min(8, c["KG"]),
         "FV": d.FV, "lanes_m": d.lanes_m, "lanes_n": d.lanes_n, "warps_n": d.warps_n,
         "threads_mn": d.threads_mn, "threads": d.threads, "KT": d.KT,
         "loads_a": d.loads_a, "loads_b": d.loads_b, "lda_s": d.lda_s, "ldb_s": d.ldb_s,

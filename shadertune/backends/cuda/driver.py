@@ -32,7 +32,8 @@ class CUDAKernel:
         try:
             self._module = cupy.RawModule(path=str(path))
             self._main = self._module.get_function(KERNEL)
-            self._reduce = self._module.get_function(KERNEL + "_reduce") if config["KG"] > 1 else None
+            split_kernel = config["KG"] > 1 and not config["KR"]
+            self._reduce = self._module.get_function(KERNEL + "_reduce") if split_kernel else None
             attrs = self._main.attributes
         except _cuda_errors(cupy) as e:
             raise RunError(f"loading the module failed: {e}") from None
@@ -79,24 +80,28 @@ class CUDAKernel:
         else:
             dC = cp.full((p.M, p.N), np.nan, dtype=p.dtype)
         dW = cp.empty((p.M * p.N * self.config["KG"],), dtype=p.dtype) if self.config["KG"] > 1 else dC
+        # KR: one arrival counter per C tile, zero between launches (the last
+        # block of a tile resets it).
+        tiles = self.d.grid[0] * self.d.grid[1]
+        dCnt = cp.zeros((max(1, tiles) if self.config["KR"] else 1,), dtype=np.int32)
         T = np.float32 if p.dtype == "float32" else np.float64
-        self._args = (dA, dB, dC, dW, T(alpha), T(beta))
+        self._args = (dA, dB, dC, dW, dCnt, T(alpha), T(beta))
         return dC
 
     def launch(self, stream=None):
         """Enqueue the kernel(s) on the arguments of the last prepare()."""
         p, d = self.problem, self.d
-        dA, dB, dC, dW, alpha, beta = self._args
+        dA, dB, dC, dW, dCnt, alpha, beta = self._args
         if p.M == 0 or p.N == 0:
             return
         try:
-            self._main(d.grid, (d.threads,), (dA, dB, dC, dW, np.int32(p.M), np.int32(p.N),
-                                             np.int32(p.K), np.int32(d.k_chunk), alpha, beta),
+            self._main(d.grid, (d.threads,), (dA, dB, dC, dW, dCnt, np.int32(p.M), np.int32(p.N),
+                                             np.int32(p.K), np.int32(d.k_units), alpha, beta),
                        shared_mem=d.smem_bytes, stream=stream)
-            if self._reduce is not None:
+            if self._reduce is not None:   # 32 elements x min(8, KG) lanes of z per block
                 mn = p.M * p.N
-                blocks = min(-(-mn // 256), 4096)
-                self._reduce((blocks,), (256,), (dW, dC, np.int64(mn), alpha, beta), stream=stream)
+                self._reduce((-(-mn // 32),), (32, min(8, self.config["KG"])),
+                             (dW, dC, np.int64(mn), alpha, beta), stream=stream)
         except _cuda_errors(self._cp) as e:
             # Launch-time refusals (too many resources) are the config's fault.
             if "OUT_OF_RESOURCES" in str(e) or "INVALID_VALUE" in str(e):

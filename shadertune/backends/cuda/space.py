@@ -13,7 +13,12 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
   DB       double buffering: global->register prefetch of the next stage
            while the current one is computed, two shared-memory stages
   KG       split-K across the grid (ISAAC's K_G): partial sums to a
-           workspace, reduced by a second small kernel
+           workspace; K is cut into KG balanced ranges on a 32-byte grain
+           (every split gets work, any KG up to K / grain)
+  KR       how the KG partials are reduced (only with KG > 1): 0 by a second
+           small kernel; 1 in the same launch, by the last block of each C
+           tile to finish (a per-tile counter, __threadfence; the sum runs in
+           the fixed order z = 0..KG-1, so the result is deterministic)
   KL       split-K inside a block (ISAAC's K_L): KL thread groups take
            interleaved k-slices of a stage, reduced through shared memory
 
@@ -42,7 +47,7 @@ PHASES = {
     "outer": [],
     "refine": None,
     "groups": [["BM", "BN"], ["TM", "TN", "WM", "WN"], ["BK"],
-               ["VEC", "DB", "PAD", "trans"], ["KG", "KL"]],
+               ["VEC", "DB", "PAD", "trans"], ["KG", "KL", "KR"]],
 }
 
 
@@ -77,7 +82,9 @@ class Derived:
     stage_elems_b: int
     smem_bytes: int
     regs_est: int
-    k_chunk: int       # k range of one K_G split (multiple of KT)
+    k_chunk: int       # the longest k range of one K_G split
+    k_units: int       # K in grains of KGRAN elements (the kernel's split unit)
+    kgran: int         # K_G split grain: 32 bytes of k (a multiple of VEC)
     grid: tuple        # (x = N tiles, y = M tiles, z = KG)
 
 
@@ -111,13 +118,23 @@ def _derive(problem: Problem, c) -> Derived:
     stages = 2 if c["DB"] else 1
     tile_bytes = stages * (stage_a + stage_b) * problem.itemsize
     red_bytes = (c["KL"] - 1) * c["BM"] * c["BN"] * problem.itemsize
-    smem = max(tile_bytes, red_bytes)
+    smem = max(tile_bytes, red_bytes) + (16 if c.get("KR", 0) else 0)   # + KR's static flag
     regs = w * (c["TM"] * c["TN"] + c["TM"] + c["TN"] + (loads_a + loads_b) * c["VEC"]) + REG_OVERHEAD
-    per_split = -(-problem.K // c["KG"]) if problem.K else 0
-    k_chunk = max(KT, -(-per_split // KT) * KT)
+    # Calibrated against ptxas (sm_90, 112 candidates of the ICA/DeepBench/
+    # square lists): the K_L epilogue and KL x more loads cost ~40 more, and
+    # scalar loads an address register each (without these, KL = 4..8 and
+    # VEC = 1 configs estimated at 164-248 spilled at the 255 cap).
+    regs += (40 if c["KL"] > 1 else 0) + (loads_a + loads_b if c["VEC"] == 1 else 0)
+    # Split z covers grains [z * units / KG, (z + 1) * units / KG): balanced to
+    # one grain, so KG = 128 or 256 leaves no split empty (the old rounding to
+    # a multiple of KT did).
+    kgran = 32 // problem.itemsize
+    units = -(-problem.K // kgran)
+    k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
     grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
     return Derived(FV, lanes_m, lanes_n, warps_m, warps_n, threads_mn, threads, KT,
-                   loads_a, loads_b, lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, grid)
+                   loads_a, loads_b, lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk,
+                   units, kgran, grid)
 
 
 def _domains(problem: Problem) -> dict:
@@ -143,6 +160,7 @@ def _domains(problem: Problem) -> dict:
         "DB": [1, 0],
         "KG": [g for g in _pow2_upto(1, 256) if g == 1 or k // g >= 64],
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
+        "KR": [0, 1] if k // 2 >= 64 else [0],
     }
 
 
@@ -187,7 +205,11 @@ def _restrictions(problem: Problem, L: dict):
         tiles = d.grid[0] * d.grid[1]
         if tiles >= L["num_sms"]:
             return False
-        return (c["KG"] - 1) * d.k_chunk < problem.K and tiles * c["KG"] <= 8 * L["num_sms"]
+        return c["KG"] <= d.k_units and tiles * c["KG"] <= 8 * L["num_sms"]
+
+    def reduce_mode(c):
+        "the in-launch K_G reduction (KR = 1) needs K_G > 1"
+        return c["KR"] == 0 or c["KG"] > 1
 
     FV = 16 // problem.itemsize
     lda_c = problem.M if problem.trans_a else problem.K
@@ -195,7 +217,7 @@ def _restrictions(problem: Problem, L: dict):
     return [
         warp_shape, block_shape, threads_limit,
         f"{lda_c} % VEC == 0 and {ldb_c} % VEC == 0",   # whole vectors, aligned rows
-        loads_divide, smem_limit, regs_limit, split_k,
+        loads_divide, smem_limit, regs_limit, split_k, reduce_mode,
     ]
 
 
