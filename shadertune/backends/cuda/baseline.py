@@ -29,8 +29,7 @@ def operands(problem: Problem, seed: int = 0):
     cp = import_cupy()
     rs = cp.random.RandomState(seed)
     p = problem
-    sa = (p.K, p.M) if p.trans_a else (p.M, p.K)
-    sb = (p.N, p.K) if p.trans_b else (p.K, p.N)
+    sa, sb = p.stored_shapes
     A = rs.uniform(-1, 1, sa).astype(p.dtype)
     B = rs.uniform(-1, 1, sb).astype(p.dtype)
     return A, B
