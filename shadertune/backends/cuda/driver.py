@@ -54,8 +54,7 @@ class CUDAKernel:
 
     # --- device-side -----------------------------------------------------
     def _stored_shapes(self):
-        p = self.problem
-        return ((p.K, p.M) if p.trans_a else (p.M, p.K)), ((p.N, p.K) if p.trans_b else (p.K, p.N))
+        return self.problem.stored_shapes
 
     def _to_device(self, x, shape, name):
         cp = self._cp
