@@ -8,6 +8,8 @@ instruction budget for unrolled code, all before anything compiles.
 """
 from __future__ import annotations
 
+import functools
+
 from ...config import Config
 from ...problem import Problem
 from ...space import Space
@@ -65,16 +67,22 @@ def gl_space(problem: Problem, limits: dict) -> Space:
         body = _steps(cfg) if u == "full" else int(u)
         return body * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
 
+    @functools.lru_cache(maxsize=None)
+    def layout(mc, mrt_h, mrt_w, np_) -> Layout:
+        # the same layout serves several restrictions and every glsl/fetch/unroll value
+        return Layout.plan(M, N, K, mc=mc, mrt_h=mrt_h, mrt_w=mrt_w, np=np_)
+
+    def layout_of(cfg: Config) -> Layout:
+        return layout(cfg["mc"], cfg["mrt_h"], cfg["mrt_w"], cfg["np"])
+
     def targets_hold_data(cfg: Config) -> bool:
         """every render target holds some of C (no target made only of padding)"""
-        mc_h, mc_w = MC_SHAPES[cfg["mc"]]
-        L = Layout.plan(M, N, K, mc=cfg["mc"], mrt_h=cfg["mrt_h"], mrt_w=cfg["mrt_w"], np=cfg["np"])
-        return (L.mrt_h - 1) * L.hc * mc_h < M and (L.mrt_w - 1) * L.wc * mc_w < N
+        L = layout_of(cfg)
+        return (L.mrt_h - 1) * L.hc * L.mc_h < M and (L.mrt_w - 1) * L.wc * L.mc_w < N
 
     def textures_fit(cfg: Config) -> bool:
         """every texture within the device's max texture size"""
-        L = Layout.plan(M, N, K, mc=cfg["mc"], mrt_h=cfg["mrt_h"], mrt_w=cfg["mrt_w"], np=cfg["np"])
-        return L.largest_texture() <= max_tex
+        return layout_of(cfg).largest_texture() <= max_tex
 
     knobs = {
         "glsl": GLSL_VERSIONS,
