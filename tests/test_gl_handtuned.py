@@ -29,8 +29,7 @@ def test_layout_headers_and_unknown_name(gl_backend):
 def test_assembly_path_reports_support(gl_backend):
     ok, note = handtuned.assembly_support(gl_backend)
     assert isinstance(ok, bool) and note
-    if "llvmpipe" in gl_backend.device().renderer:
-        assert not ok and "skipped" in note
+    assert ok or "skipped" in note
 
 
 def test_assembly_baseline_runs_or_skips_with_a_note(gl_backend, rng):
@@ -38,7 +37,7 @@ def test_assembly_baseline_runs_or_skips_with_a_note(gl_backend, rng):
     p = Problem(37, 61, 129)
     if not ok:
         from shadertune.errors import InvalidConfig
-        with pytest.raises(InvalidConfig, match="NV_gpu_program5"):
+        with pytest.raises(InvalidConfig, match="assembly baseline skipped"):
             handtuned.build_assembly(gl_backend, p)
         pytest.skip(note)
     A, B, C = rng.standard_normal((37, 129)), rng.standard_normal((129, 61)), rng.standard_normal((37, 61))
@@ -46,3 +45,5 @@ def test_assembly_baseline_runs_or_skips_with_a_note(gl_backend, rng):
         with handtuned.build_assembly(gl_backend, p, np=np_) as k:
             assert rel_err(k.run(A, B), A @ B) <= 1e-5
             assert rel_err(k.run(A, B, C, alpha=0.5, beta=-2.0), 0.5 * (A @ B) - 2.0 * C) <= 1e-5
+            times = k.time(repeats=2, warmup=1)
+            assert len(times) == 2 and all(t > 0 for t in times)

@@ -49,12 +49,12 @@ def build(backend, problem: Problem, name: str, np: int | None = None) -> GLKern
 
 
 def assembly_support(backend) -> tuple[bool, str]:
-    """Whether the assembly baseline (NV_gpu_program5) can run here, and a note why not."""
+    """Whether the assembly baseline (ARB_fragment_program) can run here, and a note why not."""
     from .assembly import supported
     return supported(backend)
 
 
 def build_assembly(backend, problem: Problem, np: int | None = None):
-    """The expert 4x4 RGBA + 4-MRT algorithm in NV_gpu_program5 assembly (NVIDIA only)."""
+    """The expert 4x4 RGBA + 4-MRT algorithm as an ARB_fragment_program (compatibility context)."""
     from .assembly import build as _build
     return _build(backend, problem, np)
