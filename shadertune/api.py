@@ -89,6 +89,7 @@ def _tiles(n: int, size: int):
 
 def _gl_2d(backend, A, B, C, alpha, beta, config, db) -> np.ndarray:
     """One 2-D product on the GL backend, tiled when a texture would exceed the device limit."""
+    from .backends.gl.codegen import plan_layout
     M, K = A.shape
     N = B.shape[1]
     limit = int(backend.device().limits.get("max_texture_size", 4096))
@@ -97,7 +98,6 @@ def _gl_2d(backend, A, B, C, alpha, beta, config, db) -> np.ndarray:
         tm, tn, tk = min(M, tile), min(N, tile), min(K, tile)
         problem = Problem(tm, tn, tk)
         cfg = _resolve_config(backend, problem, config, db)
-        from .backends.gl.codegen import plan_layout
         if plan_layout(tm, tn, tk, cfg).largest_texture() <= limit:
             break
         if tile <= 64:
