@@ -51,7 +51,7 @@ class Evaluator:
 
     def __init__(self, backend, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
-                 slow_ms: float = 1000.0,
+                 slow_ms: float = 1000.0, slow_factor: float = 3.0,
                  seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
         self.backend = backend
         self.problem = problem
@@ -62,6 +62,8 @@ class Evaluator:
         self.tolerance = DEFAULT_TOLERANCE[problem.dtype] if tolerance is None else tolerance
         self.repeats = repeats
         self.slow_ms = slow_ms
+        self.slow_factor = slow_factor
+        self._best_run_ms: float | None = None   # fastest checked run of a correct config so far
         self.warmup = warmup
         self.on_result = on_result
         self.A, self.B, self.ref = make_inputs(problem, seed)
@@ -132,10 +134,12 @@ class Evaluator:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,
                                 message=f"relative error {err:.3g} > tolerance {self.tolerance:g}")
         try:
-            # A config whose checked run already took over `slow_ms` is timed once, without
-            # a further warm-up (the checked run was one): slow corners of the space must
-            # not eat the search's time.
-            slow = run_ms > self.slow_ms
+            # A config whose checked run already took over `slow_ms`, or over `slow_factor`
+            # times the fastest checked run of a correct config so far, is timed once,
+            # without a further warm-up (the checked run was one): it cannot be best, and
+            # slow corners of the space must not eat the search's time.
+            slow = run_ms > self.slow_ms or (self._best_run_ms is not None
+                                             and run_ms > self.slow_factor * self._best_run_ms)
             times = [float(t) for t in kernel.time(repeats=1 if slow else self.repeats,
                                                    warmup=0 if slow else self.warmup)]
         except ContextError:
@@ -147,6 +151,7 @@ class Evaluator:
             return self._result(config, RUN_FAILED, compile_ms=compile_ms, error=err,
                                 times_ms=[t for t in times if np.isfinite(t)],
                                 message=f"timer gave no usable times: {times[:5]}")
+        self._best_run_ms = run_ms if self._best_run_ms is None else min(self._best_run_ms, run_ms)
         return self._result(config, OK, times_ms=times, compile_ms=compile_ms, error=err)
 
 
