@@ -10,7 +10,7 @@ from shadertune.search import Evaluator
 
 
 class SlowRunBackend(FakeBackend):
-    """FakeBackend whose kernels take np milliseconds per checked run (np = 2: fast)."""
+    """FakeBackend whose kernels take np milliseconds per checked run."""
 
     def build(self, problem, config):
         k = super().build(problem, config)
@@ -36,18 +36,27 @@ def cfg(np_):
 def test_configs_far_slower_than_the_best_so_far_are_timed_once():
     be = SlowRunBackend()
     be.asked = []
-    ev = Evaluator(be, Problem(8, 8, 64), repeats=5, warmup=2)
-    fast = ev(cfg(4))                # 4 ms: the first correct config sets the pace
-    close = ev(cfg(8))               # 8 ms: within 3x, fully timed
-    slow = ev(cfg(40))               # 40 ms: over 3x the best checked run, timed once
+    ev = Evaluator(be, Problem(8, 8, 256), repeats=5, warmup=2, slow_floor_ms=20.0)
+    fast = ev(cfg(20))               # 20 ms: the first correct config sets the pace
+    close = ev(cfg(26))              # 26 ms: well within 3x, fully timed
+    slow = ev(cfg(150))              # 150 ms: over 3x the best checked run, timed once
     assert all(r.status == OK for r in (fast, close, slow))
-    assert be.asked == [(4, 5, 2), (8, 5, 2), (40, 1, 0)]
+    assert be.asked == [(20, 5, 2), (26, 5, 2), (150, 1, 0)]
     assert len(slow.times_ms) == 1 and len(close.times_ms) == 5
+
+
+def test_below_the_noise_floor_every_config_is_fully_timed():
+    be = SlowRunBackend()
+    be.asked = []
+    ev = Evaluator(be, Problem(8, 8, 256), repeats=5, warmup=2, slow_floor_ms=20.0)
+    ev(cfg(2))
+    ev(cfg(10))                      # 5x the best, but 10 ms is under the floor: timing noise
+    assert be.asked == [(2, 5, 2), (10, 5, 2)]
 
 
 def test_absolute_slow_threshold_still_applies():
     be = SlowRunBackend()
     be.asked = []
-    ev = Evaluator(be, Problem(8, 8, 64), repeats=5, warmup=2, slow_ms=10.0)
+    ev = Evaluator(be, Problem(8, 8, 256), repeats=5, warmup=2, slow_ms=10.0)
     ev(cfg(20))                      # the very first config, 20 ms > slow_ms
     assert be.asked == [(20, 1, 0)]

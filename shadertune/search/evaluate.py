@@ -51,7 +51,7 @@ class Evaluator:
 
     def __init__(self, backend, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
-                 slow_ms: float = 1000.0, slow_factor: float = 3.0,
+                 slow_ms: float = 1000.0, slow_factor: float = 3.0, slow_floor_ms: float = 20.0,
                  seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
         self.backend = backend
         self.problem = problem
@@ -63,6 +63,7 @@ class Evaluator:
         self.repeats = repeats
         self.slow_ms = slow_ms
         self.slow_factor = slow_factor
+        self.slow_floor_ms = slow_floor_ms       # below it, run times are too noisy to compare
         self._best_run_ms: float | None = None   # fastest checked run of a correct config so far
         self.warmup = warmup
         self.on_result = on_result
@@ -134,12 +135,13 @@ class Evaluator:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,
                                 message=f"relative error {err:.3g} > tolerance {self.tolerance:g}")
         try:
-            # A config whose checked run already took over `slow_ms`, or over `slow_factor`
-            # times the fastest checked run of a correct config so far, is timed once,
-            # without a further warm-up (the checked run was one): it cannot be best, and
-            # slow corners of the space must not eat the search's time.
-            slow = run_ms > self.slow_ms or (self._best_run_ms is not None
-                                             and run_ms > self.slow_factor * self._best_run_ms)
+            # A config whose checked run already took over `slow_ms`, or (past a noise floor)
+            # over `slow_factor` times the fastest checked run of a correct config so far, is
+            # timed once, without a further warm-up (the checked run was one): it cannot be
+            # best, and slow corners of the space must not eat the search's time.
+            slow = run_ms > self.slow_ms or (
+                self._best_run_ms is not None and run_ms > self.slow_floor_ms
+                and run_ms > self.slow_factor * self._best_run_ms)
             times = [float(t) for t in kernel.time(repeats=1 if slow else self.repeats,
                                                    warmup=0 if slow else self.warmup)]
         except ContextError:
