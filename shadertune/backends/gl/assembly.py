@@ -26,6 +26,7 @@ from ...config import Config
 from ...errors import BuildError, ContextError, InvalidConfig, RunError
 from ...problem import Problem
 from ...templates import render
+from .driver import kernel_operands
 from .layout import Layout
 from .timing import timed
 
@@ -269,21 +270,14 @@ class AssemblyKernel:
 
     def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
         L = self.layout
-        A = np.asarray(A, np.float32)
-        B = np.asarray(B, np.float32)
-        A = A.T if self.problem.trans_a else A
-        B = B.T if self.problem.trans_b else B
-        if A.shape != (L.M, L.K) or B.shape != (L.K, L.N):
-            raise ValueError(f"kernel built for {L.M}x{L.K} @ {L.K}x{L.N}, got A{A.shape} @ B{B.shape}")
+        A, B, C = kernel_operands(self.problem, L, A, B, C, beta)
         self._alpha, self._beta = float(alpha), float(beta)
         _, GL = _gl()
         with self.cc.current():
             self._upload(self.tex_a, L.a_size, L.pack_a(A))
             self._upload(self.tex_b, L.b_size, L.pack_b(B))
-            if beta != 0.0:
-                if C is None:
-                    raise ValueError(f"beta != 0 needs C of shape {(L.M, L.N)}")
-                self._upload(self.tex_c, L.cfull_size, L.pack_c(np.asarray(C, np.float32)))
+            if C is not None:
+                self._upload(self.tex_c, L.cfull_size, L.pack_c(C))
             nan = np.full(L.c_size[::-1] + (4,), np.nan, np.float32)
             for texs in self.partials:                  # poison: unwritten elements show
                 for tid in texs:

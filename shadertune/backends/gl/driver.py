@@ -41,6 +41,23 @@ def _nearest(tex):
     return tex
 
 
+def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float = 0.0):
+    """float32 op(A) (M, K), op(B) (K, N) from their stored layouts, checked against the
+    layout; C (M, N) only when beta != 0 (it is not read otherwise)."""
+    A = np.asarray(A, np.float32)
+    B = np.asarray(B, np.float32)
+    A = A.T if problem.trans_a else A
+    B = B.T if problem.trans_b else B
+    L = layout
+    if A.shape != (L.M, L.K) or B.shape != (L.K, L.N):
+        raise ValueError(f"kernel built for {L.M}x{L.K} @ {L.K}x{L.N}, got A{A.shape} @ B{B.shape}")
+    if beta == 0.0:
+        return A, B, None
+    if C is None or np.shape(C) != (L.M, L.N):
+        raise ValueError(f"beta != 0 needs C of shape {(L.M, L.N)}")
+    return A, B, np.asarray(C, np.float32)
+
+
 class GLKernel:
     """One compiled program + the textures of one problem shape."""
 
@@ -129,16 +146,10 @@ class GLKernel:
              alpha: float = 1.0, beta: float = 0.0) -> None:
         """Upload op(A) (M, K), op(B) (K, N) and C (M, N, only when beta != 0)."""
         L = self.layout
-        # A and B come as stored: transposed storage is turned into op(A), op(B) here.
-        A = A.T if self.problem.trans_a else A
-        B = B.T if self.problem.trans_b else B
-        if A.shape != (L.M, L.K) or B.shape != (L.K, L.N):
-            raise ValueError(f"kernel built for {L.M}x{L.K} @ {L.K}x{L.N}, got A{A.shape} @ B{B.shape}")
+        A, B, C = kernel_operands(self.problem, L, A, B, C, beta)
         self.tex_a.write(L.pack_a(A).tobytes())
         self.tex_b.write(L.pack_b(B).tobytes())
-        if beta != 0.0:
-            if C is None or C.shape != (L.M, L.N):
-                raise ValueError(f"beta != 0 needs C of shape {(L.M, L.N)}")
+        if C is not None:
             self.tex_c.write(L.pack_c(C).tobytes())
         self._alpha, self._beta = float(alpha), float(beta)
         self._loaded = True
@@ -188,8 +199,7 @@ class GLKernel:
         return self.layout.unpack_c(arrs)
 
     def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
-        self.load(np.asarray(A, np.float32), np.asarray(B, np.float32),
-                  None if C is None else np.asarray(C, np.float32), alpha=alpha, beta=beta)
+        self.load(A, B, C, alpha=alpha, beta=beta)
         self.poison()
         try:
             which = self.execute()
