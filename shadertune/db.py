@@ -28,7 +28,7 @@ from .errors import ShadertuneError
 from .problem import Problem
 from .result import OK, Result
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE results (
@@ -52,7 +52,9 @@ CREATE INDEX results_ok ON results (backend, device, template_hash, dtype, statu
 """
 
 # from_version -> function(conn) bringing a store to from_version + 1.
-MIGRATIONS: dict = {}
+# 1 -> 2: version 2 adds the status 'slow' (which version 1 cannot read); its rows are
+# version 2 rows as they are.
+MIGRATIONS: dict = {1: lambda c: c.execute("UPDATE results SET schema = 2 WHERE schema = 1")}
 
 
 class StoreError(ShadertuneError):

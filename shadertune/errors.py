@@ -23,3 +23,12 @@ class BuildError(ShadertuneError):
 
 class RunError(ShadertuneError):
     """Launching or running a built kernel failed (status 'run_failed')."""
+
+
+class TooSlow(ShadertuneError):
+    """A run abandoned part-way: its first passes project a time far over the best
+    so far (status 'slow'; the kernel was never verified, so it cannot count)."""
+
+    def __init__(self, message: str, projected_ms: float):
+        super().__init__(message)
+        self.projected_ms = projected_ms

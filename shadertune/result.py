@@ -13,7 +13,8 @@ INVALID = "invalid"
 COMPILE_FAILED = "compile_failed"
 RUN_FAILED = "run_failed"
 WRONG = "wrong"
-STATUSES = (OK, INVALID, COMPILE_FAILED, RUN_FAILED, WRONG)
+SLOW = "slow"        # abandoned part-way, far slower than the best so far: never verified
+STATUSES = (OK, INVALID, COMPILE_FAILED, RUN_FAILED, WRONG, SLOW)
 
 
 @dataclass

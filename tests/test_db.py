@@ -123,6 +123,20 @@ def test_an_older_store_with_a_migration_is_migrated(tmp_path, monkeypatch):
         assert s.get("fake", DEV, P, Config(np=2, mc="1x1"), TH).median_ms == 2.0
 
 
+def test_a_version_1_store_is_migrated_with_its_results(tmp_path):
+    path = tmp_path / "v1.sqlite"
+    with Store(path) as s:
+        s.put(res(ms=2.0), TH)
+    c = sqlite3.connect(str(path))              # what version 1 wrote: the same rows
+    c.execute("UPDATE results SET schema = 1")
+    c.execute("PRAGMA user_version = 1")
+    c.commit()
+    c.close()
+    with Store(path) as s:
+        assert s.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert s.get("fake", DEV, P, Config(np=2, mc="1x1"), TH).median_ms == 2.0
+
+
 def test_not_a_database_is_refused_clearly(tmp_path):
     path = tmp_path / "junk.sqlite"
     path.write_bytes(b"this is not sqlite" * 100)

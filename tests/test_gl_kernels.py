@@ -9,6 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
+from shadertune.backends.gl.codegen import plan_layout
+from shadertune.backends.gl.driver import GLKernel
 from shadertune.config import Config
 from shadertune.errors import BuildError, InvalidConfig
 from shadertune.problem import Problem
@@ -42,8 +44,14 @@ def test_every_knob_combination(gl_backend, data, mc, mrt, np_kind, unroll):
     np_ = np_cases(mc)[np_kind]
     cfg = Config(glsl="330", fetch="texelFetch", unroll=unroll, np=np_, mc=mc, mrt_h=mrt[0], mrt_w=mrt[1])
     problem = Problem(M, N, K)
-    assert gl_backend.space(problem).why_invalid(cfg) is None
-    k = gl_backend.build(problem, cfg)
+    why = gl_backend.space(problem).why_invalid(cfg)
+    if why is None:
+        k = gl_backend.build(problem, cfg)
+    else:
+        # a long pass fully unrolled over many targets is pruned (slow to compile and
+        # to run on real drivers), but the code generator must still get it right
+        assert unroll == "full" and "instruction budget" in why
+        k = GLKernel(gl_backend.ctx, problem, cfg, plan_layout(M, N, K, cfg), gl_backend.source(problem, cfg))
     try:
         out = k.run(A, B)
         assert out.shape == (M, N) and out.dtype == np.float32

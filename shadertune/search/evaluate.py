@@ -9,6 +9,22 @@ search stops with that one-line reason.
 With a store, a config already measured for this backend, device, problem
 and template hash is replayed instead of measured (`retune=True` measures
 afresh), and each new Result is written as soon as it exists.
+
+Timing races against the best median so far ("best"), so that a search spends
+its time on the configs that can win.  For a kernel that times its own checked
+run on the device (`checked_run`, the GL kernels):
+- a run whose first passes project over abandon_factor x best is abandoned
+  part-way: status 'slow', never verified, never counted;
+- a run under slow_floor_ms is timed as any kernel is (warm-up, `repeats`):
+  there, run-to-run noise is large;
+- otherwise the checked run was the warm-up.  Over slow_ms, or over
+  race_factor x best, its own time is the one time kept (the Result's message
+  says so); else one more run, and if that is over contend_factor x best it
+  is the one time; else runs until three in a row agree within 1%, at most
+  `repeats`.  The best config is therefore always timed warm, repeatedly.
+For other kernels, a checked run (wall time) over slow_ms, or over
+slow_factor x the fastest checked run of a correct config (past the floor),
+is timed once; the rest get warm-up and `repeats`.
 """
 from __future__ import annotations
 
@@ -19,9 +35,10 @@ import time
 import numpy as np
 
 from ..config import Config
-from ..errors import BuildError, ContextError, InvalidConfig, RunError
+from ..errors import BuildError, ContextError, InvalidConfig, RunError, TooSlow
 from ..problem import Problem
-from ..result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, WRONG, Result
+from ..result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG, Result
+from .operands import OperandCache
 
 DEFAULT_TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
 
@@ -39,11 +56,25 @@ def make_inputs(problem: Problem, seed: int = 0):
     return A, B, ref
 
 
-def relative_error(C, ref: np.ndarray) -> float:
-    """Relative Frobenius error ||C - ref|| / ||ref|| (absolute when ref is zero)."""
-    diff = np.linalg.norm(np.asarray(C, dtype=np.float64) - ref)
-    norm = np.linalg.norm(ref)
-    return float(diff / norm) if norm > 0 else float(diff)
+def relative_error(C, ref: np.ndarray, ref_norm: float | None = None) -> float:
+    """Relative Frobenius error ||C - ref|| / ||ref|| (absolute when ref is zero).
+
+    Summed over blocks of rows in float64: no full-size float64 temporary."""
+    C = np.asarray(C)
+    ref = np.asarray(ref)
+    if C.shape != ref.shape:
+        raise ValueError(f"C has shape {C.shape}, the reference {ref.shape}")
+    if C.ndim < 2 or C.size <= 1 << 18:
+        diff = float(np.linalg.norm(np.asarray(C, np.float64) - ref))
+    else:
+        step = max(1, (1 << 18) // max(1, C[0].size))
+        sq = 0.0
+        for i in range(0, C.shape[0], step):
+            d = (np.asarray(C[i:i + step], np.float64) - ref[i:i + step]).ravel()
+            sq += float(np.dot(d, d))
+        diff = float(np.sqrt(sq))
+    norm = float(np.linalg.norm(ref)) if ref_norm is None else ref_norm
+    return diff / norm if norm > 0 else diff
 
 
 class Evaluator:
@@ -52,6 +83,8 @@ class Evaluator:
     def __init__(self, backend, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
                  slow_ms: float = 1000.0, slow_factor: float = 3.0, slow_floor_ms: float = 20.0,
+                 race_factor: float = 1.1, contend_factor: float = 1.02,
+                 abandon_factor: float = 3.0, operand_cache_bytes: int = 1 << 30,
                  seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
         self.backend = backend
         self.problem = problem
@@ -61,13 +94,19 @@ class Evaluator:
         self.retune = retune
         self.tolerance = DEFAULT_TOLERANCE[problem.dtype] if tolerance is None else tolerance
         self.repeats = repeats
+        self.warmup = warmup
         self.slow_ms = slow_ms
         self.slow_factor = slow_factor
         self.slow_floor_ms = slow_floor_ms       # below it, run times are too noisy to compare
-        self._best_run_ms: float | None = None   # fastest checked run of a correct config so far
-        self.warmup = warmup
+        self.race_factor = race_factor
+        self.contend_factor = contend_factor
+        self.abandon_factor = abandon_factor
+        self._best_run_ms: float | None = None   # fastest checked run (wall) of a correct config
+        self._best_ms: float | None = None       # best median of a correct config so far
         self.on_result = on_result
         self.A, self.B, self.ref = make_inputs(problem, seed)
+        self.ref_norm = float(np.linalg.norm(self.ref))
+        self.operands = OperandCache(operand_cache_bytes)   # A and B never change
         self.measured = 0
         self.cached = 0
 
@@ -85,6 +124,8 @@ class Evaluator:
             self.measured += 1
             if self.store is not None:
                 self.store.put(r, self.template_hash)
+        if r.ok and (self._best_ms is None or r.median_ms < self._best_ms):
+            self._best_ms = r.median_ms
         if self.on_result is not None:
             self.on_result(r, from_store)
         return r
@@ -113,12 +154,22 @@ class Evaluator:
 
     def _check_and_time(self, config, kernel) -> Result:
         compile_ms = getattr(kernel, "compile_ms", None)
+        bar = self._best_ms
+        device_ms = None                 # the checked run's own time, where the kernel gives it
         try:
             t_run = time.perf_counter()
-            C = np.asarray(kernel.run(self.A, self.B))
+            if hasattr(kernel, "checked_run"):
+                limit = None if bar is None else max(self.abandon_factor * bar, self.slow_floor_ms)
+                C, device_ms = kernel.checked_run(self.A, self.B, limit_ms=limit, cache=self.operands)
+            else:
+                C = kernel.run(self.A, self.B)
+            C = np.asarray(C)
             run_ms = (time.perf_counter() - t_run) * 1e3
         except ContextError:
             raise
+        except TooSlow as e:
+            return self._result(config, SLOW, compile_ms=compile_ms,
+                                message=f"{e} ({self.abandon_factor:g}x the best so far)")
         except Exception as e:
             return self._result(config, RUN_FAILED, compile_ms=compile_ms,
                                 message=_line(e, typed=not isinstance(e, RunError)))
@@ -130,31 +181,58 @@ class Evaluator:
             return self._result(config, WRONG, compile_ms=compile_ms,
                                 message=f"{bad} of {C.size} output elements are NaN/Inf "
                                         f"(unwritten or overflowed)")
-        err = relative_error(C, self.ref)
+        err = relative_error(C, self.ref, self.ref_norm)
         if not err <= self.tolerance:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,
                                 message=f"relative error {err:.3g} > tolerance {self.tolerance:g}")
         try:
-            # A config whose checked run already took over `slow_ms`, or (past a noise floor)
-            # over `slow_factor` times the fastest checked run of a correct config so far, is
-            # timed once, without a further warm-up (the checked run was one): it cannot be
-            # best, and slow corners of the space must not eat the search's time.
-            slow = run_ms > self.slow_ms or (
-                self._best_run_ms is not None and run_ms > self.slow_floor_ms
-                and run_ms > self.slow_factor * self._best_run_ms)
-            times = [float(t) for t in kernel.time(repeats=1 if slow else self.repeats,
-                                                   warmup=0 if slow else self.warmup)]
+            if device_ms is None:
+                times, note = self._time_by_wall(kernel, run_ms)
+            else:
+                times, note = self._race(kernel, float(device_ms), bar)
         except ContextError:
             raise
         except Exception as e:
             return self._result(config, RUN_FAILED, compile_ms=compile_ms, error=err,
                                 message="timing failed: " + _line(e, typed=not isinstance(e, RunError)))
+        times = [float(t) for t in times]
         if not times or not all(np.isfinite(t) and t > 0 for t in times):
             return self._result(config, RUN_FAILED, compile_ms=compile_ms, error=err,
                                 times_ms=[t for t in times if np.isfinite(t)],
                                 message=f"timer gave no usable times: {times[:5]}")
         self._best_run_ms = run_ms if self._best_run_ms is None else min(self._best_run_ms, run_ms)
-        return self._result(config, OK, times_ms=times, compile_ms=compile_ms, error=err)
+        return self._result(config, OK, times_ms=times, compile_ms=compile_ms, error=err,
+                            message=note)
+
+    def _time_by_wall(self, kernel, run_ms: float) -> tuple[list, str]:
+        """Kernels that cannot time their checked run: it says, by wall time, whether
+        the config is far too slow to win (then it is timed once, without warm-up)."""
+        slow = run_ms > self.slow_ms or (
+            self._best_run_ms is not None and run_ms > self.slow_floor_ms
+            and run_ms > self.slow_factor * self._best_run_ms)
+        if slow:
+            return kernel.time(repeats=1, warmup=0), "timed once: its checked run was slow"
+        return kernel.time(repeats=self.repeats, warmup=self.warmup), ""
+
+    def _race(self, kernel, cold: float, bar: float | None) -> tuple[list, str]:
+        """Times for a kernel whose checked run took `cold` ms on the device (see the
+        module docstring)."""
+        if cold < self.slow_floor_ms:
+            return kernel.time(repeats=self.repeats, warmup=self.warmup), ""
+        if cold > self.slow_ms or (bar is not None and cold > self.race_factor * bar):
+            return [cold], (f"timed once (its checked run): over {self.race_factor:g}x the "
+                            f"best so far ({bar:.4g} ms)" if bar is not None and cold <= self.slow_ms
+                            else f"timed once (its checked run): over {self.slow_ms:g} ms")
+        times = list(kernel.time(repeats=1, warmup=0))
+        if bar is not None and times[0] > self.contend_factor * bar:
+            return times, (f"timed once: over {self.contend_factor:g}x the best so far "
+                           f"({bar:.4g} ms)")
+        while len(times) < self.repeats:
+            times += kernel.time(repeats=1, warmup=0)
+            last = times[-3:]
+            if len(last) == 3 and max(last) <= 1.01 * min(last):
+                break
+        return times, ""
 
 
 def _line(e: BaseException, typed: bool = False) -> str:

@@ -12,7 +12,7 @@ import time as _time
 import numpy as np
 
 from ...config import Config
-from ...errors import BuildError, RunError
+from ...errors import BuildError, RunError, TooSlow
 from ...problem import Problem
 from ...templates import read
 from .layout import Layout
@@ -31,6 +31,37 @@ def parking_framebuffer(ctx):
         fbo = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
         _PARKING[id(ctx)] = fbo
     return fbo
+
+
+def clear_writes_nan(ctx) -> bool:
+    """Whether clearing a float framebuffer to NaN stores NaN (checked once per context):
+    poisoning by a clear costs no upload."""
+    ok = _CLEARS_NAN.get(id(ctx))
+    if ok is None:
+        tex = ctx.texture((2, 2), 4, dtype=_FLOAT)
+        fbo = ctx.framebuffer(color_attachments=[tex])
+        try:
+            fbo.clear(*(float("nan"),) * 4)
+            ok = bool(np.isnan(np.frombuffer(tex.read(), np.float32)).all())
+        finally:
+            parking_framebuffer(ctx).use()
+            fbo.release()
+            tex.release()
+        _CLEARS_NAN[id(ctx)] = ok
+    return ok
+
+
+_CLEARS_NAN: dict = {}
+
+
+def _packed(cache, key, make) -> bytes:
+    if cache is None:
+        return make()
+    data = cache.get(key)
+    if data is None:
+        data = make()
+        cache[key] = data
+    return data
 
 
 def _nearest(tex):
@@ -80,6 +111,7 @@ class GLKernel:
             self._resources.append(self.vao)
             self._make_textures()
             self._setup()
+            self._warm_up()
             self.ctx.finish()          # compile_ms covers the driver's share of the work
         except (BuildError, RunError):
             self.release()
@@ -100,6 +132,20 @@ class GLKernel:
         for name, unit in self._units.items():
             if name in self.program:
                 self.program[name].value = unit
+
+    def _warm_up(self) -> None:
+        """One pass over one fragment: a driver that compiles at the first draw
+        (llvmpipe's JIT, for one) does it here, inside compile_ms, and not in the
+        first run, which the evaluator times."""
+        fbo = self.fbos[1]
+        full = fbo.viewport
+        loaded, self._loaded = self._loaded, True
+        try:
+            fbo.viewport = (0, 0, 1, 1)
+            self.execute(0, 1)
+        finally:
+            self._loaded = loaded
+            fbo.viewport = full
 
     # --- resources ------------------------------------------------------
     def _tex(self, size, data=None):
@@ -143,12 +189,16 @@ class GLKernel:
 
     # --- uploads --------------------------------------------------------
     def load(self, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
-             alpha: float = 1.0, beta: float = 0.0) -> None:
-        """Upload op(A) (M, K), op(B) (K, N) and C (M, N, only when beta != 0)."""
+             alpha: float = 1.0, beta: float = 0.0, cache=None) -> None:
+        """Upload op(A) (M, K), op(B) (K, N) and C (M, N, only when beta != 0).
+
+        `cache` (a dict-like, e.g. search.operands.OperandCache) keeps packed A and B
+        across kernels whose layouts pack them alike; the caller promises that A and B
+        are the same, unchanged arrays at every call with that cache."""
         L = self.layout
         A, B, C = kernel_operands(self.problem, L, A, B, C, beta)
-        self.tex_a.write(L.pack_a(A).tobytes())
-        self.tex_b.write(L.pack_b(B).tobytes())
+        self.tex_a.write(_packed(cache, ("A",) + L.a_pack_key, lambda: L.pack_a(A).tobytes()))
+        self.tex_b.write(_packed(cache, ("B",) + L.b_pack_key, lambda: L.pack_b(B).tobytes()))
         if C is not None:
             self.tex_c.write(L.pack_c(C).tobytes())
         self._alpha, self._beta = float(alpha), float(beta)
@@ -156,6 +206,10 @@ class GLKernel:
 
     def poison(self) -> None:
         """Fill every partial-sum texture with NaN: an unwritten element cannot pass."""
+        if clear_writes_nan(self.ctx):
+            for fbo in self.fbos:
+                fbo.clear(*(float("nan"),) * 4)
+            return
         w, h = self.layout.c_size
         nan = np.full((h, w, 4), np.nan, np.float32).tobytes()
         for texs in self.partials:
@@ -167,11 +221,13 @@ class GLKernel:
         if name in self.program:
             self.program[name].value = value
 
-    def execute(self) -> int:
-        """Run every pass; returns the index of the texture set holding C."""
+    def execute(self, start: int = 0, stop: int | None = None, src: int = 0) -> int:
+        """Run passes start..stop-1 (all by default) reading partial sums from texture
+        set `src`; returns the index of the texture set holding the result."""
         if not self._loaded:
             raise RunError("no inputs loaded: call run() or load() first")
         L = self.layout
+        stop = L.passes if stop is None else stop
         self.tex_a.use(0)
         self.tex_b.use(1)
         self.tex_c.use(2)
@@ -179,8 +235,7 @@ class GLKernel:
         self._set("u_hc", L.hc)
         self._set("u_wc", L.wc)
         self._set("u_beta", self._beta)
-        src = 0
-        for p in range(L.passes):
+        for p in range(start, stop):
             dst = 1 - src
             for t, tex in enumerate(self.partials[src]):
                 tex.use(3 + t)
@@ -201,13 +256,41 @@ class GLKernel:
     def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
         self.load(A, B, C, alpha=alpha, beta=beta)
         self.poison()
+        return self._finish_run(self._guarded(self.execute))
+
+    def checked_run(self, A, B, *, limit_ms: float | None = None,
+                    cache=None) -> tuple[np.ndarray, float]:
+        """run() for the evaluator: (C, milliseconds of its passes, timed like time()).
+
+        With `limit_ms`, the first eighth of the passes is timed on its own and the
+        run abandoned (TooSlow) when they project a total over limit_ms: a slow corner
+        of the space then costs a fraction of one run.  `cache` as in load()."""
+        self.load(A, B, cache=cache)
+        self.poison()
+        q = self.ctx.query(time=True)
+        passes = self.layout.passes
+        first = max(1, passes // 8) if limit_ms is not None and passes > 1 else passes
+        ms, self.timing_source = self._guarded(lambda: timed(self.ctx, q, lambda: self.execute(0, first)))
+        src = 0 if first % 2 == 0 else 1
+        if first < passes:
+            projected = ms * passes / first
+            if projected > limit_ms:
+                raise TooSlow(f"abandoned after {first} of {passes} passes: projected "
+                              f"{projected:.4g} ms > limit {limit_ms:.4g} ms", projected)
+            rest, _ = self._guarded(lambda: timed(self.ctx, q, lambda: self.execute(first, passes, src)))
+            ms += rest
+        return self._finish_run(passes % 2), ms
+
+    def _guarded(self, fn):
         try:
-            which = self.execute()
-            out = self.read(which)
-        except RunError:
+            return fn()
+        except (RunError, TooSlow):
             raise
         except Exception as e:
             raise RunError(f"GL execution failed: {e}") from None
+
+    def _finish_run(self, which: int) -> np.ndarray:
+        out = self._guarded(lambda: self.read(which))
         err = self.ctx.error
         if err != "GL_NO_ERROR":
             raise RunError(f"GL error after execution: {err}")

@@ -115,6 +115,15 @@ class Layout:
         return max(*self.a_size, *self.b_size, *self.cfull_size)
 
     # --- packing --------------------------------------------------------
+    @property
+    def a_pack_key(self) -> tuple:
+        """Layouts with equal keys pack A to the same bytes."""
+        return (self.M, self.K, self.Mp, self.Kp, self.mc_h, self.ka)
+
+    @property
+    def b_pack_key(self) -> tuple:
+        return (self.K, self.N, self.Kp, self.Np, self.kb, self.mc_w)
+
     def pack_a(self, A: np.ndarray) -> np.ndarray:
         """(M, K) -> (height, width, 4) float32 texel array."""
         Ap = np.zeros((self.Mp, self.Kp), np.float32)

@@ -1,0 +1,49 @@
+"""OperandCache: packed inputs kept across the kernels of one search.
+
+Packing a 4096 x 4096 operand into a texel layout takes about 0.1 s of CPU, and
+most configs of a search pack A and B the same way (the layout depends on a
+few knobs).  The evaluator's inputs never change, so one search can pack each
+layout once.  Bounded by bytes, least recently used out first.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+
+class OperandCache:
+    def __init__(self, max_bytes: int = 1 << 30):
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        self.max_bytes = max_bytes
+        self._items: OrderedDict = OrderedDict()
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key, default=None):
+        data = self._items.get(key)
+        if data is None:
+            self.misses += 1
+            return default
+        self._items.move_to_end(key)
+        self.hits += 1
+        return data
+
+    def __setitem__(self, key, data: bytes) -> None:
+        size = len(data)
+        if size > self.max_bytes:
+            return                       # would evict everything and still not fit
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.bytes -= len(old)
+        while self._items and self.bytes + size > self.max_bytes:
+            _, evicted = self._items.popitem(last=False)
+            self.bytes -= len(evicted)
+        self._items[key] = data
+        self.bytes += size
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key) -> bool:
+        return key in self._items

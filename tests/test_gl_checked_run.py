@@ -1,0 +1,68 @@
+"""GLKernel.checked_run: the evaluator's run (timed, abandonable, with packed-operand reuse)."""
+import numpy as np
+import pytest
+
+from shadertune.backends.gl import driver
+from shadertune.config import Config
+from shadertune.errors import TooSlow
+from shadertune.problem import Problem
+from shadertune.search.operands import OperandCache
+
+from numerics import rel_err
+
+M, K, N = 37, 129, 61
+
+
+def cfg(**kw):
+    base = dict(glsl="330", fetch="texelFetch", unroll=1, np=8, mc="1x4", mrt_h=2, mrt_w=1)
+    return Config({**base, **kw})
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(3)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    return A, B, A.astype(np.float64) @ B.astype(np.float64)
+
+
+@pytest.mark.parametrize("np_", [4, 8, 12, 132])       # 33, 17, 11 and 1 passes
+@pytest.mark.parametrize("mc", ["1x4", "2x2", "1x3"])
+def test_checked_run_computes_what_run_does_split_or_not(gl_backend, data, np_, mc):
+    A, B, ref = data
+    if np_ % (2 if mc == "2x2" else 4):
+        pytest.skip("np not a whole number of A texels")
+    with gl_backend.build(Problem(M, N, K), cfg(np=np_, mc=mc)) as k:
+        for limit in (None, 1e9):                # whole, then first passes + the rest
+            C, ms = k.checked_run(A, B, limit_ms=limit)
+            assert rel_err(C, ref) <= 1e-5 and ms > 0
+
+
+def test_a_run_projected_past_the_limit_is_abandoned(gl_backend, data):
+    A, B, _ = data
+    with gl_backend.build(Problem(M, N, K), cfg(np=4)) as k:
+        with pytest.raises(TooSlow, match=r"abandoned after 4 of 33 passes: projected") as e:
+            k.checked_run(A, B, limit_ms=1e-9)
+        assert e.value.projected_ms > 0
+
+
+def test_kernels_with_one_packing_share_packed_operands(gl_backend, data):
+    A, B, ref = data
+    cache = OperandCache()
+    p = Problem(M, N, K)
+    for c in (cfg(mrt_h=1), cfg(mrt_h=2), cfg(mrt_h=2, glsl="450"), cfg(mc="2x2")):
+        with gl_backend.build(p, c) as k:
+            C, _ = k.checked_run(A, B, cache=cache)
+            assert rel_err(C, ref) <= 1e-5
+    # 1x4 on 1 or 2 row targets packs A apart (37 or 38 rows) but B alike; glsl changes
+    # no packing; 2x2 packs both its own way
+    assert cache.hits == 3 and len(cache) == 5
+
+
+def test_poisoning_by_upload_where_a_clear_would_not_store_nan(gl_backend, data, monkeypatch):
+    A, B, _ = data
+    with gl_backend.build(Problem(M, N, K), cfg()) as k:
+        k.run(A, B)
+        monkeypatch.setitem(driver._CLEARS_NAN, id(k.ctx), False)
+        k.poison()
+        assert np.isnan(k.read(0)).all() and np.isnan(k.read(1)).all()
