@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 
 from shadertune.backends.gl import driver
+from shadertune.backends.gl.codegen import plan_layout
+from shadertune.backends.gl.driver import GLKernel
 from shadertune.config import Config
 from shadertune.errors import TooSlow
 from shadertune.problem import Problem
@@ -51,7 +53,8 @@ def test_kernels_with_one_packing_share_packed_operands(gl_backend, data):
     cache = OperandCache()
     p = Problem(M, N, K)
     for c in (cfg(mrt_h=1), cfg(mrt_h=2), cfg(mrt_h=2, glsl="450"), cfg(mc="2x2")):
-        with gl_backend.build(p, c) as k:
+        # without a texture pool every load packs (or finds packed) its operands
+        with GLKernel(gl_backend.ctx, p, c, plan_layout(M, N, K, c), gl_backend.source(p, c)) as k:
             C, _ = k.checked_run(A, B, cache=cache)
             assert rel_err(C, ref) <= 1e-5
     # 1x4 on 1 or 2 row targets packs A apart (37 or 38 rows) but B alike; glsl changes
@@ -66,3 +69,38 @@ def test_poisoning_by_upload_where_a_clear_would_not_store_nan(gl_backend, data,
         monkeypatch.setitem(driver._CLEARS_NAN, id(k.ctx), False)
         k.poison()
         assert np.isnan(k.read(0)).all() and np.isnan(k.read(1)).all()
+
+
+def test_pooled_textures_keep_their_operands_for_the_next_kernel(gl_backend, data):
+    A, B, ref = data
+    p = Problem(M, N, K)
+    cache = OperandCache()
+    with gl_backend.build(p, cfg(glsl="330")) as k:
+        k.checked_run(A, B, cache=cache)
+        a_tex = k.tex_a
+    with gl_backend.build(p, cfg(glsl="450")) as k:     # same layout: A and B stay on the GPU
+        C, _ = k.checked_run(A, B, cache=cache)
+        assert k.tex_a is a_tex and k.uploads_skipped == 2
+        assert rel_err(C, ref) <= 1e-5
+    # other inputs (another cache) are uploaded, never mistaken for the pooled ones
+    A2, B2 = -A, 2 * B
+    with gl_backend.build(p, cfg(glsl="450")) as k:
+        C, _ = k.checked_run(A2, B2, cache=OperandCache())
+        assert rel_err(C, -2 * ref) <= 1e-5
+        C = k.run(A, B)                                  # and without a cache, as given
+        assert rel_err(C, ref) <= 1e-5
+
+
+def test_the_pool_stays_within_its_bytes(gl_backend):
+    from shadertune.backends.gl.pool import TexturePool
+    pool = TexturePool(gl_backend.ctx, max_bytes=3 * 16 * 16 * 16)   # three 16x16 RGBA32F
+    texs = [pool.acquire((16, 16))[0] for _ in range(4)]
+    for i, t in enumerate(texs):
+        pool.give_back(t, (16, 16), tag=i)
+    assert len(pool) == 3 and pool.bytes == 3 * 16 * 16 * 16
+    assert type(texs[0].mglo).__name__ == "InvalidObject"       # the oldest was released
+    assert pool.take_holding((16, 16), 3) is texs[3] and pool.take_holding((16, 16), 0) is None
+    t, tag = pool.acquire((16, 16), tag=2)
+    assert t is texs[2] and tag == 2
+    pool.clear()
+    assert len(pool) == 0 and pool.bytes == 0

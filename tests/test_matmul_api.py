@@ -121,14 +121,19 @@ def test_beyond_max_texture_size_is_tiled(gl_backend, rng, monkeypatch):
     api.clear_cache()
 
 
-def test_release_frees_every_gl_object(gl_backend):
+def test_release_frees_every_gl_object_or_pools_its_textures(gl_backend):
     from shadertune.problem import Problem
     p = Problem(10, 12, 14)
     k = gl_backend.build(p, gl_backend.default_config(p))
     objs = list(k._resources)
-    assert len(objs) >= 6
+    texs = [t for t, _ in k._textures.values()]
+    assert len(objs) >= 3 and len(texs) >= 4
     k.release()
-    assert all(type(o.mglo).__name__ == "InvalidObject" for o in objs)
+    released = lambda o: type(o.mglo).__name__ == "InvalidObject"   # noqa: E731
+    assert all(released(o) for o in objs)
+    pooled = {id(t) for t, _, _ in gl_backend.pool._free.values()}
+    assert all(id(t) in pooled or released(t) for t in texs)
+    assert gl_backend.pool.bytes <= gl_backend.pool.max_bytes
 
 
 def _rss_mb() -> float:

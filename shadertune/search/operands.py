@@ -7,7 +7,10 @@ layout once.  Bounded by bytes, least recently used out first.
 """
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
+
+_TOKENS = itertools.count(1)
 
 
 class OperandCache:
@@ -15,6 +18,9 @@ class OperandCache:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.max_bytes = max_bytes
+        # names this cache's operands in texture tags: textures tagged with it hold
+        # these very inputs (an id() could be reused by a later cache)
+        self.token = next(_TOKENS)
         self._items: OrderedDict = OrderedDict()
         self.bytes = 0
         self.hits = 0

@@ -18,6 +18,16 @@ class GLBackend:
         self.context_kind = context
         self._ctx = ctx
         self._device: DeviceInfo | None = None
+        self._pool = None
+
+    @property
+    def pool(self):
+        """Textures kept between this backend's kernels (backends/gl/pool.py); at most
+        768 MB of GPU memory stay held, `pool.clear()` gives them back."""
+        if self._pool is None:
+            from .pool import TexturePool
+            self._pool = TexturePool(self.ctx)
+        return self._pool
 
     @property
     def ctx(self):
@@ -58,7 +68,7 @@ class GLBackend:
             raise InvalidConfig(f"config not in the GL space for {problem.key}: {why}")
         layout = plan_layout(problem.M, problem.N, problem.K, config)
         src = fragment_source(layout, config)
-        return GLKernel(self.ctx, problem, config, layout, src)
+        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool)
 
     def template_hash(self) -> str:
         return templates_hash()

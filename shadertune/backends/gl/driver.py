@@ -16,6 +16,7 @@ from ...errors import BuildError, RunError, TooSlow
 from ...problem import Problem
 from ...templates import read
 from .layout import Layout
+from .pool import nearest_texture
 from .timing import timed
 
 _FLOAT = "f4"
@@ -64,12 +65,16 @@ def _packed(cache, key, make) -> bytes:
     return data
 
 
-def _nearest(tex):
-    import moderngl
-    tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
-    tex.repeat_x = False
-    tex.repeat_y = False
+def placeholder_texture(ctx):
+    """A 1x1 texture, set up like every operand texture, for a sampler the shader
+    does not read (C when beta == 0); it lives as long as the context."""
+    tex = _PLACEHOLDER.get(id(ctx))
+    if tex is None:
+        tex = _PLACEHOLDER[id(ctx)] = nearest_texture(ctx, (1, 1))
     return tex
+
+
+_PLACEHOLDER: dict = {}
 
 
 def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float = 0.0):
@@ -92,8 +97,14 @@ def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float 
 class GLKernel:
     """One compiled program + the textures of one problem shape."""
 
-    def __init__(self, ctx, problem: Problem, config: Config, layout: Layout, source: str):
+    def __init__(self, ctx, problem: Problem, config: Config, layout: Layout, source: str,
+                 pool=None):
         self.ctx = ctx
+        self.pool = pool              # a TexturePool: textures come from it and go back to it
+        self._textures: dict = {}     # id(tex) -> (tex, size) for the ones this kernel holds
+        self._tags = {"A": None, "B": None}   # what tex_a / tex_b hold (an operand-cache tag)
+        self.uploads_skipped = 0      # loads whose operand was on the GPU already
+        self.tex_c = None
         self.problem = problem
         self.config = config
         self.layout = layout
@@ -148,18 +159,29 @@ class GLKernel:
             fbo.viewport = full
 
     # --- resources ------------------------------------------------------
-    def _tex(self, size, data=None):
-        t = _nearest(self.ctx.texture(size, 4, data=data, dtype=_FLOAT))
-        self._resources.append(t)
-        return t
+    def _take(self, size):
+        """(texture, the tag of what it holds) of this size: from the pool if any."""
+        size = tuple(size)
+        if self.pool is not None:
+            tex, tag = self.pool.acquire(size)
+        else:
+            tex, tag = nearest_texture(self.ctx, size), None
+        self._textures[id(tex)] = (tex, size)
+        return tex, tag
+
+    def _give(self, tex, tag=None) -> None:
+        _, size = self._textures.pop(id(tex))
+        if self.pool is not None:
+            self.pool.give_back(tex, size, tag)
+        else:
+            tex.release()
 
     def _make_textures(self):
         L = self.layout
-        self.tex_a = self._tex(L.a_size)
-        self.tex_b = self._tex(L.b_size)
-        self.tex_c = self._tex(L.cfull_size)
+        self.tex_a, self._tags["A"] = self._take(L.a_size)
+        self.tex_b, self._tags["B"] = self._take(L.b_size)
         # Two texture sets (ping, pong), one texture per render target each.
-        self.partials = [[self._tex(L.c_size) for _ in range(L.targets)] for _ in range(2)]
+        self.partials = [[self._take(L.c_size)[0] for _ in range(L.targets)] for _ in range(2)]
         self.fbos = []
         for texs in self.partials:
             fbo = self.ctx.framebuffer(color_attachments=texs)
@@ -170,7 +192,7 @@ class GLKernel:
         self._units = units
 
     def release(self) -> None:
-        if self._resources:
+        if self._resources or self._textures:
             # moderngl re-binds the last used framebuffer when it makes the next
             # one; park on a framebuffer that outlives every kernel first.
             parking_framebuffer(self.ctx).use()
@@ -180,6 +202,15 @@ class GLKernel:
             except Exception:
                 pass
         self._resources.clear()
+        tags = {id(getattr(self, "tex_a", None)): self._tags["A"],
+                id(getattr(self, "tex_b", None)): self._tags["B"]}
+        for tex, _ in list(self._textures.values()):
+            try:
+                self._give(tex, tags.get(id(tex)))
+            except Exception:
+                pass
+        self._textures.clear()
+        self.tex_c = None
 
     def __enter__(self):
         return self
@@ -197,12 +228,35 @@ class GLKernel:
         are the same, unchanged arrays at every call with that cache."""
         L = self.layout
         A, B, C = kernel_operands(self.problem, L, A, B, C, beta)
-        self.tex_a.write(_packed(cache, ("A",) + L.a_pack_key, lambda: L.pack_a(A).tobytes()))
-        self.tex_b.write(_packed(cache, ("B",) + L.b_pack_key, lambda: L.pack_b(B).tobytes()))
+        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key, lambda: L.pack_a(A), cache)
+        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key, lambda: L.pack_b(B), cache)
         if C is not None:
+            if self.tex_c is None:
+                self.tex_c, _ = self._take(L.cfull_size)
             self.tex_c.write(L.pack_c(C).tobytes())
         self._alpha, self._beta = float(alpha), float(beta)
         self._loaded = True
+
+    def _upload(self, which: str, tex, key, pack, cache):
+        """The texture holding packed operand `which`: this kernel's, written (or left
+        as it is when it already holds it), or a pooled one that holds it already."""
+        tag = None if cache is None else (which, cache.token) + key
+        if tag is not None and self._tags[which] == tag:
+            self.uploads_skipped += 1
+            return tex
+        if tag is not None and self.pool is not None:
+            size = self._textures[id(tex)][1]
+            other = self.pool.take_holding(size, tag)
+            if other is not None:
+                self._textures[id(other)] = (other, size)
+                self._give(tex, self._tags[which])
+                self._tags[which] = tag
+                self.uploads_skipped += 1
+                return other
+        self._tags[which] = None            # a failed write leaves it unknown
+        tex.write(_packed(cache, (which,) + key, lambda: pack().tobytes()))
+        self._tags[which] = tag
+        return tex
 
     def poison(self) -> None:
         """Fill every partial-sum texture with NaN: an unwritten element cannot pass."""
@@ -230,7 +284,7 @@ class GLKernel:
         stop = L.passes if stop is None else stop
         self.tex_a.use(0)
         self.tex_b.use(1)
-        self.tex_c.use(2)
+        (self.tex_c or placeholder_texture(self.ctx)).use(2)   # read only when beta != 0
         self._set("u_alpha", self._alpha)
         self._set("u_hc", L.hc)
         self._set("u_wc", L.wc)

@@ -1,0 +1,93 @@
+"""TexturePool: RGBA32F textures kept between kernels, with what they hold.
+
+A search builds hundreds of kernels of one problem shape; at 4096 each needs
+about 256 MB of textures, and allocating and filling them was most of an
+evaluation's fixed cost on an H200.  Released textures wait here, tagged with
+the packed operand they hold (or None), so the next kernel with the same sizes
+takes them back and skips the upload when the tag matches.  Bounded by bytes,
+oldest released first out.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+_TEXEL_BYTES = 16      # RGBA32F
+
+
+def nearest_texture(ctx, size):
+    """A float RGBA texture read texel by texel (no filtering, no wrapping)."""
+    import moderngl
+    tex = ctx.texture(size, 4, dtype="f4")
+    tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
+    tex.repeat_x = False
+    tex.repeat_y = False
+    return tex
+
+
+class TexturePool:
+    def __init__(self, ctx, max_bytes: int = 768 << 20):
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        self.ctx = ctx
+        self.max_bytes = max_bytes
+        self._free: OrderedDict = OrderedDict()     # id(tex) -> (tex, size, tag)
+        self.bytes = 0
+        self.reused = 0          # acquisitions served from the pool
+
+    def acquire(self, size: tuple[int, int], tag=None):
+        """(texture, the tag of what it holds): a pooled texture of this size (one
+        holding `tag` first), else a new one (tag None)."""
+        size = tuple(size)
+        pick = None
+        for key, (tex, sz, tg) in self._free.items():
+            if sz == size:
+                if tag is not None and tg == tag:
+                    pick = key
+                    break
+                if pick is None:
+                    pick = key
+        if pick is None:
+            return nearest_texture(self.ctx, size), None
+        tex, sz, tg = self._free.pop(pick)
+        self.bytes -= _nbytes(sz)
+        self.reused += 1
+        return tex, tg
+
+    def take_holding(self, size: tuple[int, int], tag):
+        """A pooled texture of this size holding `tag`, or None (nothing is allocated)."""
+        size = tuple(size)
+        for key, (tex, sz, tg) in self._free.items():
+            if sz == size and tg == tag:
+                del self._free[key]
+                self.bytes -= _nbytes(sz)
+                self.reused += 1
+                return tex
+        return None
+
+    def give_back(self, tex, size: tuple[int, int], tag=None) -> None:
+        """Keep `tex` (holding what `tag` names, or anything when None) for a later kernel."""
+        size = tuple(size)
+        n = _nbytes(size)
+        if n > self.max_bytes:
+            tex.release()
+            return
+        self._free[id(tex)] = (tex, size, tag)
+        self.bytes += n
+        while self.bytes > self.max_bytes:
+            _, (old, sz, _) = self._free.popitem(last=False)
+            self.bytes -= _nbytes(sz)
+            old.release()
+
+    def clear(self) -> None:
+        """Release every pooled texture (GPU memory back to the driver)."""
+        for tex, _, _ in self._free.values():
+            tex.release()
+        self._free.clear()
+        self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._free)
+
+
+def _nbytes(size) -> int:
+    return int(size[0]) * int(size[1]) * _TEXEL_BYTES
