@@ -192,3 +192,106 @@ def test_sample_compiles_with_nvcc_without_spills(tmp_path):
         regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
         d = derive(p, cfg)
         assert max(regs) <= min(255, 65536 // d.threads), (p.key, cfg.key, regs)
+
+
+# Run 2's (2026-11-21) DeepBench winners; the SASS check of 2026-11-22 (notes/cuda.md)
+RUN2_N16 = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
+RUN2_N64 = Config(BM=128, BN=64, BK=16, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=16, KL=1, KR=0)
+
+
+@pytest.mark.parametrize("p, cfg, grouped", [
+    (Problem(2560, 64, 2560), RUN2_N64, (False, False)),                  # KT = 16 rows: plain
+    (Problem(2560, 64, 2560, trans_a=True), RUN2_N64, (False, False)),
+    (Problem(2560, 16, 2560), RUN2_N16, (False, False)),
+    (Problem(32, 32, 60000, trans_b=True),                                # KT = 256 rows: grouped
+     Config(BM=32, BN=32, BK=32, TM=8, TN=4, WM=32, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=128, KL=8, KR=0), (True, True)),
+])
+def test_plain_load_map_is_written_plainly(p, cfg, grouped):
+    """Where P is a whole row the load map is emitted as r = idx / P (the
+    grouped formula with P = a row is the same map, but its extra per-load
+    registers made ptxas sink the prefetch loads below the FMAs)."""
+    assert cfg in make_space(p, L)
+    src = codegen.source(p, cfg)
+    d = derive(p, cfg)
+    ra, pa, rb, pb = codegen.load_layout(p, cfg, d)
+    for X, (R, P, loads), g in zip("AB", ((ra, pa, d.loads_a), (rb, pb, d.loads_b)), grouped):
+        assert (R * P < loads * d.threads) == g
+        plain = f"const int r = idx / P{X}, c = (idx % P{X}) * VEC;"
+        assert (plain not in src) == g and ((f"% R{X}, c =" in src) == g)
+        if not g:   # the plain statement is the same map
+            n = loads * d.threads
+            assert [(i // P, i % P) for i in range(n)] == [((i // P) % R, i % P + i // (P * R) * P) for i in range(n)]
+
+
+def test_split_bounds_divide_by_a_constant():
+    """kbeg/kend: no run-time (64-bit) division by gridDim.z; 32-bit products
+    where k_units * KG fits, and the same ranges as the 64-bit formula."""
+    src = codegen.source(Problem(2560, 16, 2560), RUN2_N16)
+    assert "/ gridDim.z" not in src and "(unsigned)blockIdx.z * k_units / KG" in src
+    assert "constexpr int KGRAN = 8, KG = 32;" in src
+    huge = Problem(32, 32, 2 ** 27, trans_b=True)                       # k_units * KG = 2^24 * 256
+    cfg = Config(BM=32, BN=32, BK=32, TM=8, TN=4, WM=32, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=256, KL=1, KR=0)
+    assert "(unsigned long long)blockIdx.z * k_units / KG" in codegen.source(huge, cfg)
+    for K, KG in ((2560, 32), (60000, 256), (3001, 4)):
+        u = -(-K // 8)
+        assert u * KG < 2 ** 32
+        assert [(z * u) % 2 ** 32 // KG for z in range(KG + 1)] == [z * u // KG for z in range(KG + 1)]
+
+
+@pytest.mark.parametrize("M, N, KG, rx_rz", [
+    (2560, 16, 32, (256, 1)),      # DeepBench: one thread per element, all 32 partials (run 2's kernel)
+    (2560, 64, 16, (256, 1)),
+    (300, 130, 8, (256, 1)),       # ragged: 39000 elements
+    (128, 128, 8, (128, 2)),
+    (203, 75, 4, (64, 4)),         # ragged: 15225 elements
+    (32, 32, 128, (32, 8)),        # ICA: 8 lanes of z (run 3's kernel)
+    (32, 32, 2, (128, 2)),
+])
+def test_reduce_kernel_shape(M, N, KG, rx_rz):
+    p = Problem(M, N, 4096)
+    cfg = BIG.replace(KG=KG)
+    assert codegen.reduce_shape(p, cfg) == rx_rz
+    src = codegen.source(p, cfg)
+    rx, rz = rx_rz
+    assert f"constexpr int RX = {rx}, RZ = {rz};" in src
+    assert ("__shared__ T part[RZ][RX];" in src) == (rz > 1)
+
+
+def _sass_tool():
+    import glob
+    import os
+    import sys
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    for root in sys.path:   # the nvidia-cuda-cuobjdump wheel
+        hits = glob.glob(os.path.join(root, "nvidia", "cu*", "bin", "cuobjdump"))
+        if hits:
+            return hits[0]
+    return None
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None or _sass_tool() is None, reason="needs nvcc and cuobjdump")
+@pytest.mark.parametrize("ta", [False, True])
+def test_prefetch_loads_are_issued_before_the_fmas(tmp_path, ta):
+    """Double buffering only hides the global latency if the next stage's
+    LDGs issue before the stage's FFMAs. Run 2's N = 64/128 winner had them
+    there; the code of ad2628d got them after the FFMAs (ptxas placement, a
+    20-35% slowdown on the H200). A check of this toolkit's ptxas."""
+    p = Problem(2560, 64, 2560, trans_a=ta)
+    cu = tmp_path / "k.cu"
+    cu.write_text(codegen.source(p, RUN2_N64))
+    cubin = tmp_path / "k.cubin"
+    subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(cubin), str(cu)], check=True,
+                   capture_output=True)
+    sass = subprocess.run([_sass_tool(), "-sass", "-fun", "st_gemm", str(cubin)], check=True,
+                          capture_output=True, text=True).stdout
+    ins = [(int(a, 16), t) for a, t in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    loops = [(int(m.group(1), 16), a) for a, t in ins for m in [re.search(r"BRA (0x[0-9a-f]+)", t)]
+             if m and int(m.group(1), 16) < a]
+    lo, hi = max(loops, key=lambda x: x[1] - x[0])                # the k-loop
+    body = [t for a, t in ins if lo <= a <= hi]
+    ffma = [i for i, t in enumerate(body) if "FFMA" in t]
+    ldg = [i for i, t in enumerate(body) if "LDG" in t]
+    assert len(ffma) == 1024 and len(ldg) == 6
+    assert max(ldg) < min(ffma), (ldg, ffma[:3])

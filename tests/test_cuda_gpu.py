@@ -162,3 +162,20 @@ def test_timing_and_cublas_baseline(be):
     assert len(tb) == 5 and all(x > 0 for x in tb)
     info = be.device()
     assert info.backend == "cuda" and info.limits["num_sms"] > 0
+
+
+@pytest.mark.parametrize("p, rz", [(Problem(2560, 16, 2560), 1), (Problem(2560, 16, 2560, trans_a=True), 1),
+                                   (Problem(300, 130, 3000), 1), (Problem(203, 75, 2000, trans_b=True), 4)])
+def test_reduce_kernel_shapes(be, p, rz):
+    """The second K_G kernel with one thread per element (RZ = 1, large M * N:
+    DeepBench, at run 2's winner config) and with RZ lanes of z, ragged tails."""
+    from shadertune.backends.cuda.codegen import reduce_shape
+    if p.N == 16:
+        cfg = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
+        assert cfg in be.space(p)
+    else:
+        cfg = next(c for c in be.space(p) if c["KG"] >= 4 and c["KR"] == 0)
+    assert reduce_shape(p, cfg)[1] == rz
+    rng = np.random.default_rng(p.M)
+    _check(be, p, cfg, rng)
+    _check(be, p, cfg, rng, alpha=0.5, beta=2.0)

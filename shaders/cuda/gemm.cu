@@ -25,9 +25,12 @@ constexpr int LDA_S = {{ lda_s }}, LDB_S = {{ ldb_s }};            // padded sha
 // Global-load index -> (row r, vector column cv) of the stored block: RA/RB
 // rows, PA/PB vectors side by side. Where the store to shared memory
 // transposes (scalar stores) P covers 32 bytes, so a warp spans 16+ rows and
-// the scattered stores hit distinct banks (PAD = 16 bytes); else P = a row.
+// the scattered stores hit distinct banks (PAD = 16 bytes); else P = a row
+// and the map is written plainly (r = idx / P): the grouped formula's extra
+// per-load registers made ptxas issue the prefetch after the FMAs (SASS, 2026-11-22).
 constexpr int RA = {{ ra }}, PA = {{ pa }}, RB = {{ rb }}, PB = {{ pb }};
-constexpr int KGRAN = {{ kgran }};                                  // K_G split grain
+static_assert((LOADS_A * THREADS) % (RA * PA) == 0 && (LOADS_B * THREADS) % (RB * PB) == 0, "load map");
+constexpr int KGRAN = {{ kgran }}, KG = {{ KG }};                        // K_G split grain, splits
 constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements per stage
 
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -47,8 +50,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
-    const int kbeg = min(K, KGRAN * (int)((long long)blockIdx.z * k_units / gridDim.z));
-    const int kend = min(K, KGRAN * (int)((long long)(blockIdx.z + 1) * k_units / gridDim.z));
+    // KG (= gridDim.z) is a constant: the division is a multiply-high, and the
+    // product is 32-bit where k_units * KG fits.
+    const int kbeg = min(K, KGRAN * (int)(({{ split_t }})blockIdx.z * k_units / KG));
+    const int kend = min(K, KGRAN * (int)(({{ split_t }})(blockIdx.z + 1) * k_units / KG));
     const int ntiles = kend > kbeg ? (kend - kbeg + KT - 1) / KT : 0;
 
     T acc[TM][TN];
@@ -67,11 +72,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_A; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_a %}
-            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;   // r: k, c: m
+            {{ rowcol_a }}   // r: k, c: m
             const int gk = k0 + r, gm = m0 + c;
             ra[l] = (gk < kend && gm < M) ? *reinterpret_cast<const vec_t*>(A + (size_t)gk * M + gm) : {{ vec_zero }};
 {% else %}
-            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;   // r: m, c: k
+            {{ rowcol_a }}   // r: m, c: k
             const int gm = m0 + r, gk = k0 + c;
             ra[l] = (gm < M && gk < kend) ? *reinterpret_cast<const vec_t*>(A + (size_t)gm * K + gk) : {{ vec_zero }};
 {% endif %}
@@ -80,11 +85,11 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_B; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_b %}
-            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;   // r: n, c: k
+            {{ rowcol_b }}   // r: n, c: k
             const int gn = n0 + r, gk = k0 + c;
             rb[l] = (gn < N && gk < kend) ? *reinterpret_cast<const vec_t*>(B + (size_t)gn * K + gk) : {{ vec_zero }};
 {% else %}
-            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;   // r: k, c: n
+            {{ rowcol_b }}   // r: k, c: n
             const int gk = k0 + r, gn = n0 + c;
             rb[l] = (gk < kend && gn < N) ? *reinterpret_cast<const vec_t*>(B + (size_t)gk * N + gn) : {{ vec_zero }};
 {% endif %}
@@ -100,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_A; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_a %}
-            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;
+            {{ rowcol_a }}
 {% if trans %}
             *reinterpret_cast<vec_t*>(as + r * LDA_S + c) = ra[l];
 {% else %}
@@ -109,7 +114,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 {% endfor %}
 {% endif %}
 {% else %}
-            const int r = (idx / PA) % RA, c = (idx % PA + idx / (PA * RA) * PA) * VEC;
+            {{ rowcol_a }}
 {% if trans %}
 {% for v in range(VEC) %}
             as[(c + {{ v }}) * LDA_S + r] = ra[l]{{ comp[v] }};
@@ -123,12 +128,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         for (int l = 0; l < LOADS_B; ++l) {
             const int idx = tid + l * THREADS;
 {% if trans_b %}
-            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;
+            {{ rowcol_b }}
 {% for v in range(VEC) %}
             bs[(c + {{ v }}) * LDB_S + r] = rb[l]{{ comp[v] }};
 {% endfor %}
 {% else %}
-            const int r = (idx / PB) % RB, c = (idx % PB + idx / (PB * RB) * PB) * VEC;
+            {{ rowcol_b }}
             *reinterpret_cast<vec_t*>(bs + r * LDB_S + c) = rb[l];
 {% endif %}
         }
@@ -333,26 +338,31 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 {% if KG > 1 and not KR %}
 
 // K_G reduction: C = alpha * sum_z W[z] + beta * C over the {{ KG }} splits.
-// A block is 32 elements x RZ lanes of z; lane y sums z = y, y + RZ, ... and
-// the RZ partial sums meet in shared memory in a fixed order (deterministic).
-constexpr int RZ = {{ rz }};
-extern "C" __global__ void __launch_bounds__(32 * RZ)
+// A block is RX elements x RZ lanes of z ({{ rx * rz }} threads); lane y sums
+// z = y, y + RZ, ... (KG / RZ independent loads, unrolled) and the RZ partial
+// sums meet in shared memory in a fixed order (deterministic). RZ > 1 only
+// where M * N is too small to fill the GPU with one thread per element.
+constexpr int RX = {{ rx }}, RZ = {{ rz }};
+extern "C" __global__ void __launch_bounds__(RX * RZ)
 {{ kernel }}_reduce(const T* __restrict__ W, T* __restrict__ C, const long long MN,
                   const T alpha, const T beta)
 {
-    __shared__ T part[RZ][32];
-    const long long e = (long long)blockIdx.x * 32 + threadIdx.x;
+    const long long e = (long long)blockIdx.x * RX + threadIdx.x;
     T s = T(0);
     if (e < MN) {
 #pragma unroll
-        for (int z = threadIdx.y; z < {{ KG }}; z += RZ) s += W[z * MN + e];
+        for (int i = 0; i < KG / RZ; ++i) s += W[(i * RZ + (int)threadIdx.y) * MN + e];
     }
+{% if rz > 1 %}
+    __shared__ T part[RZ][RX];
     part[threadIdx.y][threadIdx.x] = s;
     __syncthreads();
-    if (threadIdx.y == 0 && e < MN) {
+    if (threadIdx.y != 0 || e >= MN) return;
 #pragma unroll
-        for (int y = 1; y < RZ; ++y) s += part[y][threadIdx.x];
-        C[e] = alpha * s + (beta != T(0) ? beta * C[e] : T(0));
-    }
+    for (int y = 1; y < RZ; ++y) s += part[y][threadIdx.x];
+{% else %}
+    if (e >= MN) return;
+{% endif %}
+    C[e] = alpha * s + (beta != T(0) ? beta * C[e] : T(0));
 }
 {% endif %}

@@ -50,11 +50,41 @@ def load_layout(problem: Problem, c, d) -> tuple[int, int, int, int]:
     return ra, pa, rb, pb
 
 
+# The K_G reduce kernel's blocks are 256 threads: RX elements x RZ lanes of z.
+REDUCE_THREADS = 256
+# RZ doubles (up to min(8, KG)) while M * N * RZ is under this many threads:
+# ~one 256-thread block per SM. Large outputs (DeepBench: M * N >= 40960) get
+# RZ = 1, one thread per element summing all KG partials with independent
+# loads (run 2's kernel); small ones (ICA 32^2: 1024) RZ = 8, 8x the blocks.
+REDUCE_FILL = 32768
+
+
+def reduce_shape(problem: Problem, config) -> tuple[int, int]:
+    """(RX, RZ) of the second kernel of a K_G split (KR = 0)."""
+    kg, mn = config["KG"], problem.M * problem.N
+    rz = 1
+    while rz < min(8, kg) and mn * rz < REDUCE_FILL:
+        rz *= 2
+    assert kg % rz == 0, (kg, rz)
+    return REDUCE_THREADS // rz, rz
+
+
+def _rowcol(X: str, grouped: bool) -> str:
+    """The load index -> (row r, element column c) statement for operand X.
+    The plain row-major map is written as such (not as the grouped formula
+    with P = a row, which is equal but costs a register and a few integer ops
+    per load: the compiler cannot prove idx < R * P)."""
+    if grouped:
+        return f"const int r = (idx / P{X}) % R{X}, c = (idx % P{X} + idx / (P{X} * R{X}) * P{X}) * VEC;"
+    return f"const int r = idx / P{X}, c = (idx % P{X}) * VEC;"
+
+
 def params(problem: Problem, config: Config) -> dict:
     """Everything the template needs, knobs and derived constants."""
     c = dict(config)
     d = derive(problem, c)
     ra, pa, rb, pb = load_layout(problem, c, d)
+    rx, rz = reduce_shape(problem, c)
     fp32 = problem.dtype == "float32"
     vec_t, vec_zero = _VEC_TYPES[(problem.dtype, c["VEC"])]
     return {
@@ -68,7 +98,12 @@ def params(problem: Problem, config: Config) -> dict:
         "c_vec": problem.N % d.FV == 0,
         "config_text": config.key if isinstance(config, Config) else Config(c).key,
         **{k: c[k] for k in ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "VEC", "DB", "KG", "KL", "KR", "trans")},
-        "ra": ra, "pa": pa, "rb": rb, "pb": pb, "kgran": d.kgran, "rz": min(8, c["KG"]),
+        "ra": ra, "pa": pa, "rb": rb, "pb": pb,
+        "rowcol_a": _rowcol("A", ra * pa < d.loads_a * d.threads),
+        "rowcol_b": _rowcol("B", rb * pb < d.loads_b * d.threads),
+        # kbeg/kend: z * k_units / KG in 32 bits where it fits (no 64-bit division)
+        "kgran": d.kgran, "split_t": "unsigned" if d.k_units * c["KG"] < 2 ** 32 else "unsigned long long",
+        "rx": rx, "rz": rz,
         "FV": d.FV, "lanes_m": d.lanes_m, "lanes_n": d.lanes_n, "warps_n": d.warps_n,
         "threads_mn": d.threads_mn, "threads": d.threads, "KT": d.KT,
         "loads_a": d.loads_a, "loads_b": d.loads_b, "lda_s": d.lda_s, "ldb_s": d.ldb_s,

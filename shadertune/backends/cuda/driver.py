@@ -8,7 +8,7 @@ import numpy as np
 from ...config import Config
 from ...errors import InvalidConfig, RunError
 from ...problem import Problem
-from .codegen import KERNEL
+from .codegen import KERNEL, reduce_shape
 from .compiler import compile_cubin
 from .device import import_cupy
 from .space import derive
@@ -97,10 +97,10 @@ class CUDAKernel:
             self._main(d.grid, (d.threads,), (dA, dB, dC, dW, dCnt, np.int32(p.M), np.int32(p.N),
                                              np.int32(p.K), np.int32(d.k_units), alpha, beta),
                        shared_mem=d.smem_bytes, stream=stream)
-            if self._reduce is not None:   # 32 elements x min(8, KG) lanes of z per block
+            if self._reduce is not None:   # RX elements x RZ lanes of z per block
                 mn = p.M * p.N
-                self._reduce((-(-mn // 32),), (32, min(8, self.config["KG"])),
-                             (dW, dC, np.int64(mn), alpha, beta), stream=stream)
+                rx, rz = reduce_shape(p, self.config)
+                self._reduce((-(-mn // rx),), (rx, rz), (dW, dC, np.int64(mn), alpha, beta), stream=stream)
         except _cuda_errors(self._cp) as e:
             # Launch-time refusals (too many resources) are the config's fault.
             if "OUT_OF_RESOURCES" in str(e) or "INVALID_VALUE" in str(e):
