@@ -104,3 +104,14 @@ def test_the_pool_stays_within_its_bytes(gl_backend):
     assert t is texs[2] and tag == 2
     pool.clear()
     assert len(pool) == 0 and pool.bytes == 0
+
+
+def test_the_pool_bound_comes_from_the_environment(monkeypatch):
+    from shadertune.backends.gl.pool import default_pool_bytes
+    monkeypatch.setenv("SHADERTUNE_GL_POOL_MB", "64")
+    assert default_pool_bytes() == 64 << 20
+    monkeypatch.setenv("SHADERTUNE_GL_POOL_MB", "lots")
+    with pytest.raises(ValueError, match="SHADERTUNE_GL_POOL_MB"):
+        default_pool_bytes()
+    monkeypatch.delenv("SHADERTUNE_GL_POOL_MB")
+    assert default_pool_bytes() == 2 << 30

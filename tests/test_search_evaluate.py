@@ -131,3 +131,25 @@ def test_a_kernel_that_leaves_output_unwritten_cannot_pass():
     A, B, _ = make_inputs(P)
     assert np.isnan(k.run(A, B)).sum() == 1
     assert ev(be)(k.config).status == "wrong"
+
+
+def test_large_outputs_are_checked_by_blocks_exactly():
+    from shadertune.search.evaluate import check_output
+    rng = np.random.default_rng(1)
+    ref = rng.standard_normal((1200, 700))                 # 3.2 blocks of rows per thread
+    C = (ref + 1e-6 * rng.standard_normal(ref.shape)).astype(np.float32)
+    want = np.linalg.norm(C.astype(np.float64) - ref) / np.linalg.norm(ref)
+    bad, err = check_output(C, ref, float(np.linalg.norm(ref)))
+    assert bad == 0 and err == pytest.approx(want, rel=1e-12)
+    assert relative_error(C, ref) == pytest.approx(want, rel=1e-12)
+    C[5, 7] = np.nan
+    C[1199, 0] = np.inf
+    assert check_output(C, ref, 1.0)[0] == 2
+
+
+def test_the_report_says_where_the_time_went():
+    from shadertune.search import tune
+    e = tune(FakeBackend(), P, strategy="random", budget=Budget(max_evals=5), repeats=1)
+    st = e["stage_seconds"]
+    assert set(st) == {"build", "check", "verify", "time", "release", "store"}
+    assert all(v >= 0 for v in st.values()) and sum(st.values()) <= e["seconds"] + 1e-3

@@ -28,9 +28,11 @@ is timed once; the rest get warm-up and `repeats`.
 """
 from __future__ import annotations
 
-from typing import Callable
-
+import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 
@@ -56,25 +58,57 @@ def make_inputs(problem: Problem, seed: int = 0):
     return A, B, ref
 
 
-def relative_error(C, ref: np.ndarray, ref_norm: float | None = None) -> float:
-    """Relative Frobenius error ||C - ref|| / ||ref|| (absolute when ref is zero).
+def _row_blocks(C: np.ndarray):
+    step = max(1, (1 << 18) // max(1, C[0].size))
+    return [slice(i, i + step) for i in range(0, C.shape[0], step)]
 
-    Summed over blocks of rows in float64: no full-size float64 temporary."""
+
+def _map_blocks(fn, blocks):
+    """fn over row blocks, on threads when there are many (numpy lets go of the GIL)."""
+    if len(blocks) < 8:
+        return [fn(b) for b in blocks]
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return list(pool.map(fn, blocks))
+
+
+def _sq_diff(C: np.ndarray, ref: np.ndarray) -> float:
+    """sum((C - ref)^2) in float64, by blocks of rows: no full-size float64 temporary."""
+    if C.ndim < 2 or C.size <= 1 << 18:
+        d = (np.asarray(C, np.float64) - ref).ravel()
+        return float(np.dot(d, d))
+
+    def block(sl):
+        d = (np.asarray(C[sl], np.float64) - ref[sl]).ravel()
+        return float(np.dot(d, d))
+    return math.fsum(_map_blocks(block, _row_blocks(C)))
+
+
+def relative_error(C, ref: np.ndarray, ref_norm: float | None = None) -> float:
+    """Relative Frobenius error ||C - ref|| / ||ref|| (absolute when ref is zero)."""
     C = np.asarray(C)
     ref = np.asarray(ref)
     if C.shape != ref.shape:
         raise ValueError(f"C has shape {C.shape}, the reference {ref.shape}")
-    if C.ndim < 2 or C.size <= 1 << 18:
-        diff = float(np.linalg.norm(np.asarray(C, np.float64) - ref))
-    else:
-        step = max(1, (1 << 18) // max(1, C[0].size))
-        sq = 0.0
-        for i in range(0, C.shape[0], step):
-            d = (np.asarray(C[i:i + step], np.float64) - ref[i:i + step]).ravel()
-            sq += float(np.dot(d, d))
-        diff = float(np.sqrt(sq))
+    diff = math.sqrt(_sq_diff(C, ref))
     norm = float(np.linalg.norm(ref)) if ref_norm is None else ref_norm
     return diff / norm if norm > 0 else diff
+
+
+def check_output(C: np.ndarray, ref: np.ndarray, ref_norm: float) -> tuple[int, float]:
+    """(number of NaN/Inf elements, relative error): one pass over C's blocks."""
+    if C.ndim < 2 or C.size <= 1 << 18:
+        bad = int(np.count_nonzero(~np.isfinite(C)))
+        return bad, (relative_error(C, ref, ref_norm) if not bad else float("nan"))
+
+    def block(sl):
+        c = C[sl]
+        n = int(np.count_nonzero(~np.isfinite(c)))
+        d = (np.asarray(c, np.float64) - ref[sl]).ravel()
+        return n, float(np.dot(d, d))
+    parts = _map_blocks(block, _row_blocks(C))
+    bad = sum(n for n, _ in parts)
+    diff = math.sqrt(math.fsum(sq for _, sq in parts))
+    return bad, (diff / ref_norm if ref_norm > 0 else diff)
 
 
 class Evaluator:
@@ -84,7 +118,7 @@ class Evaluator:
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
                  slow_ms: float = 1000.0, slow_factor: float = 3.0, slow_floor_ms: float = 20.0,
                  race_factor: float = 1.1, contend_factor: float = 1.02,
-                 abandon_factor: float = 2.0, operand_cache_bytes: int = 1 << 30,
+                 abandon_factor: float = 2.0, operand_cache_bytes: int = 2 << 30,
                  seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
         self.backend = backend
         self.problem = problem
@@ -109,6 +143,13 @@ class Evaluator:
         self.operands = OperandCache(operand_cache_bytes)   # A and B never change
         self.measured = 0
         self.cached = 0
+        # where a search's time goes (seconds per stage, summed over measured configs)
+        self.stage_seconds = dict.fromkeys(("build", "check", "verify", "time", "release", "store"), 0.0)
+
+    def _clock(self, stage: str, t0: float) -> float:
+        now = time.perf_counter()
+        self.stage_seconds[stage] += now - t0
+        return now
 
     def __call__(self, config: Config) -> Result:
         config = config if isinstance(config, Config) else Config(config)
@@ -123,7 +164,9 @@ class Evaluator:
             r = self.measure(config)
             self.measured += 1
             if self.store is not None:
+                t0 = time.perf_counter()
                 self.store.put(r, self.template_hash)
+                self._clock("store", t0)
         if r.ok and (self._best_ms is None or r.median_ms < self._best_ms):
             self._best_ms = r.median_ms
         if self.on_result is not None:
@@ -134,6 +177,7 @@ class Evaluator:
         return Result(self.backend.name, self.device, self.problem, config, status, **kw)
 
     def measure(self, config: Config) -> Result:
+        t0 = time.perf_counter()
         try:
             kernel = self.backend.build(self.problem, config)
         except ContextError:
@@ -144,13 +188,17 @@ class Evaluator:
             return self._result(config, COMPILE_FAILED, message=_line(e))
         except Exception as e:           # a backend bug in one config must not end the search
             return self._result(config, COMPILE_FAILED, message=_line(e, typed=True))
+        finally:
+            self._clock("build", t0)
         try:
             return self._check_and_time(config, kernel)
         finally:
+            t0 = time.perf_counter()
             try:
                 kernel.release()
             except Exception:
                 pass
+            self._clock("release", t0)
 
     def _check_and_time(self, config, kernel) -> Result:
         compile_ms = getattr(kernel, "compile_ms", None)
@@ -168,20 +216,26 @@ class Evaluator:
         except ContextError:
             raise
         except TooSlow as e:
+            self._clock("check", t_run)
             return self._result(config, SLOW, compile_ms=compile_ms,
                                 message=f"{e} ({self.abandon_factor:g}x the best so far)")
         except Exception as e:
+            self._clock("check", t_run)
             return self._result(config, RUN_FAILED, compile_ms=compile_ms,
                                 message=_line(e, typed=not isinstance(e, RunError)))
+        t0 = self._clock("check", t_run)
+        return self._verify_and_time(config, kernel, C, compile_ms, bar, device_ms, run_ms, t0)
+
+    def _verify_and_time(self, config, kernel, C, compile_ms, bar, device_ms, run_ms, t0) -> Result:
         if C.shape != self.ref.shape:
             return self._result(config, WRONG, compile_ms=compile_ms,
                                 message=f"output shape {C.shape}, expected {self.ref.shape}")
-        bad = int(np.count_nonzero(~np.isfinite(C)))
+        bad, err = check_output(C, self.ref, self.ref_norm)
+        t0 = self._clock("verify", t0)
         if bad:
             return self._result(config, WRONG, compile_ms=compile_ms,
                                 message=f"{bad} of {C.size} output elements are NaN/Inf "
                                         f"(unwritten or overflowed)")
-        err = relative_error(C, self.ref, self.ref_norm)
         if not err <= self.tolerance:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,
                                 message=f"relative error {err:.3g} > tolerance {self.tolerance:g}")
@@ -195,6 +249,8 @@ class Evaluator:
         except Exception as e:
             return self._result(config, RUN_FAILED, compile_ms=compile_ms, error=err,
                                 message="timing failed: " + _line(e, typed=not isinstance(e, RunError)))
+        finally:
+            self._clock("time", t0)
         times = [float(t) for t in times]
         if not times or not all(np.isfinite(t) and t > 0 for t in times):
             return self._result(config, RUN_FAILED, compile_ms=compile_ms, error=err,

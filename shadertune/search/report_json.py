@@ -4,7 +4,9 @@
      "problems": [{"M", "N", "K", "dtype", "trans_a", "trans_b", "space_size",
                    "full_space_size", "evaluated", "measured", "cached", "seconds",
                    "best": {"config", "median_ms", "gflops", "error"} | null,
-                   "results": [Result.to_dict(), ...]}]}
+                   "results": [Result.to_dict(), ...],
+                   "stage_seconds": {"build", "check", "verify", "time", "release",
+                                     "store"} (optional: where the search's time went)}]}
 
 Others may add per-problem "baselines" and "roofline"; the names above stay.
 """
@@ -32,11 +34,15 @@ def best_entry(results: list[Result]) -> dict | None:
 
 
 def problem_entry(problem, results: list[Result], *, space_size: int, full_space_size: int,
-                  measured: int, cached: int, seconds: float) -> dict:
-    return {**problem.to_dict(), "space_size": space_size, "full_space_size": full_space_size,
-            "evaluated": len(results), "measured": measured, "cached": cached,
-            "seconds": round(seconds, 6), "best": best_entry(results),
-            "results": [r.to_dict() for r in results]}
+                  measured: int, cached: int, seconds: float,
+                  stage_seconds: dict | None = None) -> dict:
+    entry = {**problem.to_dict(), "space_size": space_size, "full_space_size": full_space_size,
+             "evaluated": len(results), "measured": measured, "cached": cached,
+             "seconds": round(seconds, 6), "best": best_entry(results),
+             "results": [r.to_dict() for r in results]}
+    if stage_seconds is not None:
+        entry["stage_seconds"] = {k: round(v, 3) for k, v in stage_seconds.items()}
+    return entry
 
 
 def make_report(backend: str, device, strategy: str, problems: list[dict]) -> dict:

@@ -27,4 +27,5 @@ def tune(backend, problem: Problem, *, strategy: str = "phased", budget: Budget 
     seconds = time.monotonic() - t0
     # The pruned size enumerates the space: after the search, so results start at once.
     return problem_entry(problem, results, space_size=len(space), full_space_size=space.full_size,
-                         measured=evaluate.measured, cached=evaluate.cached, seconds=seconds)
+                         measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
+                         stage_seconds=evaluate.stage_seconds)

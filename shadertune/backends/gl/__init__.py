@@ -23,7 +23,8 @@ class GLBackend:
     @property
     def pool(self):
         """Textures kept between this backend's kernels (backends/gl/pool.py); at most
-        768 MB of GPU memory stay held, `pool.clear()` gives them back."""
+        2 GB of GPU memory ($SHADERTUNE_GL_POOL_MB) stay held, `pool.clear()` gives
+        them back."""
         if self._pool is None:
             from .pool import TexturePool
             self._pool = TexturePool(self.ctx)

@@ -304,7 +304,9 @@ class GLKernel:
 
     def read(self, which: int) -> np.ndarray:
         w, h = self.layout.c_size
-        arrs = [np.frombuffer(t.read(), np.float32).reshape(h, w, 4) for t in self.partials[which]]
+        arrs = [np.empty((h, w, 4), np.float32) for _ in self.partials[which]]
+        for t, arr in zip(self.partials[which], arrs):
+            t.read_into(arr)
         return self.layout.unpack_c(arrs)
 
     def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:

@@ -9,6 +9,7 @@ oldest released first out.
 """
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 
 _TEXEL_BYTES = 16      # RGBA32F
@@ -25,7 +26,9 @@ def nearest_texture(ctx, size):
 
 
 class TexturePool:
-    def __init__(self, ctx, max_bytes: int = 768 << 20):
+    def __init__(self, ctx, max_bytes: int | None = None):
+        if max_bytes is None:
+            max_bytes = default_pool_bytes()
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
         self.ctx = ctx
@@ -87,6 +90,21 @@ class TexturePool:
 
     def __len__(self) -> int:
         return len(self._free)
+
+
+def default_pool_bytes() -> int:
+    """$SHADERTUNE_GL_POOL_MB, else 2 GB: a 4096 search's operand textures for every
+    layout it meets (about 24 of 64 MB) plus a kernel's partial sums."""
+    env = os.environ.get("SHADERTUNE_GL_POOL_MB")
+    if env:
+        try:
+            mb = int(env)
+        except ValueError:
+            raise ValueError(f"SHADERTUNE_GL_POOL_MB must be a whole number of MB, got {env!r}") from None
+        if mb < 0:
+            raise ValueError(f"SHADERTUNE_GL_POOL_MB must be >= 0, got {mb}")
+        return mb << 20
+    return 2 << 30
 
 
 def _nbytes(size) -> int:
