@@ -90,8 +90,8 @@ def test_a_run_projected_past_abandon_factor_x_best_is_slow_never_ok(tmp_path):
         e(cfg(20))
         r = e(cfg(80))                          # 4x the best: abandoned part-way
         assert r.status == SLOW and not r.ok and r.times_ms == []
-        assert "abandoned" in r.message and "2x the best so far" in r.message
-        assert be.limits[-1] == 40.0
+        assert "abandoned" in r.message and "1.5x the best so far" in r.message
+        assert be.limits[-1] == 30.0
         again = ev(RacingBackend(), store=s)(cfg(80))   # a resumed search replays it
         assert again.status == SLOW and again.message == r.message
 

@@ -118,7 +118,7 @@ class Evaluator:
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
                  slow_ms: float = 1000.0, slow_factor: float = 3.0, slow_floor_ms: float = 20.0,
                  race_factor: float = 1.1, contend_factor: float = 1.02,
-                 abandon_factor: float = 2.0, operand_cache_bytes: int = 2 << 30,
+                 abandon_factor: float = 1.5, operand_cache_bytes: int = 2 << 30,
                  seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
         self.backend = backend
         self.problem = problem

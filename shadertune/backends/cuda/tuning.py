@@ -121,11 +121,18 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
         # and the best split config without K_L per register tile (the
         # DeepBench winner of runs 1-2, 128x16 t8x4 KG32 KL1, ranks below
         # many KL permutations of t8x8).
-        seen_tiles = set()
+        # Per tile, the best such config of each of two k-depths: the model put
+        # 128x16x32 KR1 (0.032 ms) first, and run A's 128x16x16 KR0 (0.017 ms)
+        # out of the list (2026-11-22, DeepBench N=16).
+        tiles: dict = {}
         for _, cfg in ranked:
-            if cfg["KL"] == 1 and cfg["KG"] > 1 and (cfg["TM"], cfg["TN"]) not in seen_tiles:
-                seen_tiles.add((cfg["TM"], cfg["TN"]))
-                if len(seen_tiles) <= 2:
+            if cfg["KL"] == 1 and cfg["KG"] > 1:
+                bks = tiles.setdefault((cfg["TM"], cfg["TN"]), {})
+                if len(tiles) <= 2 and cfg["BK"] not in bks and len(bks) < 2:
+                    if bks:      # the second k-depth with run A's separate reduction
+                        kr0 = cfg.replace(KR=0)
+                        cfg = kr0 if space.why_invalid(kr0) is None else cfg
+                    bks[cfg["BK"]] = cfg
                     take(cfg)
     for _, cfg in ranked:
         take(cfg)
