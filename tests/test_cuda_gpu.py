@@ -179,3 +179,31 @@ def test_reduce_kernel_shapes(be, p, rz):
     rng = np.random.default_rng(p.M)
     _check(be, p, cfg, rng)
     _check(be, p, cfg, rng, alpha=0.5, beta=2.0)
+
+
+def test_search_cli_tunes_cuda_and_auto_selection_uses_it(be, tmp_path):
+    """`python -m shadertune.search --backend cuda` on the shared core: verified results in
+    the store and report, and matmul(config='auto') picks the stored best."""
+    import json
+    import subprocess
+    import sys
+    from shadertune.select import select_config
+    db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "shadertune.search", "--backend", "cuda", "--m", "96", "--n", "80",
+           "--k", "72", "--strategy", "phased", "--budget", "6", "--repeats", "3",
+           "--db", str(db), "--report", str(rep), "-q"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(rep.read_text())
+    prob = doc["problems"][0]
+    assert doc["backend"] == "cuda" and prob["evaluated"] <= 6 and prob["best"] is not None
+    assert prob["best"]["error"] <= 1e-5
+    assert all(r["status"] != "wrong" for r in prob["results"])
+    problem = Problem(96, 80, 72)
+    cfg, how = select_config(be, problem, db=db)
+    assert how == "exact" and cfg == Config(prob["best"]["config"])
+    rng = np.random.default_rng(5)
+    A, B = _stored(problem, rng)
+    out = matmul(A, B, config="auto", db=db)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-5
