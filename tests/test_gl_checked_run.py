@@ -115,3 +115,8 @@ def test_the_pool_bound_comes_from_the_environment(monkeypatch):
         default_pool_bytes()
     monkeypatch.delenv("SHADERTUNE_GL_POOL_MB")
     assert default_pool_bytes() == 2 << 30
+
+
+def test_the_gl_device_says_whether_it_is_a_cpu_renderer(gl_backend):
+    d = gl_backend.device()
+    assert d.limits["software_renderer"] == ("llvmpipe" in d.renderer.lower())

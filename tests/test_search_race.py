@@ -113,3 +113,22 @@ def test_the_best_replayed_from_a_store_sets_the_bar(tmp_path):
         e(cfg(100))                             # replayed
         r = e(cfg(150))
         assert r.times_ms == [150.0] and be.asked == []
+
+
+class SoftwareBackend(RacingBackend):
+    def device(self):
+        d = super().device()
+        d.limits["software_renderer"] = True
+        return d
+
+
+def test_no_racing_where_run_times_swing():
+    be = SoftwareBackend()
+    e = ev(be)
+    assert e.race is False
+    e(cfg(20))
+    r = e(cfg(26))                              # 1.3x: raced it would keep one run
+    assert len(r.times_ms) == 10 and be.limits == [None, None]
+    r = e(cfg(80))                              # 4x: not abandoned, timed once by the 3x rule
+    assert r.status == OK and len(r.times_ms) == 1 and be.asked[-1] == (80, 1, 0)
+    assert "checked run was slow" in r.message

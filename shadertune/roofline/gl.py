@@ -40,6 +40,13 @@ def device_of(ctx) -> dict:
 _timed = timed  # shared with the matmul driver
 
 
+def _park(ctx):
+    """Bind a framebuffer that outlives this one before releasing it: moderngl binds the
+    last used framebuffer again when it makes the next, and a released one is an error."""
+    from ..backends.gl.driver import parking_framebuffer
+    parking_framebuffer(ctx).use()
+
+
 def _calibrate_and_time(ctx, set_iters, fn, iters, target_ms, max_iters, repeats):
     """Double iters until one run takes target_ms; return (iters, times_ms, timer)."""
     query = ctx.query(time=True)
@@ -87,6 +94,7 @@ def fragment_fma_peak(ctx, size=1024, chains=8, unroll=8, iters=1, target_ms=20.
         if not np.isfinite(out).all():
             raise RuntimeError("fragment FMA benchmark produced non-finite values")
     finally:
+        _park(ctx)
         vao.release(); fbo.release(); tex.release(); prog.release()
     ms = statistics.median(times)
     flops = size * size * it * unroll * chains * 4 * 2
@@ -135,6 +143,7 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
                                                iters, target_ms, max_iters, repeats)
         out = np.frombuffer(tex.read(), dtype=np.float32).reshape(size, size, 4) if return_output else None
     finally:
+        _park(ctx)
         vao.release(); fbo.release(); tex.release(); src.release(); prog.release()
     ms = statistics.median(times)
     n = size * size * it * fetches

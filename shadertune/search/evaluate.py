@@ -22,9 +22,11 @@ run on the device (`checked_run`, the GL kernels):
   says so); else one more run, and if that is over contend_factor x best it
   is the one time; else runs until three in a row agree within 1%, at most
   `repeats`.  The best config is therefore always timed warm, repeatedly.
-For other kernels, a checked run (wall time) over slow_ms, or over
-slow_factor x the fastest checked run of a correct config (past the floor),
-is timed once; the rest get warm-up and `repeats`.
+Racing needs run times that repeat: on a software renderer (device limit
+`software_renderer`, e.g. llvmpipe, whose runs swing by 20-30%) and for other
+kernels, a checked run over slow_ms, or over slow_factor x the fastest checked
+run of a correct config (past the floor), is timed once; the rest get warm-up
+and `repeats`.
 """
 from __future__ import annotations
 
@@ -119,10 +121,13 @@ class Evaluator:
                  slow_ms: float = 1000.0, slow_factor: float = 3.0, slow_floor_ms: float = 20.0,
                  race_factor: float = 1.1, contend_factor: float = 1.02,
                  abandon_factor: float = 1.5, operand_cache_bytes: int = 2 << 30,
-                 seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
+                 race: bool | None = None, seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
         self.backend = backend
         self.problem = problem
-        self.device = backend.device().key
+        device = backend.device()
+        self.device = device.key
+        # None: race unless the device says its run times swing (a CPU renderer)
+        self.race = (not (device.limits or {}).get("software_renderer", False)) if race is None else race
         self.template_hash = backend.template_hash()
         self.store = store
         self.retune = retune
@@ -207,7 +212,8 @@ class Evaluator:
         try:
             t_run = time.perf_counter()
             if hasattr(kernel, "checked_run"):
-                limit = None if bar is None else max(self.abandon_factor * bar, self.slow_floor_ms)
+                limit = (None if bar is None or not self.race
+                         else max(self.abandon_factor * bar, self.slow_floor_ms))
                 C, device_ms = kernel.checked_run(self.A, self.B, limit_ms=limit, cache=self.operands)
             else:
                 C = kernel.run(self.A, self.B)
@@ -240,10 +246,11 @@ class Evaluator:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,
                                 message=f"relative error {err:.3g} > tolerance {self.tolerance:g}")
         try:
-            if device_ms is None:
-                times, note = self._time_by_wall(kernel, run_ms)
-            else:
+            if device_ms is not None and self.race:
                 times, note = self._race(kernel, float(device_ms), bar)
+            else:
+                run_ms = run_ms if device_ms is None else float(device_ms)
+                times, note = self._time_by_wall(kernel, run_ms)
         except ContextError:
             raise
         except Exception as e:

@@ -107,6 +107,8 @@ def get_context(device_index: int | None = None, kind: str = "egl"):
     if ctx is None:
         ctx = create_egl_context(device_index) if kind == "egl" else create_glfw_context()
         _CONTEXTS[key] = ctx
+        from .timing import software_renderer
+        software_renderer(ctx)        # read the renderer now, while no work is in flight
     return ctx
 
 

@@ -20,6 +20,13 @@ def float_targets_ok(ctx, targets: int) -> bool:
             r.release()
 
 
+_SOFTWARE = ("llvmpipe", "softpipe", "swrast", "swiftshader", "lavapipe")
+
+
+def is_software_renderer(renderer: str) -> bool:
+    return any(s in str(renderer).lower() for s in _SOFTWARE)
+
+
 def read_limits(ctx) -> dict:
     info = ctx.info
     draw = int(info.get("GL_MAX_DRAW_BUFFERS", 1))
@@ -38,6 +45,9 @@ def read_limits(ctx) -> dict:
         "timer_query": "GL_ARB_timer_query" in exts or ctx.version_code >= 330,
         "arb_fragment_program": "GL_ARB_fragment_program" in exts,
         "nv_gpu_program5": "GL_NV_gpu_program5" in exts,
+        # a CPU rasteriser: its run times swing by 20-30% from run to run (llvmpipe,
+        # 2 cores), too much for the evaluator's racing (search/evaluate.py)
+        "software_renderer": is_software_renderer(info.get("GL_RENDERER", "")),
     }
 
 
