@@ -1,7 +1,7 @@
 """Evaluator: build -> run -> verify against float64 -> time, as one Result.
 
 Every failure of one config becomes a Result with a status and a message
-(invalid, compile_failed, run_failed, wrong), so nothing a kernel does can
+(invalid, compile_failed, run_failed, wrong, slow), so nothing a kernel does can
 crash the search and a wrong kernel is never best (Result.ok is False).
 Only ContextError escapes: without a GPU context no config can run, so the
 search stops with that one-line reason.
