@@ -114,7 +114,19 @@ def test_the_pool_bound_comes_from_the_environment(monkeypatch):
     with pytest.raises(ValueError, match="SHADERTUNE_GL_POOL_MB"):
         default_pool_bytes()
     monkeypatch.delenv("SHADERTUNE_GL_POOL_MB")
-    assert default_pool_bytes() == 2 << 30
+    assert default_pool_bytes() == 256 << 20 and default_pool_bytes(searching=True) == 2 << 30
+
+
+def test_a_search_widens_the_pool_and_gives_it_all_back(gl_backend, monkeypatch):
+    from shadertune.search import Budget, tune
+    monkeypatch.delenv("SHADERTUNE_GL_POOL_MB", raising=False)
+    pool = gl_backend.pool
+    before = pool.max_bytes
+    seen = []
+    tune(gl_backend, Problem(16, 16, 16), strategy="random", budget=Budget(max_evals=3), repeats=1,
+         warmup=0, on_result=lambda r, cached: seen.append(pool.max_bytes))
+    assert seen and all(b == 2 << 30 for b in seen)
+    assert pool.max_bytes == before and len(pool) == 0 and pool.bytes == 0
 
 
 def test_the_gl_device_says_whether_it_is_a_cpu_renderer(gl_backend):

@@ -1,12 +1,15 @@
 """GL backend: Brook-style fragment-shader matmul on headless EGL (or GLFW)."""
 from __future__ import annotations
 
+import contextlib
+
 from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ..base import DeviceInfo
 from .codegen import fragment_source, plan_layout, templates_hash
 from .driver import GLKernel
+from .pool import default_pool_bytes
 from .space import default_config, gl_space
 
 
@@ -22,9 +25,9 @@ class GLBackend:
 
     @property
     def pool(self):
-        """Textures kept between this backend's kernels (backends/gl/pool.py); at most
-        2 GB of GPU memory ($SHADERTUNE_GL_POOL_MB) stay held, `pool.clear()` gives
-        them back."""
+        """Textures kept between this backend's kernels (backends/gl/pool.py): at most
+        256 MB of GPU memory ($SHADERTUNE_GL_POOL_MB) stay held, 2 GB during a
+        search; `pool.clear()` gives them back."""
         if self._pool is None:
             from .pool import TexturePool
             self._pool = TexturePool(self.ctx)
@@ -36,6 +39,19 @@ class GLBackend:
             from .context import get_context
             self._ctx = get_context(self.device_index, self.context_kind)
         return self._ctx
+
+    @contextlib.contextmanager
+    def search_session(self):
+        """A search builds hundreds of kernels of one shape: the texture pool may hold
+        2 GB meanwhile (operands stay on the GPU across layouts), all given back after."""
+        pool = self.pool
+        before = pool.max_bytes
+        pool.max_bytes = max(before, default_pool_bytes(searching=True))
+        try:
+            yield
+        finally:
+            pool.max_bytes = before
+            pool.clear()
 
     def device(self) -> DeviceInfo:
         if self._device is None:

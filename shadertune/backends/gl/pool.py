@@ -92,9 +92,10 @@ class TexturePool:
         return len(self._free)
 
 
-def default_pool_bytes() -> int:
-    """$SHADERTUNE_GL_POOL_MB, else 2 GB: a 4096 search's operand textures for every
-    layout it meets (about 24 of 64 MB) plus a kernel's partial sums."""
+def default_pool_bytes(searching: bool = False) -> int:
+    """$SHADERTUNE_GL_POOL_MB if set; else 256 MB, and 2 GB while a search runs (a
+    4096 search's operand textures for every layout it meets, about 24 of 64 MB, plus
+    a kernel's partial sums; GLBackend.search_session gives it back afterwards)."""
     env = os.environ.get("SHADERTUNE_GL_POOL_MB")
     if env:
         try:
@@ -104,7 +105,7 @@ def default_pool_bytes() -> int:
         if mb < 0:
             raise ValueError(f"SHADERTUNE_GL_POOL_MB must be >= 0, got {mb}")
         return mb << 20
-    return 2 << 30
+    return (2 << 30) if searching else (256 << 20)
 
 
 def _nbytes(size) -> int:
