@@ -68,6 +68,16 @@ class Tracker:
         self.results.append(r)
         return r
 
+    def prefetch(self, cfgs) -> None:
+        """Tell the evaluator which configs come next (a backend may compile them in
+        parallel); configs this search has evaluated are left out."""
+        fn = getattr(self._evaluate, "prefetch", None)
+        if fn is None or self.spent():
+            return
+        todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
+        if todo:
+            fn(todo)
+
     def get(self, cfg: Config) -> Result | None:
         """The Result for `cfg` if this search has evaluated it (no evaluation)."""
         return self.seen.get(cfg)

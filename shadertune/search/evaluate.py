@@ -151,6 +151,30 @@ class Evaluator:
         # where a search's time goes (seconds per stage, summed over measured configs)
         self.stage_seconds = dict.fromkeys(("build", "check", "verify", "time", "release", "store"), 0.0)
 
+    def prefetch(self, configs) -> None:
+        """Configs the strategy evaluates next: a backend with `precompile` (CUDA: NVRTC
+        in a process pool) builds those not in the store at once, in parallel, so
+        that each build() finds its kernel compiled.  Never fails the search: a config
+        that cannot compile says so when it is built."""
+        pre = getattr(self.backend, "precompile", None)
+        if pre is None:
+            return
+        todo = [Config(c) for c in configs]
+        if self.store is not None and not self.retune:
+            todo = [c for c in todo if self.store.get(self.backend.name, self.device, self.problem,
+                                                      c, self.template_hash) is None]
+        if len(todo) < 2:
+            return
+        t0 = time.perf_counter()
+        try:
+            pre([(self.problem, c) for c in todo])
+        except ContextError:
+            raise
+        except Exception:
+            pass
+        finally:
+            self._clock("build", t0)
+
     def _clock(self, stage: str, t0: float) -> float:
         now = time.perf_counter()
         self.stage_seconds[stage] += now - t0

@@ -108,6 +108,7 @@ def _best_of(run: Tracker, cands: list[Config], space: Space) -> Config:
 
     The last candidate is the current point, kept when nothing valid beats it."""
     best_cfg, best_s = cands[-1], score(run.get(cands[-1]))
+    run.prefetch([c for c in cands if c in space])   # e.g. CUDA compiles them in parallel
     for cfg in cands:
         if cfg not in space:
             continue
