@@ -140,7 +140,7 @@ class Evaluator:
         self.race_factor = race_factor
         self.contend_factor = contend_factor
         self.abandon_factor = abandon_factor
-        self._best_run_ms: float | None = None   # fastest checked run (wall) of a correct config
+        self._best_run_ms: float | None = None   # fastest checked run of a correct config
         self._best_ms: float | None = None       # best median of a correct config so far
         self.on_result = on_result
         self.A, self.B, self.ref = make_inputs(problem, seed)
@@ -274,7 +274,7 @@ class Evaluator:
                 times, note = self._race(kernel, float(device_ms), bar)
             else:
                 run_ms = run_ms if device_ms is None else float(device_ms)
-                times, note = self._time_by_wall(kernel, run_ms)
+                times, note = self._time_without_racing(kernel, run_ms)
         except ContextError:
             raise
         except Exception as e:
@@ -291,9 +291,10 @@ class Evaluator:
         return self._result(config, OK, times_ms=times, compile_ms=compile_ms, error=err,
                             message=note)
 
-    def _time_by_wall(self, kernel, run_ms: float) -> tuple[list, str]:
-        """Kernels that cannot time their checked run: it says, by wall time, whether
-        the config is far too slow to win (then it is timed once, without warm-up)."""
+    def _time_without_racing(self, kernel, run_ms: float) -> tuple[list, str]:
+        """No racing (a kernel without a device-timed checked run, or a CPU renderer):
+        the checked run's time says only whether the config is far too slow to win
+        (then it is timed once, without warm-up); the rest get warm-up and repeats."""
         slow = run_ms > self.slow_ms or (
             self._best_run_ms is not None and run_ms > self.slow_floor_ms
             and run_ms > self.slow_factor * self._best_run_ms)
