@@ -73,16 +73,16 @@ def _map_blocks(fn, blocks):
         return list(pool.map(fn, blocks))
 
 
-def _sq_diff(C: np.ndarray, ref: np.ndarray) -> float:
-    """sum((C - ref)^2) in float64, by blocks of rows: no full-size float64 temporary."""
-    if C.ndim < 2 or C.size <= 1 << 18:
-        d = (np.asarray(C, np.float64) - ref).ravel()
-        return float(np.dot(d, d))
-
+def _bad_and_sq_diff(C: np.ndarray, ref: np.ndarray) -> tuple[int, float]:
+    """(NaN/Inf elements of C, sum((C - ref)^2) in float64), by blocks of rows on
+    threads for large C: no full-size float64 temporary."""
     def block(sl):
-        d = (np.asarray(C[sl], np.float64) - ref[sl]).ravel()
-        return float(np.dot(d, d))
-    return math.fsum(_map_blocks(block, _row_blocks(C)))
+        c = C[sl]
+        d = (np.asarray(c, np.float64) - ref[sl]).ravel()
+        return int(np.count_nonzero(~np.isfinite(c))), float(np.dot(d, d))
+    small = C.ndim < 2 or C.size <= 1 << 18
+    parts = _map_blocks(block, [...] if small else _row_blocks(C))
+    return sum(n for n, _ in parts), math.fsum(sq for _, sq in parts)
 
 
 def relative_error(C, ref: np.ndarray, ref_norm: float | None = None) -> float:
@@ -91,25 +91,13 @@ def relative_error(C, ref: np.ndarray, ref_norm: float | None = None) -> float:
     ref = np.asarray(ref)
     if C.shape != ref.shape:
         raise ValueError(f"C has shape {C.shape}, the reference {ref.shape}")
-    diff = math.sqrt(_sq_diff(C, ref))
-    norm = float(np.linalg.norm(ref)) if ref_norm is None else ref_norm
-    return diff / norm if norm > 0 else diff
+    return check_output(C, ref, float(np.linalg.norm(ref)) if ref_norm is None else ref_norm)[1]
 
 
 def check_output(C: np.ndarray, ref: np.ndarray, ref_norm: float) -> tuple[int, float]:
     """(number of NaN/Inf elements, relative error): one pass over C's blocks."""
-    if C.ndim < 2 or C.size <= 1 << 18:
-        bad = int(np.count_nonzero(~np.isfinite(C)))
-        return bad, (relative_error(C, ref, ref_norm) if not bad else float("nan"))
-
-    def block(sl):
-        c = C[sl]
-        n = int(np.count_nonzero(~np.isfinite(c)))
-        d = (np.asarray(c, np.float64) - ref[sl]).ravel()
-        return n, float(np.dot(d, d))
-    parts = _map_blocks(block, _row_blocks(C))
-    bad = sum(n for n, _ in parts)
-    diff = math.sqrt(math.fsum(sq for _, sq in parts))
+    bad, sq = _bad_and_sq_diff(C, ref)
+    diff = math.sqrt(sq)
     return bad, (diff / ref_norm if ref_norm > 0 else diff)
 
 

@@ -108,7 +108,9 @@ def get_context(device_index: int | None = None, kind: str = "egl"):
         ctx = create_egl_context(device_index) if kind == "egl" else create_glfw_context()
         _CONTEXTS[key] = ctx
         from .timing import software_renderer
-        software_renderer(ctx)        # read the renderer now, while no work is in flight
+        # read the renderer now, while no work is in flight: the errors its probes
+        # leave are cleared, which later would swallow a kernel's own GL error
+        software_renderer(ctx)
     return ctx
 
 

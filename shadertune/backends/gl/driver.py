@@ -327,7 +327,7 @@ class GLKernel:
         passes = self.layout.passes
         first = max(1, passes // 8) if limit_ms is not None and passes > 1 else passes
         ms, self.timing_source = self._guarded(lambda: timed(self.ctx, q, lambda: self.execute(0, first)))
-        src = 0 if first % 2 == 0 else 1
+        src = first % 2               # the texture set holding the first passes' sums
         if first < passes:
             projected = ms * passes / first
             if projected > limit_ms:

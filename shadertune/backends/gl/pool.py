@@ -41,31 +41,29 @@ class TexturePool:
         """(texture, the tag of what it holds): a pooled texture of this size (one
         holding `tag` first), else a new one (tag None)."""
         size = tuple(size)
-        pick = None
+        if tag is not None:
+            tex = self.take_holding(size, tag)
+            if tex is not None:
+                return tex, tag
         for key, (tex, sz, tg) in self._free.items():
             if sz == size:
-                if tag is not None and tg == tag:
-                    pick = key
-                    break
-                if pick is None:
-                    pick = key
-        if pick is None:
-            return nearest_texture(self.ctx, size), None
-        tex, sz, tg = self._free.pop(pick)
-        self.bytes -= _nbytes(sz)
-        self.reused += 1
-        return tex, tg
+                self._take(key)
+                return tex, tg
+        return nearest_texture(self.ctx, size), None
 
     def take_holding(self, size: tuple[int, int], tag):
         """A pooled texture of this size holding `tag`, or None (nothing is allocated)."""
         size = tuple(size)
         for key, (tex, sz, tg) in self._free.items():
             if sz == size and tg == tag:
-                del self._free[key]
-                self.bytes -= _nbytes(sz)
-                self.reused += 1
+                self._take(key)
                 return tex
         return None
+
+    def _take(self, key) -> None:
+        _, sz, _ = self._free.pop(key)
+        self.bytes -= _nbytes(sz)
+        self.reused += 1
 
     def give_back(self, tex, size: tuple[int, int], tag=None) -> None:
         """Keep `tex` (holding what `tag` names, or anything when None) for a later kernel."""
