@@ -13,7 +13,7 @@ class Config(Mapping):
     order they were given in; `key` is a canonical JSON text for storage.
     """
 
-    __slots__ = ("_items", "_hash")
+    __slots__ = ("_items", "_hash", "_map")
 
     def __init__(self, items: Mapping[str, Any] | None = None, **kw):
         d = dict(items or {}, **kw)
@@ -24,12 +24,10 @@ class Config(Mapping):
                 raise TypeError(f"config value for {k!r} must be a JSON scalar, got {type(v).__name__}")
         self._items = tuple(sorted(d.items()))
         self._hash = hash(self._items)
+        self._map = dict(self._items)   # lookups: restrictions read knobs millions of times
 
     def __getitem__(self, k):
-        for name, v in self._items:
-            if name == k:
-                return v
-        raise KeyError(k)
+        return self._map[k]
 
     def __iter__(self) -> Iterator[str]:
         return (k for k, _ in self._items)

@@ -147,8 +147,8 @@ def test_load_layout_is_a_bijection(p, cfg):
 
 
 def _sample():
-    """10 valid configs: both precisions, all four transposes, split-K on,
-    single/double buffering, both A layouts; deterministic."""
+    """14 valid configs: both precisions, all four transposes, split-K on,
+    single/double buffering, cp.async pipelines, both A layouts; deterministic."""
     rng = random.Random(4)
     out = []
     combos = itertools.product(("float32", "float64"), (False, True), (False, True))
@@ -156,7 +156,8 @@ def _sample():
         p = Problem(2560, 64, 4096, dtype, ta, tb)
         s = make_space(p, L)
         cands = candidates(p, s, L, 48)
-        split = [c.replace(DB=0, trans=int(not ta), PAD=0) for c in cands if c["KG"] > 1 and c["KL"] > 1]
+        split = [c.replace(DB=0, ST=0, trans=tr, PAD=0) for c in cands if c["KG"] > 1 and c["KL"] > 1
+                 for tr in (int(not ta), int(ta))]
         split = [c for c in split if c in s]
         out.append((p, cands[0] if i % 2 else rng.choice(split)))
     ica = Problem(32, 32, 60000, trans_b=True)      # finest split, both K_G reductions
@@ -167,6 +168,14 @@ def _sample():
     big = Problem(4096, 4096, 4096)
     out.append((big, BIG))
     out.append((big, BIG.replace(BM=128, BN=256, TN=16, WN=128, BK=16)))
+    # cp.async pipelines: B only (NN), both (TN, split), A only (TT, fp64 ragged; NT with trans = 0)
+    out.append((big, BIG.replace(BM=128, BN=256, TM=16, WM=64, WN=64, BK=32, ST=3)))
+    tn = Problem(2560, 16, 2560, trans_a=True)
+    out.append((tn, next(c for c in candidates(tn, make_space(tn, L), L, 32) if c["ST"] and c["KL"] > 1)))
+    tt = Problem(301, 203, 517, "float64", True, True)
+    out.append((tt, next(c for c in candidates(tt, make_space(tt, L), L, 32) if c["ST"])))
+    nt = Problem(1000, 600, 700, trans_b=True)
+    out.append((nt, BIG.replace(trans=0, ST=2)))
     return out
 
 
@@ -295,3 +304,32 @@ def test_prefetch_loads_are_issued_before_the_fmas(tmp_path, ta):
     ldg = [i for i, t in enumerate(body) if "LDG" in t]
     assert len(ffma) == 1024 and len(ldg) == 6
     assert max(ldg) < min(ffma), (ldg, ffma[:3])
+
+
+def test_cp_async_pipeline_knob():
+    """ST > 0 copies the untransposed operand(s) by cp.async into ST shared
+    buffers; NT (both blocks transposed on the way) with trans = 1 has none,
+    so the space refuses it; configs written before ST existed read as ST = 0."""
+    nn = Problem(4096, 4096, 4096)
+    s = make_space(nn, L)
+    big = Config(BM=128, BN=256, BK=32, TM=16, TN=8, WM=64, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1, KR=0)
+    assert big in s and big.replace(ST=3) in s          # old config (no ST) still valid
+    assert codegen.source(nn, big) == codegen.source(nn, big.replace(ST=0))
+    src = codegen.source(nn, big.replace(ST=3))
+    assert "cp_async<16>(bs + r * LDB_S + c" in src and "cp_async<16>(as" not in src   # B async, A via registers
+    assert "cp_async_wait<1>()" in src and "nx % 3" in src and "ra[LOADS_A]" in src and "rb[1]" in src
+    d0, d3 = derive(nn, big), derive(nn, big.replace(ST=3))
+    assert d3.smem_bytes == 3 * d0.smem_bytes // 2 and d3.regs_est < d0.regs_est
+    assert "pipeline" in s.why_invalid(big.replace(ST=2, DB=0))
+    tn = Problem(2560, 16, 2560, trans_a=True)           # both operands untransposed: no staging registers
+    cfg = Config(BM=128, BN=16, BK=16, TM=8, TN=4, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, ST=2, KG=32, KL=1, KR=0)
+    assert cfg in make_space(tn, L)
+    src = codegen.source(tn, cfg)
+    assert "cp_async<16>(as + r * LDA_S + c" in src and "cp_async<16>(bs + r * LDB_S + c" in src
+    assert "ra[" not in src and "rb[" not in src
+    nt = Problem(1024, 1024, 1024, trans_b=True)
+    snt = make_space(nt, L)
+    why = snt.why_invalid(big.replace(ST=3))
+    assert why and "pipeline" in why
+    assert big.replace(ST=3, trans=0) in snt              # A m-major in shared memory: A is copied untransposed
+    assert codegen.source(nt, big.replace(ST=3, trans=0)).count("cp_async<16>(as + r * LDA_S + c") == 1

@@ -51,7 +51,7 @@ def _check(be, p, cfg, rng, alpha=1.0, beta=0.0):
 
 def _split(be, p, kr=0):
     """A valid config with both K_G and K_L > 1 and the given K_G reduction."""
-    return next(c for c in be.space(p) if c["KG"] > 1 and c["KL"] > 1 and c["KR"] == kr)
+    return next(c for c in be.candidates(p, 48) if c["KG"] > 1 and c["KL"] > 1 and c["KR"] == kr)
 
 
 @pytest.mark.parametrize("dtype, ta, tb", list(itertools.product(("float32", "float64"), (False, True), (False, True))))
@@ -59,7 +59,7 @@ def test_odd_shapes_all_transposes(be, dtype, ta, tb):
     rng = np.random.default_rng(hash((dtype, ta, tb)) % 2**32)
     p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), dtype, ta, tb)
     cfgs = [be.default_config(p)] + be.candidates(p, 6)[1:3]
-    cfgs.append(be.default_config(p).replace(DB=0, trans=0, PAD=0) if be.default_config(p).replace(DB=0, trans=0, PAD=0) in be.space(p) else cfgs[0])
+    cfgs.append(be.default_config(p).replace(DB=0, ST=0, trans=0, PAD=0) if be.default_config(p).replace(DB=0, ST=0, trans=0, PAD=0) in be.space(p) else cfgs[0])
     for cfg in cfgs:
         _check(be, p, cfg, rng, alpha=1.5, beta=-0.5)
 
@@ -174,7 +174,7 @@ def test_reduce_kernel_shapes(be, p, rz):
         cfg = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
         assert cfg in be.space(p)
     else:
-        cfg = next(c for c in be.space(p) if c["KG"] >= 4 and c["KR"] == 0)
+        cfg = next(c for c in be.candidates(p, 48) if c["KG"] >= 4 and c["KR"] == 0)
     assert reduce_shape(p, cfg)[1] == rz
     rng = np.random.default_rng(p.M)
     _check(be, p, cfg, rng)
@@ -207,3 +207,38 @@ def test_search_cli_tunes_cuda_and_auto_selection_uses_it(be, tmp_path):
     out = matmul(A, B, config="auto", db=db)
     ref = A.astype(np.float64) @ B.astype(np.float64)
     assert np.linalg.norm(out - ref) / np.linalg.norm(ref) < 1e-5
+
+
+@pytest.mark.parametrize("dtype, ta, tb", [("float32", False, False), ("float32", True, False),
+                                           ("float64", True, True), ("float32", False, True)])
+def test_cp_async_pipeline(be, dtype, ta, tb):
+    """cp.async pipelines 2 and 3 deep on ragged shapes (zero-filled edges,
+    short last stages), with alpha/beta, split-K (both reductions) and K_L,
+    on every layout where an operand is copied untransposed (NT: trans = 0)."""
+    rng = np.random.default_rng(ta * 2 + tb)
+    jobs = pipeline_jobs(be, Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)),
+                                     int(rng.integers(50, 400)), dtype, ta, tb))
+    be.precompile(jobs)               # NVRTC in parallel; the builds below hit the cache
+    for prob, cfg in jobs:
+        _check(be, prob, cfg, rng, alpha=1.5, beta=-0.5)
+
+
+def pipeline_jobs(be, p):
+    """(problem, config) pairs with ST = 2 and 3: two tile shapes on `p`, and
+    on a skinny K-split problem one per (ST, K_G reduction) with K_L > 1."""
+    skinny = Problem(37, 45, 3001, p.dtype, p.trans_a, p.trans_b)
+    trans = 0 if (p.trans_a, p.trans_b) == (False, True) else 1
+    jobs, kinds = [], set()
+    for prob, n in ((p, 2), (skinny, 16)):
+        sp = be.space(prob)
+        for c in be.candidates(prob, n):
+            for st in (2, 3):
+                t = c.replace(ST=st, trans=trans)
+                kind = (prob is p, st, t["KR"], c if prob is p else None)
+                if t in sp and (prob is p or (t["KG"] > 1 and t["KL"] > 1)) and kind not in kinds:
+                    kinds.add(kind)
+                    jobs.append((prob, t))
+    got = {k[:3] for k in kinds}
+    assert {st for on_p, st, _ in got if on_p} == {2, 3}, got
+    assert {(False, 2, 0), (False, 2, 1)} <= got and any(not on_p and st == 3 for on_p, st, _ in got), got
+    return jobs

@@ -43,7 +43,14 @@ class CUDABackend:
     # --- space / codegen ---------------------------------------------------
     def space(self, problem: Problem):
         if problem not in self._spaces:
-            self._spaces[problem] = make_space(problem, self.limits())
+            sp = make_space(problem, self.limits())
+            # The phased search starts from the model's first pick: a walk of the
+            # knob product for the first valid point took the whole 30 s budget
+            # of a 2560x128x2560 search (run I, 2026-11-22).
+            first = candidates(problem, sp, self.limits(), 1)
+            if first:
+                sp.phases = {**sp.phases, "start": first[0].to_dict()}
+            self._spaces[problem] = sp
         return self._spaces[problem]
 
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:

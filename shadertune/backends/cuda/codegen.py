@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...config import Config
 from ...problem import Problem
 from ...templates import render, template_hash as _template_hash
-from .space import derive
+from .space import complete, derive, scatters
 
 TEMPLATES = ["cuda/gemm.cu"]
 KERNEL = "st_gemm"
@@ -31,22 +31,18 @@ def load_layout(problem: Problem, c, d) -> tuple[int, int, int, int]:
     covers 32 bytes (one sector), so a warp spans >= 16 rows and its scattered
     stores fall in distinct banks; elsewhere a group is a whole row (the plain
     row-major order)."""
-    vec, it = c["VEC"], problem.itemsize
-    grain = max(1, 32 // (vec * it))
-    if problem.trans_a:
-        ra, cva, scatter_a = d.KT, c["BM"] // vec, not c["trans"]
-    else:
-        ra, cva, scatter_a = c["BM"], d.KT // vec, bool(c["trans"])
-    if problem.trans_b:
-        rb, cvb, scatter_b = c["BN"], d.KT // vec, True
-    else:
-        rb, cvb, scatter_b = d.KT, c["BN"] // vec, False
+    it = problem.itemsize
+    scatter_a, scatter_b = scatters(problem, c)
+    vec = c["VEC"]
+    grain_a = grain_b = max(1, 32 // (vec * it))
+    ra, cva = (d.KT, c["BM"] // vec) if problem.trans_a else (c["BM"], d.KT // vec)
+    rb, cvb = (c["BN"], d.KT // vec) if problem.trans_b else (d.KT, c["BN"] // vec)
     # Only rows of >= 4 groups are regrouped: there the plain map puts a warp
     # on <= 4 rows (>= 4-way store conflicts; 16-way for ICA's KT = 256).
     # Shorter rows keep the plain map (<= 2-way, fewer L1 wavefronts per load;
     # the DeepBench KT = 16 configs were measured on it).
-    pa = grain if scatter_a and cva >= 4 * grain else cva
-    pb = grain if scatter_b and cvb >= 4 * grain else cvb
+    pa = grain_a if scatter_a and cva >= 4 * grain_a else cva
+    pb = grain_b if scatter_b and cvb >= 4 * grain_b else cvb
     return ra, pa, rb, pb
 
 
@@ -81,9 +77,10 @@ def _rowcol(X: str, grouped: bool) -> str:
 
 def params(problem: Problem, config: Config) -> dict:
     """Everything the template needs, knobs and derived constants."""
-    c = dict(config)
+    c = dict(complete(config))
     d = derive(problem, c)
     ra, pa, rb, pb = load_layout(problem, c, d)
+    scatter_a, scatter_b = scatters(problem, c)
     rx, rz = reduce_shape(problem, c)
     fp32 = problem.dtype == "float32"
     vec_t, vec_zero = _VEC_TYPES[(problem.dtype, c["VEC"])]
@@ -96,8 +93,12 @@ def params(problem: Problem, config: Config) -> dict:
         "fcomp": _COMPS[:d.FV],
         "trans_a": problem.trans_a, "trans_b": problem.trans_b,
         "c_vec": problem.N % d.FV == 0,
-        "config_text": config.key if isinstance(config, Config) else Config(c).key,
-        **{k: c[k] for k in ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "VEC", "DB", "KG", "KL", "KR", "trans")},
+        "config_text": Config(c).key,
+        **{k: c[k] for k in ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "VEC", "DB", "ST", "KG", "KL", "KR", "trans")},
+        "scatter_a": scatter_a, "scatter_b": scatter_b,
+        "async_a": bool(c["ST"]) and not scatter_a, "async_b": bool(c["ST"]) and not scatter_b,
+        "vbytes": c["VEC"] * problem.itemsize,
+        "nbuf": c["ST"] or (2 if c["DB"] else 1),
         "ra": ra, "pa": pa, "rb": rb, "pb": pb,
         "rowcol_a": _rowcol("A", ra * pa < d.loads_a * d.threads),
         "rowcol_b": _rowcol("B", rb * pb < d.loads_b * d.threads),

@@ -12,6 +12,11 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
   PAD      shared-memory row padding (elements) against bank conflicts
   DB       double buffering: global->register prefetch of the next stage
            while the current one is computed, two shared-memory stages
+  ST       cp.async pipeline (sm_80+): 0 = copies go through registers (DB
+           as above); 2..4 = ST shared-memory stages; an operand whose block
+           is not transposed on the way to shared memory is copied by
+           cp.async (no registers) ST - 1 stages ahead, the other through
+           registers one stage ahead; needs DB = 1 and one such operand
   KG       split-K across the grid (ISAAC's K_G): partial sums to a
            workspace; K is cut into KG balanced ranges on a 32-byte grain
            (every split gets work, any KG up to K / grain)
@@ -40,6 +45,19 @@ WARP = 32
 # Registers a thread needs besides its tiles (indices, pointers, loop state);
 # calibrated against ptxas -v on sm_90 (see tests/test_cuda_codegen.py).
 REG_OVERHEAD = 40
+# Knobs added after results were first stored, with the value that reproduces
+# the kernel as it was: configs written before the knob existed stay valid.
+KNOB_DEFAULTS = {"ST": 0}
+
+
+def complete(c):
+    """`c` with every knob added since it was written set to its old meaning."""
+    missing = {k: v for k, v in KNOB_DEFAULTS.items() if k not in c}
+    if not missing:
+        return c
+    if isinstance(c, Config):
+        return Config({**c, **missing})
+    return {**c, **missing}
 
 # The phased order (documented in notes/cuda.md): block tile, then thread and
 # warp tile, then the stage depth, then the memory-path knobs, then split-K.
@@ -47,7 +65,7 @@ PHASES = {
     "outer": [],
     "refine": None,
     "groups": [["BM", "BN"], ["TM", "TN", "WM", "WN"], ["BK"],
-               ["VEC", "DB", "PAD", "trans"], ["KG", "KL", "KR"]],
+               ["VEC", "DB", "ST", "PAD", "trans"], ["KG", "KL", "KR"]],
 }
 
 
@@ -74,7 +92,7 @@ class Derived:
     threads_mn: int    # threads of one K_L group
     threads: int
     KT: int            # k per stage over all K_L groups
-    loads_a: int       # VEC-wide global loads per thread per stage
+    loads_a: int       # VEC-wide global loads (copies) per thread per stage
     loads_b: int
     lda_s: int         # shared-memory row lengths (padded)
     ldb_s: int
@@ -99,7 +117,14 @@ def _derive_cached(problem: Problem, c: Config) -> Derived:
     return _derive(problem, c)
 
 
+def scatters(problem: Problem, c) -> tuple[bool, bool]:
+    """Whether A's, B's shared-memory store transposes the stored block (B is
+    always k-major in shared memory; A is when trans)."""
+    return bool(c["trans"]) != bool(problem.trans_a), bool(problem.trans_b)
+
+
 def _derive(problem: Problem, c) -> Derived:
+    c = complete(c)
     w = problem.itemsize // 4
     FV = 16 // problem.itemsize
     lanes_m, lanes_n = c["WM"] // c["TM"], c["WN"] // c["TN"]
@@ -115,16 +140,22 @@ def _derive(problem: Problem, c) -> Derived:
         lda_s, stage_a = KT + c["PAD"], c["BM"] * (KT + c["PAD"])
     ldb_s = c["BN"] + c["PAD"]
     stage_b = KT * ldb_s
-    stages = 2 if c["DB"] else 1
+    stages = c["ST"] or (2 if c["DB"] else 1)
     tile_bytes = stages * (stage_a + stage_b) * problem.itemsize
     red_bytes = (c["KL"] - 1) * c["BM"] * c["BN"] * problem.itemsize
     smem = max(tile_bytes, red_bytes) + (16 if c.get("KR", 0) else 0)   # + KR's static flag
-    regs = w * (c["TM"] * c["TN"] + c["TM"] + c["TN"] + (loads_a + loads_b) * c["VEC"]) + REG_OVERHEAD
+    # cp.async copies need no staging registers
+    scatter_a, scatter_b = scatters(problem, c) if c["ST"] else (True, True)
+    staged = (loads_a * scatter_a + loads_b * scatter_b) * c["VEC"]
+    regs = w * (c["TM"] * c["TN"] + c["TM"] + c["TN"] + staged) + REG_OVERHEAD
     # Calibrated against ptxas (sm_90, 112 candidates of the ICA/DeepBench/
     # square lists): the K_L epilogue and KL x more loads cost ~40 more, and
     # scalar loads an address register each (without these, KL = 4..8 and
     # VEC = 1 configs estimated at 164-248 spilled at the 255 cap).
-    regs += (40 if c["KL"] > 1 else 0) + (loads_a + loads_b if c["VEC"] == 1 else 0)
+    regs += (40 if c["KL"] > 1 else 0) + (loads_a + loads_b if c["VEC"] == 1 and not c["ST"] else 0)
+    # float64: ptxas used 10-30 more than the estimate (2048^2 DGEMM list,
+    # nvcc 13.x, 2026-11-22: 128x64x16 t8x8 estimated 248 spilled 48 bytes).
+    regs += 24 if w == 2 else 0
     # Split z covers grains [z * units / KG, (z + 1) * units / KG): balanced to
     # one grain, so KG = 128 or 256 leaves no split empty (the old rounding to
     # a multiple of KT did).
@@ -158,6 +189,7 @@ def _domains(problem: Problem) -> dict:
         "VEC": vecs,
         "PAD": [0, FV],
         "DB": [1, 0],
+        "ST": [0, 2, 3, 4],
         "KG": [g for g in _pow2_upto(1, 256) if g == 1 or k // g >= 64],
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
         "KR": [0, 1] if k // 2 >= 64 else [0],
@@ -207,29 +239,40 @@ def _restrictions(problem: Problem, L: dict):
             return False
         return c["KG"] <= d.k_units and tiles * c["KG"] <= 8 * L["num_sms"]
 
+    def pipeline(c):
+        "the cp.async pipeline (ST > 0) needs sm_80+, DB = 1 and an operand it can copy untransposed"
+        return c["ST"] == 0 or (c["DB"] == 1 and cc >= 80 and not all(scatters(problem, c)))
+
     def reduce_mode(c):
         "the in-launch K_G reduction (KR = 1) needs K_G > 1"
         return c["KR"] == 0 or c["KG"] > 1
 
     FV = 16 // problem.itemsize
+    cc = int(L["arch"].removeprefix("sm_").rstrip("a"))
     lda_c = problem.M if problem.trans_a else problem.K
     ldb_c = problem.K if problem.trans_b else problem.N
     return [
         warp_shape, block_shape, threads_limit,
         f"{lda_c} % VEC == 0 and {ldb_c} % VEC == 0",   # whole vectors, aligned rows
-        loads_divide, smem_limit, regs_limit, split_k, reduce_mode,
+        pipeline, loads_divide, smem_limit, regs_limit, split_k, reduce_mode,
     ]
 
 
 class CUDASpace(Space):
     """A Space whose enumeration walks the knobs in dependency order and
     skips dead branches early (the product is millions of points); the set
-    it yields is exactly the valid product, checked by every restriction."""
+    it yields is exactly the valid product, checked by every restriction.
+    A config written before a knob existed is read with that knob's old
+    meaning (KNOB_DEFAULTS)."""
+
+    def why_invalid(self, cfg):
+        return super().why_invalid(complete(cfg if isinstance(cfg, Config) else Config(cfg)))
 
     def _iter_valid(self):
         K = self.knobs
         sms = self.constants["num_sms"]
         M, N = self.constants["M"], self.constants["N"]
+        ta, tb = bool(self.constants["trans_a"]), bool(self.constants["trans_b"])
         for TM, TN, WM, WN in itertools.product(K["TM"], K["TN"], K["WM"], K["WN"]):
             if WM % TM or WN % TN or (WM // TM) * (WN // TN) != WARP:
                 continue
@@ -248,6 +291,8 @@ class CUDASpace(Space):
                     for values in itertools.product(*(K[n] for n in others)):
                         d = dict(fixed)
                         d.update(zip(others, values))
+                        if d["ST"] and (not d["DB"] or (d["trans"] != ta and tb)):
+                            continue    # the pipeline restriction, before a Config is built
                         cfg = Config(d)
                         if all(_safe(f, cfg) for f in self._compiled):
                             yield cfg
@@ -263,5 +308,6 @@ def _safe(f, cfg) -> bool:
 def make_space(problem: Problem, limits: dict) -> CUDASpace:
     restr = _restrictions(problem, limits)
     consts = {"M": problem.M, "N": problem.N, "K": problem.K, "itemsize": problem.itemsize,
+              "trans_a": int(problem.trans_a), "trans_b": int(problem.trans_b),
               **{k: v for k, v in limits.items() if isinstance(v, int)}}
     return CUDASpace(_domains(problem), restr, consts, phases=PHASES)

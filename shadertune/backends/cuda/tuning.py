@@ -41,7 +41,7 @@ def _raw(problem: Problem, limits: dict):
             for (KG, KL), BK in itertools.product(splits, (8, 16, 32)):
                 for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
                     yield dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN, WM=WM, WN=WN, trans=1,
-                               VEC=VEC, PAD=FV, DB=1, KG=KG, KL=KL, KR=KR)
+                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR)
 
 
 def model_cycles(problem: Problem, c, limits: dict) -> float:
@@ -60,9 +60,10 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     k_work = min(d.k_chunk, max(problem.K, 1))
     compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff)
     # A stage cannot finish faster than a global load (~700 cycles); DB hides
-    # one stage of it, blocks resident on one SM overlap theirs.
+    # one stage of it, a cp.async pipeline (ST) ST - 1 stages (a guess until
+    # measured), blocks resident on one SM overlap theirs.
     stages = -(-k_work // d.KT) * -(-busiest // per_sm)
-    latency = stages * STAGE_LATENCY
+    latency = stages * STAGE_LATENCY / max(1, c.get("ST", 0) - 1)
     compute = max(compute, latency)
     # K_G reduction: a second launch (~3 us incl. the gap between kernels), or
     # in the launch (KR) the last block of a tile reads all KG partials of it
@@ -101,11 +102,13 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
         # KR is left out of the shape: both reductions of one shape would fill
         # the list in pairs (run 3 lost DeepBench's t8x4 KL1 winner that way);
         # the best shape's other reduction is added explicitly below.
-        shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN", "KR"))
+        shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN", "KR", "ST"))
         if shape not in shapes and len(picked) < n:
             shapes.add(shape)
             picked.append(cfg)
 
+    if ranked:               # the model's pick first: it is default_config and the search's start
+        take(ranked[0][1])
     best_per_kg = {}
     for _, cfg in ranked:
         best_per_kg.setdefault(cfg["KG"], cfg)
@@ -136,4 +139,16 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
                     take(cfg)
     for _, cfg in ranked:
         take(cfg)
-    return picked
+    # The copy pipeline is not in the model: the list is ranked on the
+    # register path and every shape comes with its cp.async pipelines, in the
+    # order run H measured (2026-11-22, H200, 175 shapes timed with each):
+    # 2 deep was fastest for 77 (DeepBench splits 51 of 112, squares 13 of 28),
+    # 4 deep next without a split (squares 8 of 28, DGEMM 6 of 16); the
+    # register path won 33, mostly split configs.
+    out = []
+    for cfg in picked:
+        for st in ((2, 4, 0) if cfg["KG"] == 1 else (2, 0)):
+            t = cfg.replace(ST=st)
+            if t not in out and (t == cfg or space.why_invalid(t) is None):
+                out.append(t)
+    return out[:n]
