@@ -333,3 +333,17 @@ def test_cp_async_pipeline_knob():
     assert why and "pipeline" in why
     assert big.replace(ST=3, trans=0) in snt              # A m-major in shared memory: A is copied untransposed
     assert codegen.source(nt, big.replace(ST=3, trans=0)).count("cp_async<16>(as + r * LDA_S + c") == 1
+
+
+def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
+    """The spin kernel that keeps host launch overhead out of event timing
+    (hold.py) is valid CUDA, and its length grows with the repeats but is capped."""
+    from shadertune.backends.cuda import hold
+    assert hold.hold_us(10) < hold.hold_us(100) <= hold.MAX_HOLD_US == hold.hold_us(10 ** 6)
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    cu = tmp_path / "hold.cu"
+    cu.write_text(hold._SOURCE)
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "hold.cubin"), str(cu)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -88,8 +88,9 @@ class CUDABackend:
         srcs = [codegen.source(p, c) for p, c in problem_configs]
         return compile_many(srcs, self.arch(), workers)
 
-    def cublas_time(self, problem: Problem, repeats: int = 20, operands=None) -> list[float]:
-        return baseline.cublas_time(problem, repeats, operands_=operands)
+    def cublas_time(self, problem: Problem, repeats: int = 20, operands=None,
+                    hold_stream: bool = False) -> list[float]:
+        return baseline.cublas_time(problem, repeats, operands_=operands, hold_stream=hold_stream)
 
     def matmul(self, A, B, *, config=None, alpha=1.0, beta=0.0, out=None, C=None):
         from . import api

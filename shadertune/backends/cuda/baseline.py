@@ -7,6 +7,7 @@ import numpy as np
 
 from ...problem import Problem
 from .device import import_cupy
+from .hold import hold, hold_us
 
 
 def plain_fp32():
@@ -44,9 +45,11 @@ def cublas_gemm(problem: Problem, A, B, out=None):
     return cp.matmul(op(A, problem.trans_a), op(B, problem.trans_b), out=out)
 
 
-def cublas_time(problem: Problem, repeats: int = 20, warmup: int = 3, operands_=None) -> list[float]:
+def cublas_time(problem: Problem, repeats: int = 20, warmup: int = 3, operands_=None,
+                hold_stream: bool = False) -> list[float]:
     """Milliseconds of `repeats` cuBLAS GEMMs (cupy.matmul on the transposed
-    views, so cuBLAS gets the op flags and no copy is made), CUDA events."""
+    views, so cuBLAS gets the op flags and no copy is made), CUDA events;
+    with `hold_stream` queued behind a spin kernel (see hold.py)."""
     cp = plain_fp32()
     A, B = operands_ if operands_ is not None else operands(problem)
     out = cp.empty((problem.M, problem.N), dtype=problem.dtype)
@@ -55,6 +58,8 @@ def cublas_time(problem: Problem, repeats: int = 20, warmup: int = 3, operands_=
         cp.matmul(a, b, out=out)
     cp.cuda.get_current_stream().synchronize()
     events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+    if hold_stream:
+        hold(hold_us(repeats))
     for s, e in events:
         s.record()
         cp.matmul(a, b, out=out)

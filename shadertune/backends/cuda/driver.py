@@ -11,6 +11,7 @@ from ...problem import Problem
 from .codegen import KERNEL, reduce_shape
 from .compiler import compile_cubin
 from .device import import_cupy
+from .hold import hold, hold_us
 from .space import derive
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
@@ -120,7 +121,10 @@ class CUDAKernel:
         self._sync()
         return self._cp.asnumpy(dC)
 
-    def time(self, repeats: int = 10, warmup: int = 2) -> list[float]:
+    def time(self, repeats: int = 10, warmup: int = 2, hold_stream: bool = False) -> list[float]:
+        """Milliseconds of `repeats` event-timed launches. With `hold_stream`
+        the launches queue up behind a spin kernel first, so host launch
+        overhead is not timed (see hold.py)."""
         if self._args is None:
             raise RunError("time() needs a run() first (it times the last inputs)")
         cp = self._cp
@@ -128,6 +132,8 @@ class CUDAKernel:
             self.launch()
         self._sync()
         events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
+        if hold_stream:
+            hold(hold_us(repeats))
         for start, stop in events:
             start.record()
             self.launch()

@@ -93,9 +93,11 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
     ranked.sort(key=lambda t: t[0])
     # One warp layout and one VEC per shape (the widest valid VEC and the
     # squarest warp come first in _raw, and the sort is stable) to spread the
-    # list; and the best-predicted config of every K_G value goes first, so the
-    # split-K ladder is always measured (the model is weakest on latency-bound,
-    # skinny shapes: notes/cuda.md).
+    # list. After the model's pick: for a split problem its other K_G
+    # reduction and the best K_L = 1 splits (the measured DeepBench N = 16
+    # winners in every run), then the best-predicted config of every K_G value,
+    # so the split-K ladder is always measured (the model is weakest on
+    # latency-bound, skinny shapes: notes/cuda.md).
     picked, shapes = [], set()
 
     def take(cfg):
@@ -109,12 +111,6 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
 
     if ranked:               # the model's pick first: it is default_config and the search's start
         take(ranked[0][1])
-    best_per_kg = {}
-    for _, cfg in ranked:
-        best_per_kg.setdefault(cfg["KG"], cfg)
-    if len(best_per_kg) > 1:
-        for cfg in sorted(best_per_kg.values(), key=lambda c: -c["KG"])[: max(1, n // 3)]:
-            take(cfg)
     if ranked and ranked[0][1]["KG"] > 1:   # both K_G reductions of the best split config
         best = ranked[0][1]
         take(best)
@@ -137,6 +133,12 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
                         cfg = kr0 if space.why_invalid(kr0) is None else cfg
                     bks[cfg["BK"]] = cfg
                     take(cfg)
+    best_per_kg = {}
+    for _, cfg in ranked:
+        best_per_kg.setdefault(cfg["KG"], cfg)
+    if len(best_per_kg) > 1:
+        for cfg in sorted(best_per_kg.values(), key=lambda c: -c["KG"])[: max(1, n // 3)]:
+            take(cfg)
     for _, cfg in ranked:
         take(cfg)
     # The copy pipeline is not in the model: the list is ranked on the
