@@ -83,7 +83,12 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
 def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Config]:
     """Up to `n` valid configs, best-predicted first."""
     seen, ranked = set(), []
+    domains = {k: set(v) for k, v in space.knobs.items()}
     for d in _raw(problem, limits):
+        # most of the product lies outside the pruned domains (tiles larger than
+        # the problem): skip those before building a Config (3 s -> 0.5 s a list)
+        if any(v not in domains.get(k, (v,)) for k, v in d.items()):
+            continue
         cfg = Config(d)
         if cfg in seen:
             continue
