@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...config import Config
 from ...problem import Problem
@@ -81,9 +81,9 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, (max(n, 1) - 1).bit_length())
 
 
-@dataclass(frozen=True)
-class Derived:
-    """Everything the template and the restrictions compute from a config."""
+class Derived(NamedTuple):
+    """Everything the template and the restrictions compute from a config
+    (a NamedTuple: built ~200k times while a space is enumerated)."""
     FV: int            # elements per 16-byte shared-memory fragment load
     lanes_m: int
     lanes_n: int
@@ -124,7 +124,7 @@ def scatters(problem: Problem, c) -> tuple[bool, bool]:
 
 
 def _derive(problem: Problem, c) -> Derived:
-    c = complete(c)
+    c = {**KNOB_DEFAULTS, **c}   # a plain dict: ~40 knob reads below
     w = problem.itemsize // 4
     FV = 16 // problem.itemsize
     lanes_m, lanes_n = c["WM"] // c["TM"], c["WN"] // c["TN"]
@@ -251,9 +251,12 @@ def _restrictions(problem: Problem, L: dict):
     cc = int(L["arch"].removeprefix("sm_").rstrip("a"))
     lda_c = problem.M if problem.trans_a else problem.K
     ldb_c = problem.K if problem.trans_b else problem.N
+    def aligned_rows(c):
+        "VEC divides the stored rows of A and B: whole vectors, aligned rows"
+        return lda_c % c["VEC"] == 0 and ldb_c % c["VEC"] == 0
+
     return [
-        warp_shape, block_shape, threads_limit,
-        f"{lda_c} % VEC == 0 and {ldb_c} % VEC == 0",   # whole vectors, aligned rows
+        warp_shape, block_shape, threads_limit, aligned_rows,
         pipeline, loads_divide, smem_limit, regs_limit, split_k, reduce_mode,
     ]
 
