@@ -58,9 +58,9 @@ class CUDABackend:
         return candidates(problem, self.space(problem), self.limits(), n)
 
     def default_config(self, problem: Problem) -> Config:
-        cands = self.candidates(problem, 1)
-        if cands:
-            return cands[0]
+        start = self.space(problem).phases.get("start")   # candidates(problem, 1)[0], set by space()
+        if start:
+            return Config(start)
         for cfg in self.space(problem):   # tiny or odd shapes: any valid point
             return cfg
         raise InvalidConfig(f"no valid CUDA config for {problem.key}")

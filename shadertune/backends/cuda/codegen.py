@@ -34,15 +34,15 @@ def load_layout(problem: Problem, c, d) -> tuple[int, int, int, int]:
     it = problem.itemsize
     scatter_a, scatter_b = scatters(problem, c)
     vec = c["VEC"]
-    grain_a = grain_b = max(1, 32 // (vec * it))
+    grain = max(1, 32 // (vec * it))
     ra, cva = (d.KT, c["BM"] // vec) if problem.trans_a else (c["BM"], d.KT // vec)
     rb, cvb = (c["BN"], d.KT // vec) if problem.trans_b else (d.KT, c["BN"] // vec)
     # Only rows of >= 4 groups are regrouped: there the plain map puts a warp
     # on <= 4 rows (>= 4-way store conflicts; 16-way for ICA's KT = 256).
     # Shorter rows keep the plain map (<= 2-way, fewer L1 wavefronts per load;
     # the DeepBench KT = 16 configs were measured on it).
-    pa = grain_a if scatter_a and cva >= 4 * grain_a else cva
-    pb = grain_b if scatter_b and cvb >= 4 * grain_b else cvb
+    pa = grain if scatter_a and cva >= 4 * grain else cva
+    pb = grain if scatter_b and cvb >= 4 * grain else cvb
     return ra, pa, rb, pb
 
 

@@ -275,7 +275,6 @@ class CUDASpace(Space):
         K = self.knobs
         sms = self.constants["num_sms"]
         M, N = self.constants["M"], self.constants["N"]
-        ta, tb = bool(self.constants["trans_a"]), bool(self.constants["trans_b"])
         for TM, TN, WM, WN in itertools.product(K["TM"], K["TN"], K["WM"], K["WN"]):
             if WM % TM or WN % TN or (WM // TM) * (WN // TN) != WARP:
                 continue
@@ -294,7 +293,7 @@ class CUDASpace(Space):
                     for values in itertools.product(*(K[n] for n in others)):
                         d = dict(fixed)
                         d.update(zip(others, values))
-                        if d["ST"] and (not d["DB"] or (d["trans"] != ta and tb)):
+                        if d["ST"] and (not d["DB"] or all(scatters(self.problem, d))):
                             continue    # the pipeline restriction, before a Config is built
                         cfg = Config(d)
                         if all(_safe(f, cfg) for f in self._compiled):
@@ -311,6 +310,7 @@ def _safe(f, cfg) -> bool:
 def make_space(problem: Problem, limits: dict) -> CUDASpace:
     restr = _restrictions(problem, limits)
     consts = {"M": problem.M, "N": problem.N, "K": problem.K, "itemsize": problem.itemsize,
-              "trans_a": int(problem.trans_a), "trans_b": int(problem.trans_b),
               **{k: v for k, v in limits.items() if isinstance(v, int)}}
-    return CUDASpace(_domains(problem), restr, consts, phases=PHASES)
+    space = CUDASpace(_domains(problem), restr, consts, phases=PHASES)
+    space.problem = problem   # the enumeration's early pipeline check reads its layout
+    return space

@@ -60,10 +60,10 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     k_work = min(d.k_chunk, max(problem.K, 1))
     compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff)
     # A stage cannot finish faster than a global load (~700 cycles); DB hides
-    # one stage of it, a cp.async pipeline (ST) ST - 1 stages (a guess until
-    # measured), blocks resident on one SM overlap theirs.
+    # one stage of it, blocks resident on one SM overlap theirs. (The model
+    # ranks register-path configs only: candidates() adds the pipelines.)
     stages = -(-k_work // d.KT) * -(-busiest // per_sm)
-    latency = stages * STAGE_LATENCY / max(1, c.get("ST", 0) - 1)
+    latency = stages * STAGE_LATENCY
     compute = max(compute, latency)
     # K_G reduction: a second launch (~3 us incl. the gap between kernels), or
     # in the launch (KR) the last block of a tile reads all KG partials of it
@@ -118,7 +118,6 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
         take(ranked[0][1])
     if ranked and ranked[0][1]["KG"] > 1:   # both K_G reductions of the best split config
         best = ranked[0][1]
-        take(best)
         twin = best.replace(KR=1 - best["KR"])
         if space.why_invalid(twin) is None and len(picked) < n:
             picked.append(twin)
