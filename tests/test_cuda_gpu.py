@@ -246,17 +246,19 @@ def pipeline_jobs(be, p):
 
 
 def test_held_timing(be):
-    """hold_stream=True queues the timed launches behind a spin kernel
-    (hold.py): one positive time per repeat, for ours and for cuBLAS, and the
-    output of the held launches is the same (deterministic) result."""
+    """Timing queues the launches behind a spin kernel by default (hold.py),
+    and hold_stream=False does not: either way one positive time per repeat,
+    for ours and for cuBLAS, and the timed launches leave the same
+    (deterministic) result."""
     p = Problem(256, 16, 2560)
     rng = np.random.default_rng(3)
     A, B = _stored(p, rng)
     k = be.build(p, be.default_config(p))
     out = k.run(A, B)
-    t = k.time(repeats=7, warmup=1, hold_stream=True)
-    assert len(t) == 7 and all(x > 0 for x in t)
-    np.testing.assert_array_equal(cupy.asnumpy(k._args[2]), out)
+    for held in (True, False):
+        t = k.time(repeats=7, warmup=1, hold_stream=held)
+        assert len(t) == 7 and all(x > 0 for x in t)
+        np.testing.assert_array_equal(cupy.asnumpy(k._args[2]), out)
+        c = be.cublas_time(p, repeats=5, hold_stream=held)
+        assert len(c) == 5 and all(x > 0 for x in c)
     k.release()
-    c = be.cublas_time(p, repeats=5, hold_stream=True)
-    assert len(c) == 5 and all(x > 0 for x in c)

@@ -89,7 +89,7 @@ class CUDABackend:
         return compile_many(srcs, self.arch(), workers)
 
     def cublas_time(self, problem: Problem, repeats: int = 20, operands=None,
-                    hold_stream: bool = False) -> list[float]:
+                    hold_stream: bool = True) -> list[float]:
         return baseline.cublas_time(problem, repeats, operands_=operands, hold_stream=hold_stream)
 
     def matmul(self, A, B, *, config=None, alpha=1.0, beta=0.0, out=None, C=None):

@@ -46,10 +46,10 @@ def cublas_gemm(problem: Problem, A, B, out=None):
 
 
 def cublas_time(problem: Problem, repeats: int = 20, warmup: int = 3, operands_=None,
-                hold_stream: bool = False) -> list[float]:
+                hold_stream: bool = True) -> list[float]:
     """Milliseconds of `repeats` cuBLAS GEMMs (cupy.matmul on the transposed
-    views, so cuBLAS gets the op flags and no copy is made), CUDA events;
-    with `hold_stream` queued behind a spin kernel (see hold.py)."""
+    views, so cuBLAS gets the op flags and no copy is made), CUDA events,
+    queued behind a spin kernel unless `hold_stream` is False (see hold.py)."""
     cp = plain_fp32()
     A, B = operands_ if operands_ is not None else operands(problem)
     out = cp.empty((problem.M, problem.N), dtype=problem.dtype)

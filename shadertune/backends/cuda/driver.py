@@ -121,10 +121,10 @@ class CUDAKernel:
         self._sync()
         return self._cp.asnumpy(dC)
 
-    def time(self, repeats: int = 10, warmup: int = 2, hold_stream: bool = False) -> list[float]:
-        """Milliseconds of `repeats` event-timed launches. With `hold_stream`
-        the launches queue up behind a spin kernel first, so host launch
-        overhead is not timed (see hold.py)."""
+    def time(self, repeats: int = 10, warmup: int = 2, hold_stream: bool = True) -> list[float]:
+        """Milliseconds of `repeats` event-timed launches. The launches queue
+        up behind a spin kernel first (`hold_stream`), so host launch overhead
+        is not timed: the device's time alone (hold.py; run N measured it)."""
         if self._args is None:
             raise RunError("time() needs a run() first (it times the last inputs)")
         cp = self._cp
