@@ -19,6 +19,8 @@ from shadertune.space import Space
 
 L = DEFAULT_LIMITS
 BIG = Config(BM=128, BN=128, BK=8, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1, KR=0)
+MMA = Config(BM=128, BN=128, BK=32, TM=4, TN=4, WM=64, WN=32, trans=1, VEC=4, PAD=4, DB=1, ST=3,
+             KG=1, KL=1, KR=0, MMA=3)
 
 
 def test_space_is_a_space_with_a_phase_plan():
@@ -29,12 +31,14 @@ def test_space_is_a_space_with_a_phase_plan():
     assert 1000 < len(s) < 50000          # pruned, but rich
 
 
-def test_fast_enumeration_equals_filtered_product():
-    p = Problem(16, 16, 33, "float64", True, False)
+@pytest.mark.parametrize("p", [Problem(16, 16, 33, "float64", True, False),
+                               Problem(16, 16, 40, "float32", False, True)])   # with the MMA kernel
+def test_fast_enumeration_equals_filtered_product(p):
     s = make_space(p, L)
     brute = {Config(dict(zip(s.knobs, v))) for v in itertools.product(*s.knobs.values())}
     brute = {c for c in brute if s.why_invalid(c) is None}
     assert set(s.configs()) == brute and brute
+    assert {c["MMA"] for c in brute} == ({0, 3} if p.dtype == "float32" else {0})
 
 
 @pytest.mark.parametrize("change, reason", [
@@ -176,6 +180,12 @@ def _sample():
     out.append((tt, next(c for c in candidates(tt, make_space(tt, L), L, 32) if c["ST"])))
     nt = Problem(1000, 600, 700, trans_b=True)
     out.append((nt, BIG.replace(trans=0, ST=2)))
+    # the tensor-core kernel: every layout, ragged and VEC = 1, both K_G reductions, the widest warp tile
+    for (ta, tb), kg, kr in zip(itertools.product((False, True), repeat=2), (1, 8, 16, 1), (0, 0, 1, 0)):
+        p = Problem(301, 203, 4100 if kg > 1 else 517, "float32", ta, tb)
+        out.append((p, MMA.replace(BM=64, BN=64, WM=32, WN=32, BK=16, VEC=1, KG=kg, KR=kr)))
+    out.append((big, MMA.replace(BN=256, WN=64, ST=4)))
+    assert all(cfg in make_space(p, L) for p, cfg in out[-5:])
     return out
 
 
@@ -333,6 +343,31 @@ def test_cp_async_pipeline_knob():
     assert why and "pipeline" in why
     assert big.replace(ST=3, trans=0) in snt              # A m-major in shared memory: A is copied untransposed
     assert codegen.source(nt, big.replace(ST=3, trans=0)).count("cp_async<16>(as + r * LDA_S + c") == 1
+
+
+def test_tensor_core_knob():
+    """MMA = 3 renders gemm_mma.cu (3xTF32 mma.sync, both operands by cp.async
+    in their stored orientation); it needs float32, sm_80+, the pipeline and
+    the canonical values of the FFMA-only knobs; configs without MMA read as 0."""
+    nn = Problem(4096, 4096, 4096)
+    s = make_space(nn, L)
+    assert MMA in s and BIG in s and BIG.replace(MMA=0) in s
+    assert codegen.source(nn, BIG) == codegen.source(nn, BIG.replace(MMA=0))
+    src = codegen.source(nn, MMA)
+    assert src.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == 1 and "cvt.rna.tf32.f32" in src
+    assert src.count("mma_tf32(t, a_") == 3 and "acc[i][j][q] += t[q]" in src and "fma(" not in src
+    assert "cp_async<16>(as + r * LDA_S + c" in src and "cp_async<16>(bs + r * LDB_S + c" in src
+    for change, why in [(dict(ST=0), "MMA"), (dict(TM=8), "MMA"), (dict(KL=2), "MMA"), (dict(PAD=0), "MMA"),
+                        (dict(WM=8), "warp"), (dict(DB=0), "MMA")]:
+        got = s.why_invalid(MMA.replace(**change))
+        assert got and why in got, (change, got)
+    assert "MMA" in make_space(nn, dict(L, arch="sm_75")).why_invalid(MMA)
+    assert make_space(Problem(512, 512, 512, "float64"), L).why_invalid(MMA) is not None
+    # layouts: k-contiguous rows padded to 4 mod 32 words, m/n-contiguous ones to 8 mod 32
+    for ta, tb in itertools.product((False, True), repeat=2):
+        d = derive(Problem(4096, 4096, 4096, "float32", ta, tb), MMA)
+        assert d.lda_s % 32 == (8 if ta else 4) and d.ldb_s % 32 == (4 if tb else 8)
+        assert d.threads == 256 and d.smem_bytes == 3 * 4 * (d.stage_elems_a + d.stage_elems_b)
 
 
 def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):

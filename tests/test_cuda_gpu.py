@@ -262,3 +262,32 @@ def test_held_timing(be):
         c = be.cublas_time(p, repeats=5, hold_stream=held)
         assert len(c) == 5 and all(x > 0 for x in c)
     k.release()
+
+
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_tensor_core_kernel(be, ta, tb):
+    """The 3xTF32 kernel (MMA = 3) within float32 tolerance of float64 on
+    ragged shapes of every layout: its first candidates, scalar (VEC = 1)
+    copies, ST 2 and 4, split-K with both reductions, alpha/beta."""
+    rng = np.random.default_rng(40 + ta * 2 + tb)
+    p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float32", ta, tb)
+    skinny = Problem(37, 45, 3001, "float32", ta, tb)
+    mma = [c for c in be.candidates(p, 24) if c["MMA"]][:2]
+    base = Config(BM=64, BN=64, BK=16, TM=4, TN=4, WM=32, WN=32, trans=1, VEC=1, PAD=4, DB=1, ST=2,
+                  KG=1, KL=1, KR=0, MMA=3)
+    jobs = [(p, c) for c in mma] + [(p, base), (p, base.replace(ST=4))]
+    jobs += [(skinny, base.replace(BM=32, BN=32, WM=16, WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
+    assert len(mma) == 2 and all(c in be.space(q) for q, c in jobs)
+    be.precompile(jobs)
+    for q, cfg in jobs:
+        _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
+        _check(be, q, cfg, rng)
+
+
+def test_tiny_float32_problems_have_configs(be):
+    """M, N <= 16 (no 16 x 16 FFMA warp tile exists): the space is not empty
+    and the default config is right."""
+    rng = np.random.default_rng(9)
+    for p in (Problem(5, 7, 3), Problem(16, 16, 40, "float32", False, True)):
+        cfg = be.default_config(p)
+        _check(be, p, cfg, rng, alpha=2.0, beta=1.0)

@@ -372,83 +372,9 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         }
     }
 {% if KR %}
-
-    // In-launch K_G reduction (threadFenceReduction pattern): publish this
-    // split's partial, count the tile's finished splits; the last block to
-    // finish sums all KG partials in the fixed order z = 0..KG-1 (so the result
-    // does not depend on which block came last) and applies alpha, beta once.
-    __shared__ int st_last;
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-        int* const cnt = counters + blockIdx.y * gridDim.x + blockIdx.x;
-        const int done = atomicAdd(cnt, 1);
-        st_last = done == {{ KG - 1 }};
-        if (st_last) *cnt = 0;    // every split has arrived: reset for the next launch
-    }
-    __syncthreads();
-    if (!st_last) return;
-    __threadfence();
-    const size_t MN = (size_t)M * N;
-{% if c_vec %}
-    constexpr int RV = FV;        // N % FV == 0: a fragment is all in or all out
-    typedef frag_t rv_t;
-{% else %}
-    constexpr int RV = 1;
-    typedef T rv_t;
-{% endif %}
-    for (int e = tid * RV; e < BM * BN; e += THREADS * RV) {
-        const int gm = m0 + e / BN, gn = n0 + e % BN;
-        if (gm >= M || gn >= N) continue;
-        const size_t o = (size_t)gm * N + gn;
-        T s[RV];
-#pragma unroll
-        for (int v = 0; v < RV; ++v) s[v] = T(0);
-#pragma unroll 8
-        for (int z = 0; z < {{ KG }}; ++z) {
-            const rv_t w = __ldcg(reinterpret_cast<const rv_t*>(W + z * MN + o));   // L2: other blocks wrote it
-{% if c_vec %}
-{% for v in range(FV) %}
-            s[{{ v }}] += w{{ fcomp[v] }};
-{% endfor %}
-{% else %}
-            s[0] += w;
-{% endif %}
-        }
-#pragma unroll
-        for (int v = 0; v < RV; ++v)
-            C[o + v] = alpha * s[v] + (beta != T(0) ? beta * C[o + v] : T(0));
-    }
+{% include "cuda/splitk_last_block.cu" %}
 {% endif %}
 }
 {% if KG > 1 and not KR %}
-
-// K_G reduction: C = alpha * sum_z W[z] + beta * C over the {{ KG }} splits.
-// A block is RX elements x RZ lanes of z ({{ rx * rz }} threads); lane y sums
-// z = y, y + RZ, ... (KG / RZ independent loads, unrolled) and the RZ partial
-// sums meet in shared memory in a fixed order (deterministic). RZ > 1 only
-// where M * N is too small to fill the GPU with one thread per element.
-constexpr int RX = {{ rx }}, RZ = {{ rz }};
-extern "C" __global__ void __launch_bounds__(RX * RZ)
-{{ kernel }}_reduce(const T* __restrict__ W, T* __restrict__ C, const long long MN,
-                  const T alpha, const T beta)
-{
-    const long long e = (long long)blockIdx.x * RX + threadIdx.x;
-    T s = T(0);
-    if (e < MN) {
-#pragma unroll
-        for (int i = 0; i < KG / RZ; ++i) s += W[(i * RZ + (int)threadIdx.y) * MN + e];
-    }
-{% if rz > 1 %}
-    __shared__ T part[RZ][RX];
-    part[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y != 0 || e >= MN) return;
-#pragma unroll
-    for (int y = 1; y < RZ; ++y) s += part[y][threadIdx.x];
-{% else %}
-    if (e >= MN) return;
-{% endif %}
-    C[e] = alpha * s + (beta != T(0) ? beta * C[e] : T(0));
-}
+{% include "cuda/splitk_reduce.cu" %}
 {% endif %}

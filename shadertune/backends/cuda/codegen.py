@@ -1,5 +1,6 @@
-"""Config -> CUDA source: derived constants are computed here, the template
-(shaders/cuda/gemm.cu) stays readable CUDA."""
+"""Config -> CUDA source: derived constants are computed here, the templates
+(shaders/cuda/gemm.cu, FFMA; gemm_mma.cu, 3xTF32 tensor cores) stay readable
+CUDA."""
 from __future__ import annotations
 
 from ...config import Config
@@ -7,7 +8,7 @@ from ...problem import Problem
 from ...templates import render, template_hash as _template_hash
 from .space import complete, derive, scatters
 
-TEMPLATES = ["cuda/gemm.cu"]
+TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
@@ -112,5 +113,27 @@ def params(problem: Problem, config: Config) -> dict:
     }
 
 
+def params_mma(problem: Problem, config: Config) -> dict:
+    """What gemm_mma.cu needs (the MMA = 3 kernel)."""
+    c = dict(complete(config))
+    d = derive(problem, c)
+    rx, rz = reduce_shape(problem, c)
+    return {
+        "kernel": KERNEL, "config_text": Config(c).key,
+        "trans_a": problem.trans_a, "trans_b": problem.trans_b,
+        **{k: c[k] for k in ("BM", "BN", "BK", "WM", "WN", "VEC", "ST", "KG", "KR")},
+        "warps_n": d.warps_n, "threads": d.threads,
+        "loads_a": d.loads_a, "loads_b": d.loads_b, "lda_s": d.lda_s, "ldb_s": d.ldb_s,
+        "stage_a": d.stage_elems_a, "stage_b": d.stage_elems_b,
+        "vbytes": c["VEC"] * 4,
+        "kgran": d.kgran, "split_t": "unsigned" if d.k_units * c["KG"] < 2 ** 32 else "unsigned long long",
+        "n_even": problem.N % 2 == 0,
+        # the K_G reductions shared with gemm.cu (splitk_*.cu)
+        "FV": 4, "c_vec": problem.N % 4 == 0, "fcomp": _COMPS, "rx": rx, "rz": rz,
+    }
+
+
 def source(problem: Problem, config: Config) -> str:
+    if complete(config)["MMA"]:
+        return render("cuda/gemm_mma.cu", **params_mma(problem, config))
     return render("cuda/gemm.cu", **params(problem, config))

@@ -26,6 +26,12 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
            the fixed order z = 0..KG-1, so the result is deterministic)
   KL       split-K inside a block (ISAAC's K_L): KL thread groups take
            interleaved k-slices of a stage, reduced through shared memory
+  MMA      0: FFMA (the SIMT kernel, shaders/cuda/gemm.cu); 3: float32 from
+           TF32 tensor cores, three mma.sync per product ("3xTF32",
+           shaders/cuda/gemm_mma.cu; float32, sm_80+). There a warp's WM x WN
+           tile is (WM/16) x (WN/8) mma fragments, both operands go by
+           cp.async (ST >= 2) in their stored orientation, and TM, TN, trans,
+           DB, PAD, KL keep one canonical value (FV, FV, 1, 1, FV, 1)
 
 Pruning (Li-Dongarra style, before any compile): tiles no larger than the
 problem needs, split-K only where the MN grid cannot fill the GPU, and the
@@ -45,9 +51,15 @@ WARP = 32
 # Registers a thread needs besides its tiles (indices, pointers, loop state);
 # calibrated against ptxas -v on sm_90 (see tests/test_cuda_codegen.py).
 REG_OVERHEAD = 40
+# The tensor-core kernel's: loop state, the mma temporaries in flight, and
+# per copy of a stage by VEC. Calibrated against ptxas (sm_90, nvcc 13.x,
+# 2026-11-22, 36 configs: 32 scalar copies a stage took 255 registers and
+# spilled where 4 mi ni + 8 mi + 4 is 52; 4-16 copies 56-186).
+MMA_REG_OVERHEAD = 48
+_MMA_REGS_PER_COPY = {1: 5, 2: 4, 4: 2.5}
 # Knobs added after results were first stored, with the value that reproduces
 # the kernel as it was: configs written before the knob existed stay valid.
-KNOB_DEFAULTS = {"ST": 0}
+KNOB_DEFAULTS = {"ST": 0, "MMA": 0}
 
 
 def complete(c):
@@ -64,7 +76,7 @@ def complete(c):
 PHASES = {
     "outer": [],
     "refine": None,
-    "groups": [["BM", "BN"], ["TM", "TN", "WM", "WN"], ["BK"],
+    "groups": [["MMA", "BM", "BN"], ["TM", "TN", "WM", "WN"], ["BK"],
                ["VEC", "DB", "ST", "PAD", "trans"], ["KG", "KL", "KR"]],
 }
 
@@ -123,8 +135,42 @@ def scatters(problem: Problem, c) -> tuple[bool, bool]:
     return bool(c["trans"]) != bool(problem.trans_a), bool(problem.trans_b)
 
 
+def _derive_mma(problem: Problem, c) -> Derived:
+    """Derived values of a tensor-core (MMA) config, gemm_mma.cu's layout:
+    operands in shared memory in their stored orientation, a k-contiguous row
+    padded by 4 words and an m/n-contiguous one by 8 (conflict-free fragment
+    reads for any BM, BN, BK of the domains)."""
+    warps_m, warps_n = c["BM"] // c["WM"], c["BN"] // c["WN"]
+    threads = WARP * warps_m * warps_n
+    KT = c["BK"]
+    loads_a = (c["BM"] * KT) // (c["VEC"] * threads)
+    loads_b = (c["BN"] * KT) // (c["VEC"] * threads)
+    if problem.trans_a:
+        lda_s, stage_a = c["BM"] + 8, KT * (c["BM"] + 8)
+    else:
+        lda_s, stage_a = KT + 4, c["BM"] * (KT + 4)
+    if problem.trans_b:
+        ldb_s, stage_b = KT + 4, c["BN"] * (KT + 4)
+    else:
+        ldb_s, stage_b = c["BN"] + 8, KT * (c["BN"] + 8)
+    smem = c["ST"] * (stage_a + stage_b) * 4 + (16 if c.get("KR", 0) else 0)
+    mi, ni = c["WM"] // 16, c["WN"] // 8
+    # accumulators + A's big/small fragments of one k-step + one B column's,
+    # and per cp.async of a stage its hoisted address (more for narrow copies)
+    copies = loads_a + loads_b
+    regs = 4 * mi * ni + 8 * mi + 4 + MMA_REG_OVERHEAD + int(copies * _MMA_REGS_PER_COPY[c["VEC"]])
+    kgran = 8
+    units = -(-problem.K // kgran)
+    k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
+    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
+    return Derived(4, 0, 0, warps_m, warps_n, threads, threads, KT, loads_a, loads_b,
+                   lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
+
+
 def _derive(problem: Problem, c) -> Derived:
     c = {**KNOB_DEFAULTS, **c}   # a plain dict: ~40 knob reads below
+    if c["MMA"]:
+        return _derive_mma(problem, c)
     w = problem.itemsize // 4
     FV = 16 // problem.itemsize
     lanes_m, lanes_n = c["WM"] // c["TM"], c["WN"] // c["TN"]
@@ -171,7 +217,9 @@ def _derive(problem: Problem, c) -> Derived:
 def _domains(problem: Problem) -> dict:
     fp32 = problem.dtype == "float32"
     FV = 16 // problem.itemsize
-    tile_max_m = max(16, min(256, _next_pow2(problem.M)))
+    # 32 rows at least: with M and N <= 16 no float32 FFMA warp fits 16 x 16
+    # (32 lanes of >= 4 x 4 outputs), and the space was empty (found 2026-11-22)
+    tile_max_m = max(32, min(256, _next_pow2(problem.M)))
     tile_max_n = max(16, min(256, _next_pow2(problem.N)))
     lda_c = problem.M if problem.trans_a else problem.K
     ldb_c = problem.K if problem.trans_b else problem.N
@@ -193,12 +241,15 @@ def _domains(problem: Problem) -> dict:
         "KG": [g for g in _pow2_upto(1, 256) if g == 1 or k // g >= 64],
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
         "KR": [0, 1] if k // 2 >= 64 else [0],
+        "MMA": [0, 3] if fp32 else [0],
     }
 
 
 def _restrictions(problem: Problem, L: dict):
     def warp_shape(c):
-        "a warp is 32 lanes: (WM/TM) * (WN/TN) == 32, fragments of 16 bytes"
+        "a warp is 32 lanes: (WM/TM) * (WN/TN) == 32, fragments of 16 bytes (MMA: WM, WN multiples of 16, 8)"
+        if c["MMA"]:
+            return c["WM"] % 16 == 0 and c["WN"] % 8 == 0
         return (c["TM"] % FV == 0 and c["TN"] % FV == 0 and c["WM"] % c["TM"] == 0
                 and c["WN"] % c["TN"] == 0 and (c["WM"] // c["TM"]) * (c["WN"] // c["TN"]) == WARP)
 
@@ -241,7 +292,13 @@ def _restrictions(problem: Problem, L: dict):
 
     def pipeline(c):
         "the cp.async pipeline (ST > 0) needs sm_80+, DB = 1 and an operand it can copy untransposed"
-        return c["ST"] == 0 or (c["DB"] == 1 and cc >= 80 and not all(scatters(problem, c)))
+        return c["ST"] == 0 or (c["DB"] == 1 and cc >= 80 and (c["MMA"] or not all(scatters(problem, c))))
+
+    def tensor_cores(c):
+        "MMA = 3 needs float32, sm_80+, the cp.async pipeline and the canonical TM = TN = PAD = FV, trans = DB = KL = 1"
+        return c["MMA"] == 0 or (problem.dtype == "float32" and cc >= 80 and c["ST"] >= 2
+                                 and c["TM"] == FV and c["TN"] == FV and c["PAD"] == FV
+                                 and c["trans"] == 1 and c["DB"] == 1 and c["KL"] == 1)
 
     def reduce_mode(c):
         "the in-launch K_G reduction (KR = 1) needs K_G > 1"
@@ -256,7 +313,7 @@ def _restrictions(problem: Problem, L: dict):
         return lda_c % c["VEC"] == 0 and ldb_c % c["VEC"] == 0
 
     return [
-        warp_shape, block_shape, threads_limit, aligned_rows,
+        tensor_cores, warp_shape, block_shape, threads_limit, aligned_rows,
         pipeline, loads_divide, smem_limit, regs_limit, split_k, reduce_mode,
     ]
 
@@ -275,9 +332,18 @@ class CUDASpace(Space):
         K = self.knobs
         sms = self.constants["num_sms"]
         M, N = self.constants["M"], self.constants["N"]
-        for TM, TN, WM, WN in itertools.product(K["TM"], K["TN"], K["WM"], K["WN"]):
-            if WM % TM or WN % TN or (WM // TM) * (WN // TN) != WARP:
-                continue
+        FV = 16 // self.constants["itemsize"]
+        for MMA in K["MMA"]:
+            if MMA:   # the tensor-core kernel: canonical TM, TN; mma-shaped warp tiles
+                shapes = [(FV, FV, WM, WN) for WM, WN in itertools.product(K["WM"], K["WN"])
+                          if WM % 16 == 0 and WN % 8 == 0 and FV in K["TM"] and FV in K["TN"]]
+            else:
+                shapes = [(TM, TN, WM, WN) for TM, TN, WM, WN in itertools.product(K["TM"], K["TN"], K["WM"], K["WN"])
+                          if not (WM % TM or WN % TN or (WM // TM) * (WN // TN) != WARP)]
+            yield from self._iter_shapes(MMA, shapes, K, sms, M, N, FV)
+
+    def _iter_shapes(self, MMA, shapes, K, sms, M, N, FV):
+        for TM, TN, WM, WN in shapes:
             for BM, BN in itertools.product(K["BM"], K["BN"]):
                 if BM % WM or BN % WN:
                     continue
@@ -285,15 +351,20 @@ class CUDASpace(Space):
                 for KL, KG in itertools.product(K["KL"], K["KG"]):
                     if (KL > 1 or KG > 1) and not few_tiles:
                         continue    # split-K only where the MN grid leaves SMs idle
+                    if MMA and KL > 1:
+                        continue
                     threads = WARP * (BM // WM) * (BN // WN) * KL
                     if threads > self.constants["max_threads_per_block"]:
                         continue
-                    fixed = dict(TM=TM, TN=TN, WM=WM, WN=WN, BM=BM, BN=BN, KL=KL, KG=KG)
+                    fixed = dict(TM=TM, TN=TN, WM=WM, WN=WN, BM=BM, BN=BN, KL=KL, KG=KG, MMA=MMA)
                     others = [n for n in K if n not in fixed]
                     for values in itertools.product(*(K[n] for n in others)):
                         d = dict(fixed)
                         d.update(zip(others, values))
-                        if d["ST"] and (not d["DB"] or all(scatters(self.problem, d))):
+                        if MMA:   # the tensor_cores restriction, before a Config is built
+                            if d["ST"] < 2 or d["trans"] != 1 or d["DB"] != 1 or d["PAD"] != FV:
+                                continue
+                        elif d["ST"] and (not d["DB"] or all(scatters(self.problem, d))):
                             continue    # the pipeline restriction, before a Config is built
                         cfg = Config(d)
                         if all(_safe(f, cfg) for f in self._compiled):

@@ -41,7 +41,31 @@ def _raw(problem: Problem, limits: dict):
             for (KG, KL), BK in itertools.product(splits, (8, 16, 32)):
                 for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
                     yield dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN, WM=WM, WN=WN, trans=1,
-                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR)
+                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR, MMA=0)
+
+
+# Tensor-core (MMA = 3) warp tiles, (WM, WN): mma fragments of 16 x 8.
+_MMA_WARP_TILES = [(64, 32), (32, 64), (64, 64), (32, 32), (64, 16), (32, 16), (16, 32), (16, 16)]
+# 3xTF32 FMAs per cycle per SM at full efficiency. Run P (H200, 2026-11-22):
+# the best 3xTF32 config ran 1.14x the best FFMA one at 4096^2 (55.8 vs 49.1
+# TFLOP/s), where the model gives both full efficiency: 1.14 x 128.
+MMA_FMA_RATE = 146
+
+
+def _raw_mma(problem: Problem, limits: dict):
+    """The tensor-core kernel's product: block and warp tiles, k-depth, splits."""
+    if problem.dtype != "float32":
+        return
+    sms = limits["num_sms"]
+    for (BM, BN), (WM, WN) in itertools.product(_TILES, _MMA_WARP_TILES):
+        if BM % WM or BN % WN or not 2 <= (BM // WM) * (BN // WN) <= 16:
+            continue
+        tiles = -(-problem.M // BM) * -(-problem.N // BN)
+        kgs = (1, 2, 4, 8, 16, 32, 64, 128, 256) if tiles < sms else (1,)
+        for KG, BK in itertools.product(kgs, (32, 16, 8)):
+            for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
+                yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=WM, WN=WN, trans=1,
+                           VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=3)
 
 
 def model_cycles(problem: Problem, c, limits: dict) -> float:
@@ -53,10 +77,16 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     blocks = d.grid[0] * d.grid[1] * d.grid[2]
     busiest = -(-blocks // sms)                       # blocks on the busiest SM
     warps = min(per_sm, busiest) * d.threads // WARP  # warps resident to hide latency
-    reuse = c["TM"] * c["TN"] / (c["TM"] + c["TN"])   # FMAs per shared element read
     block_reuse = c["BM"] * c["BN"] / (c["BM"] + c["BN"])   # FMAs per element fetched to shared
-    eff = min(1.0, reuse / 4.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
-    fma_rate = 128 if problem.dtype == "float32" else 64
+    if c.get("MMA", 0):
+        # per shared element read (and split in two), a warp's WM x WN tile does WM * WN / (WM + WN) FMAs
+        reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
+        eff = min(1.0, reuse / 21.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
+        fma_rate = MMA_FMA_RATE
+    else:
+        reuse = c["TM"] * c["TN"] / (c["TM"] + c["TN"])   # FMAs per shared element read
+        eff = min(1.0, reuse / 4.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
+        fma_rate = 128 if problem.dtype == "float32" else 64
     k_work = min(d.k_chunk, max(problem.K, 1))
     compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff)
     # A stage cannot finish faster than a global load (~700 cycles); DB hides
@@ -80,11 +110,11 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     return max(compute, traffic / BYTES_PER_CYCLE) + overhead
 
 
-def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Config]:
-    """Up to `n` valid configs, best-predicted first."""
+def _ranked(problem: Problem, space, limits: dict, raw) -> list:
+    """(model cycles, config) of the valid configs of `raw`, best first."""
     seen, ranked = set(), []
     domains = {k: set(v) for k, v in space.knobs.items()}
-    for d in _raw(problem, limits):
+    for d in raw:
         # most of the product lies outside the pruned domains (tiles larger than
         # the problem): skip those before building a Config (3 s -> 0.5 s a list)
         if any(v not in domains.get(k, (v,)) for k, v in d.items()):
@@ -96,13 +126,31 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
         if space.why_invalid(cfg) is None:
             ranked.append((model_cycles(problem, cfg, limits), cfg))
     ranked.sort(key=lambda t: t[0])
-    # One warp layout and one VEC per shape (the widest valid VEC and the
-    # squarest warp come first in _raw, and the sort is stable) to spread the
-    # list. After the model's pick: for a split problem its other K_G
-    # reduction and the best K_L = 1 splits (the measured DeepBench N = 16
-    # winners in every run), then the best-predicted config of every K_G value,
-    # so the split-K ladder is always measured (the model is weakest on
-    # latency-bound, skinny shapes: notes/cuda.md).
+    return ranked
+
+
+def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Config]:
+    """Up to `n` valid configs: the model's pick first, then about two FFMA
+    configs to one tensor-core (3xTF32) config where the space has both."""
+    ffma = _ranked(problem, space, limits, _raw(problem, limits))
+    mma = _ranked(problem, space, limits, _raw_mma(problem, limits))
+    if not mma or not ffma:
+        return _pick(ffma or mma, space, n)
+    n_mma = max(1, n // 3) if n >= 3 else 0
+    a, b = _pick(ffma, space, n - n_mma), _pick(mma, space, n_mma)
+    if mma[0][0] < ffma[0][0]:   # the model's pick leads either way
+        a, b = b, a
+    out = [a.pop(0)] if a else []
+    while (a or b) and len(out) < n:
+        out += a[:2] + b[:1]
+        del a[:2], b[:1]
+    return out[:n]
+
+
+def _pick(ranked: list, space, n: int) -> list[Config]:
+    """Up to `n` configs from one kernel's ranked list (see below)."""
+    if n <= 0:
+        return []
     picked, shapes = [], set()
 
     def take(cfg):
@@ -151,9 +199,15 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
     # 2 deep was fastest for 77 (DeepBench splits 51 of 112, squares 13 of 28),
     # 4 deep next without a split (squares 8 of 28, DGEMM 6 of 16); the
     # register path won 33, mostly split configs.
+    # The tensor-core kernel always pipelines (ST >= 2); 3 deep first, a guess
+    # to be measured like run H did for the FFMA kernel.
     out = []
     for cfg in picked:
-        for st in ((2, 4, 0) if cfg["KG"] == 1 else (2, 0)):
+        if cfg.get("MMA", 0):
+            order = (3, 4, 2) if cfg["KG"] == 1 else (3, 2)
+        else:
+            order = (2, 4, 0) if cfg["KG"] == 1 else (2, 0)
+        for st in order:
             t = cfg.replace(ST=st)
             if t not in out and (t == cfg or space.why_invalid(t) is None):
                 out.append(t)

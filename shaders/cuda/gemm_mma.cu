@@ -1,0 +1,240 @@
+// shadertune generated GEMM (CUDA, tensor cores, 3xTF32): C = alpha * op(A) * op(B) + beta * C
+// row-major float; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
+// config: {{ config_text }}
+//
+// float32 accuracy from TF32 tensor cores (the "3xTF32" of CUTLASS): each
+// operand x is split into big = tf32(x) and small = tf32(x - big); the product
+// is small_a * big_b + big_a * small_b + big_a * big_b in float32 accumulators
+// (small * small, ~2^-22 relative, is dropped). Every result is verified
+// against float64 like any other config.
+//
+// Structure: a block computes a BM x BN tile of C with THREADS threads; warps
+// tile it WM x WN, a warp issuing mma.sync m16n8k8 on (WM/16) x (WN/8) C
+// fragments. Stages of BK k-values go global -> shared memory by cp.async,
+// {{ ST }} buffers deep ({{ ST - 1 }} stages ahead), each operand in its stored
+// orientation (no transposes; pads chosen so fragment reads are conflict-free).
+// blockIdx.z splits K across the grid (ISAAC's K_G) into a workspace W; the
+// partials are summed {{ "in this launch by the last block of each tile to finish (KR)" if KR else "by a second kernel" }}.
+typedef float T;
+typedef float4 frag_t;        // the K_G reduction's 16-byte accesses
+
+constexpr int BM = {{ BM }}, BN = {{ BN }}, BK = {{ BK }}, FV = 4;
+constexpr int WM = {{ WM }}, WN = {{ WN }}, MI = WM / 16, NI = WN / 8;
+constexpr int WARPS_N = {{ warps_n }}, THREADS = {{ threads }};
+constexpr int KT = BK, VEC = {{ VEC }};
+constexpr int LOADS_A = {{ loads_a }}, LOADS_B = {{ loads_b }};
+// Shared rows: A is {{ "[BK][LDA_S], m contiguous" if trans_a else "[BM][LDA_S], k contiguous" }}; B is {{ "[BN][LDB_S], k contiguous" if trans_b else "[BK][LDB_S], n contiguous" }}.
+// A k-contiguous row is padded to 4 mod 32 words, an m/n-contiguous one to 8 mod 32:
+// a fragment read (8 rows/columns by 4 k per warp) then hits 32 distinct banks.
+constexpr int LDA_S = {{ lda_s }}, LDB_S = {{ ldb_s }};
+constexpr int PA = {{ "BM" if trans_a else "BK" }} / VEC, PB = {{ "BK" if trans_b else "BN" }} / VEC;   // vectors per stored row
+constexpr int KGRAN = {{ kgran }}, KG = {{ KG }};                        // K_G split grain, splits
+constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements per stage
+static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "mma tiles");
+
+// cp.async (sm_80+): a copy of BYTES from global to shared memory that skips
+// the registers; a source outside the matrix copies 0 bytes and zero-fills.
+// 16-byte copies bypass L1 (.cg); smaller ones must go through it (.ca).
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, const bool ok)
+{
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    if constexpr (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(src), "r"(ok ? 16 : 0));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" :: "r"(s), "l"(src), "n"(BYTES), "r"(ok ? BYTES : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(PENDING) : "memory"); }
+
+// x = big + small, both TF32 (10-bit mantissa, round to nearest). (Passing
+// the float32 rest as small without its cvt made ptxas hoist more and spill
+// 192 bytes on the 64 x 64 warp tile, 2026-11-22.)
+__device__ __forceinline__ void split_tf32(const float x, unsigned& big, unsigned& small)
+{
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(big) : "f"(x));
+    const float rest = x - __uint_as_float(big);
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(small) : "f"(rest));
+}
+
+// d += a (16x8, row) * b (8x8, col); fragments as in the PTX ISA's m16n8k8 .tf32 layout.
+__device__ __forceinline__ void mma_tf32(float* d, const unsigned* a, const unsigned* b)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 { %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, { %0, %1, %2, %3 };\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+{{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+           T* __restrict__ W, int* __restrict__ counters, const int M, const int N, const int K,
+           const int k_units, const T alpha, const T beta)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* const As = reinterpret_cast<T*>(smem_raw);
+    T* const Bs = As + {{ ST }} * STAGE_A;
+
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int gid = lane / 4, tig = lane % 4;        // the mma fragment's row group, column
+    const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
+
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
+    const int kbeg = min(K, KGRAN * (int)(({{ split_t }})blockIdx.z * k_units / KG));
+    const int kend = min(K, KGRAN * (int)(({{ split_t }})(blockIdx.z + 1) * k_units / KG));
+    const int ntiles = kend > kbeg ? (kend - kbeg + KT - 1) / KT : 0;
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+
+    // Global -> shared stage s by cp.async. Vectors never straddle an edge
+    // (the space requires VEC | the contiguous extent, and the K_G grain is a
+    // multiple of VEC); what lies outside the matrix is zero-filled.
+    auto issue = [&](const int k0, const int s) {
+        T* const as = As + s * STAGE_A;
+        T* const bs = Bs + s * STAGE_B;
+#pragma unroll
+        for (int l = 0; l < LOADS_A; ++l) {
+            const int idx = tid + l * THREADS;
+            const int r = idx / PA, c = (idx % PA) * VEC;
+{% if trans_a %}
+            const int gk = k0 + r, gm = m0 + c;
+            const bool ok = gk < kend && gm < M;
+            cp_async<{{ vbytes }}>(as + r * LDA_S + c, ok ? A + (size_t)gk * M + gm : A, ok);
+{% else %}
+            const int gm = m0 + r, gk = k0 + c;
+            const bool ok = gm < M && gk < kend;
+            cp_async<{{ vbytes }}>(as + r * LDA_S + c, ok ? A + (size_t)gm * K + gk : A, ok);
+{% endif %}
+        }
+#pragma unroll
+        for (int l = 0; l < LOADS_B; ++l) {
+            const int idx = tid + l * THREADS;
+            const int r = idx / PB, c = (idx % PB) * VEC;
+{% if trans_b %}
+            const int gn = n0 + r, gk = k0 + c;
+            const bool ok = gn < N && gk < kend;
+            cp_async<{{ vbytes }}>(bs + r * LDB_S + c, ok ? B + (size_t)gn * K + gk : B, ok);
+{% else %}
+            const int gk = k0 + r, gn = n0 + c;
+            const bool ok = gk < kend && gn < N;
+            cp_async<{{ vbytes }}>(bs + r * LDB_S + c, ok ? B + (size_t)gk * N + gn : B, ok);
+{% endif %}
+        }
+    };
+
+    // One stage: BK / 8 steps of (WM/16) x (WN/8) fragments, three mma each.
+    auto compute = [&](const int s) {
+        const T* const as = As + s * STAGE_A;
+        const T* const bs = Bs + s * STAGE_B;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 8) {
+            unsigned a_big[MI][4], a_small[MI][4];
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {   // a0..a3: rows gid, gid+8; k tig, tig+4
+                    const int m = wm0 + i * 16 + gid + (q & 1) * 8, k = kk + tig + (q >> 1) * 4;
+                    split_tf32(as[{{ "k * LDA_S + m" if trans_a else "m * LDA_S + k" }}], a_big[i][q], a_small[i][q]);
+                }
+            // The tensor cores' float32 accumulation truncates (round toward
+            // zero): summing all of K in them made the error grow with K (run O,
+            // 2026-11-22: 2.9e-5 at K = 4096, 5.7e-5 at 8192, cuBLAS 1.1e-6 and
+            // 1.6e-6). So each k-step's three products start from zero and are
+            // added to acc in round-to-nearest FADDs (Ootomo & Yokota, 2022).
+            // B's fragments are split column by column: only one is live.
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+                unsigned b_big[2], b_small[2];
+#pragma unroll
+                for (int q = 0; q < 2; ++q) {   // b0, b1: k tig, tig+4; column gid
+                    const int n = wn0 + j * 8 + gid, k = kk + tig + q * 4;
+                    split_tf32(bs[{{ "n * LDB_S + k" if trans_b else "k * LDB_S + n" }}], b_big[q], b_small[q]);
+                }
+#pragma unroll
+                for (int i = 0; i < MI; ++i) {   // the small terms first: they are the least significant
+                    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                    mma_tf32(t, a_small[i], b_big);
+                    mma_tf32(t, a_big[i], b_small);
+                    mma_tf32(t, a_big[i], b_big);
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) acc[i][j][q] += t[q];
+                }
+            }
+        }
+    };
+
+    // {{ ST }}-stage pipeline (stages t+1 .. t+{{ ST - 1 }} in flight while stage t is
+    // computed). One barrier per stage: it publishes stage t and frees the
+    // buffer of stage t-1, which the next copy overwrites.
+#pragma unroll
+    for (int s = 0; s < {{ ST - 1 }}; ++s) {
+        if (s < ntiles) issue(kbeg + s * KT, s);
+        cp_async_commit();
+    }
+    for (int t = 0; t < ntiles; ++t) {
+        cp_async_wait<{{ ST - 2 }}>();
+        __syncthreads();
+        const int nx = t + {{ ST - 1 }};
+        if (nx < ntiles) issue(kbeg + nx * KT, nx % {{ ST }});
+        cp_async_commit();
+        compute(t % {{ ST }});
+    }
+    cp_async_wait<0>();   // only empty groups are left
+
+    // Epilogue: {{ "raw partial sums to this split's slice of W (the reduction applies alpha, beta)" if KG > 1 else "C = alpha * acc + beta * C; C is not read when beta == 0 (BLAS)" }}.
+    // c0, c1: row gid, columns 2 tig, 2 tig + 1; c2, c3: row gid + 8.
+{% if KG > 1 %}
+    T* const out = W + (size_t)blockIdx.z * M * N;
+{% else %}
+    T* const out = C;
+{% endif %}
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int gm = m0 + wm0 + i * 16 + gid + h * 8;
+            if (gm >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+                const int gn = n0 + wn0 + j * 8 + 2 * tig;
+{% if n_even %}
+                if (gn < N) {   // N even: both columns are in, 8-byte aligned
+                    float2 v = make_float2({{ "acc[i][j][2 * h], acc[i][j][2 * h + 1]" if KG > 1 else "alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1]" }});
+{% if KG == 1 %}
+                    if (beta != T(0)) {
+                        const float2 o = *reinterpret_cast<const float2*>(out + (size_t)gm * N + gn);
+                        v.x += beta * o.x;
+                        v.y += beta * o.y;
+                    }
+{% endif %}
+                    *reinterpret_cast<float2*>(out + (size_t)gm * N + gn) = v;
+                }
+{% else %}
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    if (gn + c >= N) break;
+                    T* const p = out + (size_t)gm * N + gn + c;
+{% if KG > 1 %}
+                    *p = acc[i][j][2 * h + c];
+{% else %}
+                    *p = alpha * acc[i][j][2 * h + c] + (beta != T(0) ? beta * *p : T(0));
+{% endif %}
+                }
+{% endif %}
+            }
+        }
+{% if KR %}
+{% include "cuda/splitk_last_block.cu" %}
+{% endif %}
+}
+{% if KG > 1 and not KR %}
+{% include "cuda/splitk_reduce.cu" %}
+{% endif %}
