@@ -168,7 +168,7 @@ class Store:
                limit: int | None = None) -> list[Result]:
         """Correct results for a problem, fastest first (wrong or failed ones never)."""
         q = ("SELECT result FROM results WHERE backend=? AND device=? AND problem=? AND "
-             "template_hash=? AND schema=? AND status=? AND median_ms IS NOT NULL ORDER BY median_ms")
+             "template_hash=? AND schema=? AND status=? AND median_ms IS NOT NULL ORDER BY median_ms, rowid")
         args: list = [backend, device, problem.key, template_hash, SCHEMA_VERSION, OK]
         if limit is not None:
             q += " LIMIT ?"

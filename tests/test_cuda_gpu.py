@@ -136,7 +136,6 @@ def test_bad_input_is_numpy_style(be):
 
 
 def test_unlaunchable_config_is_invalid_and_does_not_poison_the_next(be):
-    import dataclasses
     from shadertune.errors import BuildError
     p = Problem(256, 256, 256)
     bad = Config(BM=256, BN=256, BK=8, TM=4, TN=4, WM=16, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1, KR=0)
@@ -146,7 +145,7 @@ def test_unlaunchable_config_is_invalid_and_does_not_poison_the_next(be):
     with pytest.raises((InvalidConfig, BuildError)):   # bypass the space: still no crash
         CUDAKernel(p, bad, codegen.source(p, bad), be.arch(), be.limits())
     k = be.build(p, be.default_config(p))
-    k.d = dataclasses.replace(k.d, smem_bytes=4 << 20)  # a launch the device refuses
+    k.d = k.d._replace(smem_bytes=4 << 20)  # a launch the device refuses (Derived is a NamedTuple)
     with pytest.raises(InvalidConfig):
         k.run(np.ones((256, 256), np.float32), np.ones((256, 256), np.float32))
     _check(be, p, be.default_config(p), np.random.default_rng(0))   # the context is fine
@@ -202,7 +201,11 @@ def test_search_cli_tunes_cuda_and_auto_selection_uses_it(be, tmp_path):
     assert all(r["status"] != "wrong" for r in prob["results"])
     problem = Problem(96, 80, 72)
     cfg, how = select_config(be, problem, db=db)
-    assert how == "exact" and cfg == Config(prob["best"]["config"])
+    # the stored best; with the held clock tiny kernels can tie on the median (events
+    # tick in 0.5 us), and then any of the tied configs is the best
+    assert how == "exact"
+    timed = {Config(r["config"]): r["median_ms"] for r in prob["results"] if r["status"] == "ok"}
+    assert timed[cfg] == prob["best"]["median_ms"]
     rng = np.random.default_rng(5)
     A, B = _stored(problem, rng)
     out = matmul(A, B, config="auto", db=db)
