@@ -8,7 +8,7 @@ from ...problem import Problem
 from ...templates import render, template_hash as _template_hash
 from .space import complete, derive, scatters
 
-TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
+TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/cp_async.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
