@@ -276,7 +276,7 @@ def test_tensor_core_kernel(be, ta, tb):
     p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float32", ta, tb)
     skinny = Problem(37, 45, 3001, "float32", ta, tb)
     mma = [c for c in be.candidates(p, 24) if c["MMA"]][:2]
-    base = Config(BM=64, BN=64, BK=16, TM=4, TN=4, WM=32, WN=32, trans=1, VEC=1, PAD=4, DB=1, ST=2,
+    base = Config(BM=64, BN=32, BK=16, TM=4, TN=4, WM=32, WN=16, trans=1, VEC=1, PAD=4, DB=1, ST=2,
                   KG=1, KL=1, KR=0, MMA=3)
     jobs = [(p, c) for c in mma] + [(p, base), (p, base.replace(ST=4))]
     jobs += [(skinny, base.replace(BM=32, BN=32, WM=16, WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]

@@ -34,14 +34,21 @@ static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "mma tiles");
 
 {% include "cuda/cp_async.cu" %}
 
-// x = big + small, both TF32 (10-bit mantissa, round to nearest). (Passing
-// the float32 rest as small without its cvt made ptxas hoist more and spill
-// 192 bytes on the 64 x 64 warp tile, 2026-11-22.)
+// x to TF32, round to nearest (ties away from zero), as cvt.rna.tf32.f32 does
+// for finite x: add half a TF32 ulp to the magnitude bits and drop the low 13.
+// Two integer instructions; ptxas expands cvt.rna.tf32 to ~4 on sm_90 (FSETP,
+// SEL, LOP3, IADD: SASS, 2026-11-22). Infinities stay infinite; a NaN stays a
+// NaN or becomes an infinity whose rest (x - big) is NaN, so C is NaN either way.
+__device__ __forceinline__ unsigned tf32_rna(const float x)
+{
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+
+// x = big + small, both TF32; x - big is exact in float32.
 __device__ __forceinline__ void split_tf32(const float x, unsigned& big, unsigned& small)
 {
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(big) : "f"(x));
-    const float rest = x - __uint_as_float(big);
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(small) : "f"(rest));
+    big = tf32_rna(x);
+    small = tf32_rna(x - __uint_as_float(big));
 }
 
 // d += a (16x8, row) * b (8x8, col); fragments as in the PTX ISA's m16n8k8 .tf32 layout.
