@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from shadertune.backends.cuda import codegen
+from shadertune.backends.cuda.compiler import arch_for
 from shadertune.backends.cuda.device import DEFAULT_LIMITS
 from shadertune.backends.cuda.space import PHASES, derive, make_space
 from shadertune.backends.cuda.tuning import candidates
@@ -21,6 +22,8 @@ L = DEFAULT_LIMITS
 BIG = Config(BM=128, BN=128, BK=8, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1, KR=0)
 MMA = Config(BM=128, BN=128, BK=32, TM=4, TN=4, WM=64, WN=32, trans=1, VEC=4, PAD=4, DB=1, ST=3,
              KG=1, KL=1, KR=0, MMA=3)
+WGMMA = Config(BM=128, BN=128, BK=16, TM=4, TN=4, WM=64, WN=128, trans=1, VEC=4, PAD=4, DB=1, ST=3,
+               KG=1, KL=1, KR=0, MMA=4)
 
 
 def test_space_is_a_space_with_a_phase_plan():
@@ -31,14 +34,15 @@ def test_space_is_a_space_with_a_phase_plan():
     assert 1000 < len(s) < 50000          # pruned, but rich
 
 
-@pytest.mark.parametrize("p", [Problem(16, 16, 33, "float64", True, False),
-                               Problem(16, 16, 40, "float32", False, True)])   # with the MMA kernel
-def test_fast_enumeration_equals_filtered_product(p):
+@pytest.mark.parametrize("p, kinds", [(Problem(16, 16, 33, "float64", True, False), {0}),
+                                      (Problem(16, 16, 40, "float32", False, True), {0, 3}),   # the mma.sync kernel
+                                      (Problem(64, 16, 24, "float32", True, False), {0, 3, 4})])   # and wgmma
+def test_fast_enumeration_equals_filtered_product(p, kinds):
     s = make_space(p, L)
     brute = {Config(dict(zip(s.knobs, v))) for v in itertools.product(*s.knobs.values())}
     brute = {c for c in brute if s.why_invalid(c) is None}
     assert set(s.configs()) == brute and brute
-    assert {c["MMA"] for c in brute} == ({0, 3} if p.dtype == "float32" else {0})
+    assert {c["MMA"] for c in brute} == kinds
 
 
 @pytest.mark.parametrize("change, reason", [
@@ -151,8 +155,9 @@ def test_load_layout_is_a_bijection(p, cfg):
 
 
 def _sample():
-    """14 valid configs: both precisions, all four transposes, split-K on,
-    single/double buffering, cp.async pipelines, both A layouts; deterministic."""
+    """Valid configs: both precisions, all four transposes, split-K on,
+    single/double buffering, cp.async pipelines, both A layouts, the three
+    kernels; deterministic."""
     rng = random.Random(4)
     out = []
     combos = itertools.product(("float32", "float64"), (False, True), (False, True))
@@ -186,14 +191,25 @@ def _sample():
         out.append((p, MMA.replace(BM=64, BN=32, WM=32, WN=16, BK=16, VEC=1, KG=kg, KR=kr)))
     out.append((big, MMA.replace(ST=4)))
     assert all(cfg in make_space(p, L) for p, cfg in out[-5:])
+    # the wgmma kernel: every layout, ragged and VEC = 1, both K_G reductions,
+    # the widest warpgroup tile (WN = 128) and four warpgroups (128 registers each)
+    for (ta, tb), kg, kr in zip(itertools.product((False, True), repeat=2), (1, 8, 16, 1), (0, 0, 1, 0)):
+        p = Problem(301, 203, 4100 if kg > 1 else 517, "float32", ta, tb)
+        out.append((p, WGMMA.replace(BM=64, BN=64, WN=32, BK=32, VEC=1, KG=kg, KR=kr)))
+    out.append((big, WGMMA.replace(ST=4)))
+    out.append((big, WGMMA.replace(WN=64)))
+    out.append((Problem(256, 256, 60000, "float32", False, True), WGMMA.replace(KG=32)))
+    assert all(cfg in make_space(p, L) for p, cfg in out[-7:])
     return out
 
 
 def _nvcc(job, tmp):
     i, (p, cfg) = job
     cu = tmp / f"k{i}.cu"
-    cu.write_text(codegen.source(p, cfg))
-    r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-Xptxas", "-v", "-o", str(tmp / f"k{i}.cubin"), str(cu)],
+    src = codegen.source(p, cfg)
+    cu.write_text(src)
+    arch = arch_for(src, "sm_90")     # wgmma: sm_90a
+    r = subprocess.run(["nvcc", f"-gencode=arch=compute_{arch[3:]},code={arch}", "-cubin", "-Xptxas", "-v", "-o", str(tmp / f"k{i}.cubin"), str(cu)],
                        capture_output=True, text=True)
     return p, cfg, r
 
@@ -208,6 +224,7 @@ def test_sample_compiles_with_nvcc_without_spills(tmp_path):
         assert r.returncode == 0, f"{p.key} {cfg.key}\n{log}"
         spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
         assert spills and all(s == ("0", "0") for s in spills), f"{p.key} {cfg.key} spills:\n{log}"
+        assert "C7514" not in log, f"{p.key} {cfg.key}: ptxas serialized the wgmmas\n{log}"
         regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
         d = derive(p, cfg)
         assert max(regs) <= min(255, 65536 // d.threads), (p.key, cfg.key, regs)
@@ -369,6 +386,39 @@ def test_tensor_core_knob():
         d = derive(Problem(4096, 4096, 4096, "float32", ta, tb), MMA)
         assert d.lda_s % 32 == (8 if ta else 4) and d.ldb_s % 32 == (4 if tb else 8)
         assert d.threads == 256 and d.smem_bytes == 3 * 4 * (d.stage_elems_a + d.stage_elems_b)
+
+
+def test_warpgroup_mma_knob():
+    """MMA = 4 renders gemm_wgmma.cu (3xTF32 through wgmma, sm_90a): 64 x WN
+    warpgroup tiles, three wgmmas per k-step into a temporary started from
+    zero, operands split once per stage into shared memory; sm_90 only; the
+    source asks for sm_90a and the compiler gives it that target."""
+    nn = Problem(4096, 4096, 4096)
+    s = make_space(nn, L)
+    assert WGMMA in s
+    src = codegen.source(nn, WGMMA)
+    assert src.startswith("// shadertune: needs sm_90a") and arch_for(src, "sm_90") == "sm_90a"
+    assert arch_for(codegen.source(nn, MMA), "sm_90") == "sm_90" and arch_for(src, "sm_100") == "sm_100"
+    assert src.count("wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32") == 1
+    assert src.count("wgmma_tf32<1>(t, smem_desc(") == 3 and src.count("wgmma_tf32<0>(t, smem_desc(") == 1
+    assert "acc[0][j][q] += t[j][q]" in src and "fence.proxy.async.shared::cta" in src
+    d = derive(nn, WGMMA)
+    assert d.threads == 256 and d.grid == (32, 32, 1)
+    # stored stages (k-contiguous rows padded by 4 words) plus two split buffers of big and small halves
+    assert d.smem_bytes == 4 * (3 * (128 * 20 + 16 * 128) + 2 * 2 * 256 * 16)
+    for change, why in [(dict(WM=32), "warp"), (dict(WN=256, BN=256), "WN"), (dict(BM=32), "warp tiles"),
+                        (dict(ST=0), "MMA"), (dict(DB=0), "MMA"), (dict(TM=8), "MMA"),
+                        (dict(BN=256, BM=256, WN=64), "threads")]:   # 8 warpgroups: 128 registers x 1024
+        got = s.why_invalid(WGMMA.replace(**change))
+        assert got and why in got, (change, got)
+    assert "MMA" in make_space(nn, dict(L, arch="sm_80")).why_invalid(WGMMA)
+    assert "MMA" in make_space(nn, dict(L, arch="sm_100")).why_invalid(WGMMA)
+    assert WGMMA.replace(MMA=3, WN=32) in s           # the mma.sync kernel stays in the space
+    # candidate lists on sm_90 hold all three kernels, the wgmma one half of them
+    cands = candidates(nn, s, L, 24)
+    kinds = [c["MMA"] for c in cands]
+    assert set(kinds) == {0, 3, 4} and kinds.count(4) == 12
+    assert {c["MMA"] for c in candidates(nn, make_space(nn, dict(L, arch="sm_80")), dict(L, arch="sm_80"), 24)} == {0, 3}
 
 
 def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):

@@ -275,12 +275,37 @@ def test_tensor_core_kernel(be, ta, tb):
     rng = np.random.default_rng(40 + ta * 2 + tb)
     p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float32", ta, tb)
     skinny = Problem(37, 45, 3001, "float32", ta, tb)
-    mma = [c for c in be.candidates(p, 24) if c["MMA"]][:2]
+    mma = [c for c in be.candidates(p, 24) if c["MMA"] == 3][:2]
     base = Config(BM=64, BN=32, BK=16, TM=4, TN=4, WM=32, WN=16, trans=1, VEC=1, PAD=4, DB=1, ST=2,
                   KG=1, KL=1, KR=0, MMA=3)
     jobs = [(p, c) for c in mma] + [(p, base), (p, base.replace(ST=4))]
     jobs += [(skinny, base.replace(BM=32, BN=32, WM=16, WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
     assert len(mma) == 2 and all(c in be.space(q) for q, c in jobs)
+    be.precompile(jobs)
+    for q, cfg in jobs:
+        _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
+        _check(be, q, cfg, rng)
+
+
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_warpgroup_mma_kernel(be, ta, tb):
+    """The wgmma kernel (MMA = 4, sm_90 only) within float32 tolerance of
+    float64 on ragged shapes of every layout: its first candidates, scalar
+    (VEC = 1) copies, k-depths 8 and 16, ST 2 to 4, warpgroup tiles 16..128
+    wide, four warpgroups, split-K with both reductions, alpha/beta."""
+    if be.arch() != "sm_90":
+        pytest.skip(f"wgmma needs sm_90, the device is {be.arch()}")
+    rng = np.random.default_rng(60 + ta * 2 + tb)
+    p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float32", ta, tb)
+    skinny = Problem(70, 45, 3001, "float32", ta, tb)
+    wg = [c for c in be.candidates(p, 24) if c["MMA"] == 4][:2]
+    base = Config(BM=64, BN=64, BK=16, TM=4, TN=4, WM=64, WN=64, trans=1, VEC=1, PAD=4, DB=1, ST=2,
+                  KG=1, KL=1, KR=0, MMA=4)
+    jobs = [(p, c) for c in wg] + [(p, base), (p, base.replace(ST=4, BK=8, WN=16)),
+                                   (p, base.replace(BM=128, BN=128, WN=64, ST=3)),
+                                   (p, base.replace(BM=128, BN=128, WN=128)), (p, base.replace(WN=32))]
+    jobs += [(skinny, base.replace(WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
+    assert len(wg) == 2 and all(c in be.space(q) for q, c in jobs)
     be.precompile(jobs)
     for q, cfg in jobs:
         _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)

@@ -87,41 +87,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
 
-    // Global -> shared stage s by cp.async. Vectors never straddle an edge
-    // (the space requires VEC | the contiguous extent, and the K_G grain is a
-    // multiple of VEC); what lies outside the matrix is zero-filled.
-    auto issue = [&](const int k0, const int s) {
-        T* const as = As + s * STAGE_A;
-        T* const bs = Bs + s * STAGE_B;
-#pragma unroll
-        for (int l = 0; l < LOADS_A; ++l) {
-            const int idx = tid + l * THREADS;
-            const int r = idx / PA, c = (idx % PA) * VEC;
-{% if trans_a %}
-            const int gk = k0 + r, gm = m0 + c;
-            const bool ok = gk < kend && gm < M;
-            cp_async<{{ vbytes }}>(as + r * LDA_S + c, ok ? A + (size_t)gk * M + gm : A, ok);
-{% else %}
-            const int gm = m0 + r, gk = k0 + c;
-            const bool ok = gm < M && gk < kend;
-            cp_async<{{ vbytes }}>(as + r * LDA_S + c, ok ? A + (size_t)gm * K + gk : A, ok);
-{% endif %}
-        }
-#pragma unroll
-        for (int l = 0; l < LOADS_B; ++l) {
-            const int idx = tid + l * THREADS;
-            const int r = idx / PB, c = (idx % PB) * VEC;
-{% if trans_b %}
-            const int gn = n0 + r, gk = k0 + c;
-            const bool ok = gn < N && gk < kend;
-            cp_async<{{ vbytes }}>(bs + r * LDB_S + c, ok ? B + (size_t)gn * K + gk : B, ok);
-{% else %}
-            const int gk = k0 + r, gn = n0 + c;
-            const bool ok = gk < kend && gn < N;
-            cp_async<{{ vbytes }}>(bs + r * LDB_S + c, ok ? B + (size_t)gk * N + gn : B, ok);
-{% endif %}
-        }
-    };
+{% include "cuda/mma_copy.cu" %}
 
     // One stage: BK / 8 steps of (WM/16) x (WN/8) fragments, three mma each.
     auto compute = [&](const int s) {
@@ -182,48 +148,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     }
     cp_async_wait<0>();   // only empty groups are left
 
-    // Epilogue: {{ "raw partial sums to this split's slice of W (the reduction applies alpha, beta)" if KG > 1 else "C = alpha * acc + beta * C; C is not read when beta == 0 (BLAS)" }}.
-    // c0, c1: row gid, columns 2 tig, 2 tig + 1; c2, c3: row gid + 8.
-{% if KG > 1 %}
-    T* const out = W + (size_t)blockIdx.z * M * N;
-{% else %}
-    T* const out = C;
-{% endif %}
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int gm = m0 + wm0 + i * 16 + gid + h * 8;
-            if (gm >= M) continue;
-#pragma unroll
-            for (int j = 0; j < NI; ++j) {
-                const int gn = n0 + wn0 + j * 8 + 2 * tig;
-{% if n_even %}
-                if (gn < N) {   // N even: both columns are in, 8-byte aligned
-                    float2 v = make_float2({{ "acc[i][j][2 * h], acc[i][j][2 * h + 1]" if KG > 1 else "alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1]" }});
-{% if KG == 1 %}
-                    if (beta != T(0)) {
-                        const float2 o = *reinterpret_cast<const float2*>(out + (size_t)gm * N + gn);
-                        v.x += beta * o.x;
-                        v.y += beta * o.y;
-                    }
-{% endif %}
-                    *reinterpret_cast<float2*>(out + (size_t)gm * N + gn) = v;
-                }
-{% else %}
-#pragma unroll
-                for (int c = 0; c < 2; ++c) {
-                    if (gn + c >= N) break;
-                    T* const p = out + (size_t)gm * N + gn + c;
-{% if KG > 1 %}
-                    *p = acc[i][j][2 * h + c];
-{% else %}
-                    *p = alpha * acc[i][j][2 * h + c] + (beta != T(0) ? beta * *p : T(0));
-{% endif %}
-                }
-{% endif %}
-            }
-        }
+{% include "cuda/mma_epilogue.cu" %}
 {% if KR %}
 {% include "cuda/splitk_last_block.cu" %}
 {% endif %}

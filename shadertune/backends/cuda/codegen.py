@@ -1,6 +1,6 @@
 """Config -> CUDA source: derived constants are computed here, the templates
-(shaders/cuda/gemm.cu, FFMA; gemm_mma.cu, 3xTF32 tensor cores) stay readable
-CUDA."""
+(shaders/cuda/gemm.cu, FFMA; gemm_mma.cu, 3xTF32 mma.sync; gemm_wgmma.cu,
+3xTF32 warpgroup MMA) stay readable CUDA."""
 from __future__ import annotations
 
 from ...config import Config
@@ -8,7 +8,7 @@ from ...problem import Problem
 from ...templates import render, template_hash as _template_hash
 from .space import complete, derive, scatters
 
-TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/cp_async.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
+TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu", "cuda/cp_async.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
@@ -133,7 +133,23 @@ def params_mma(problem: Problem, config: Config) -> dict:
     }
 
 
+def params_wgmma(problem: Problem, config: Config) -> dict:
+    """What gemm_wgmma.cu needs (the MMA = 4 kernel): gemm_mma.cu's values
+    and the wgmma's accumulator operands, WN/2 registers written out."""
+    c = dict(complete(config))
+    nreg, ni = c["WN"] // 2, c["WN"] // 8
+    return {
+        **params_mma(problem, config),
+        "wgmma_nreg": nreg,
+        "wgmma_regs": ", ".join(f"%{r}" for r in range(nreg)),
+        "wgmma_outs": ", ".join(f'"+f"(d[{j}][{q}])' for j in range(ni) for q in range(4)),
+    }
+
+
 def source(problem: Problem, config: Config) -> str:
-    if complete(config)["MMA"]:
+    mma = complete(config)["MMA"]
+    if mma == 4:
+        return render("cuda/gemm_wgmma.cu", **params_wgmma(problem, config))
+    if mma:
         return render("cuda/gemm_mma.cu", **params_mma(problem, config))
     return render("cuda/gemm.cu", **params(problem, config))

@@ -21,6 +21,21 @@ def cache_dir() -> pathlib.Path:
     return pathlib.Path(root) / "cuda"
 
 
+# A source that uses an architecture-specific feature (wgmma: sm_90a) says so
+# on its first line; it is compiled for that variant of the device's arch.
+_NEEDS = "// shadertune: needs "
+
+
+def arch_for(source: str, arch: str) -> str:
+    """`arch`, or its architecture-specific variant (sm_90 -> sm_90a) where
+    the source's first line asks for it."""
+    if source.startswith(_NEEDS):
+        need = source[len(_NEEDS):].split(None, 1)[0]
+        if need.rstrip("a") == arch.rstrip("a"):
+            return need
+    return arch
+
+
 def _options(arch: str) -> tuple:
     return (f"--gpu-architecture={arch}",) + OPTIONS
 
@@ -36,6 +51,7 @@ def cache_key(source: str, arch: str) -> str:
 
 def compile_cubin(source: str, arch: str, name: str = "st_gemm.cu") -> pathlib.Path:
     """Path of the cubin for `source` on `arch`, compiling it if not cached."""
+    arch = arch_for(source, arch)
     path = cache_dir() / f"{cache_key(source, arch)}_{arch}.cubin"
     if path.exists():
         return path
@@ -63,7 +79,8 @@ def compile_many(sources: list[str], arch: str, workers: int | None = None) -> l
     slow and holds the GIL); returns None or the exception for each."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    todo = [s for s in dict.fromkeys(sources) if not (cache_dir() / f"{cache_key(s, arch)}_{arch}.cubin").exists()]
+    todo = [s for s in dict.fromkeys(sources)
+            if not (cache_dir() / f"{cache_key(s, arch_for(s, arch))}_{arch_for(s, arch)}.cubin").exists()]
     errors = {}
     if todo:
         workers = workers or min(len(todo), os.cpu_count() or 1)

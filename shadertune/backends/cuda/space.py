@@ -31,7 +31,12 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
            shaders/cuda/gemm_mma.cu; float32, sm_80+). There a warp's WM x WN
            tile is (WM/16) x (WN/8) mma fragments, both operands go by
            cp.async (ST >= 2) in their stored orientation, and TM, TN, trans,
-           DB, PAD, KL keep one canonical value (FV, FV, 1, 1, FV, 1)
+           DB, PAD, KL keep one canonical value (FV, FV, 1, 1, FV, 1);
+           4: the same 3xTF32 through Hopper's warpgroup MMA (wgmma.mma_async,
+           sm_90a only; shaders/cuda/gemm_wgmma.cu): WM = 64 (a warpgroup of
+           4 warps multiplies 64 x WN per instruction, WN <= 128), BM/64 x
+           BN/WN warpgroups; ST stored stages by cp.async, each split once
+           into big/small halves in two extra shared-memory buffers
 
 Pruning (Li-Dongarra style, before any compile): tiles no larger than the
 problem needs, split-K only where the MN grid cannot fill the GPU, and the
@@ -61,6 +66,12 @@ REG_OVERHEAD = 40
 # varies with ST and the layout.
 MMA_REG_OVERHEAD = 48
 MMA_REGS_PER_COPY = 10.5
+# The wgmma kernel (MMA = 4): two WN/2-register accumulator sets (the sums and
+# the stage's temporary) plus this much (calibrated against ptxas, sm_90a,
+# see tests/test_cuda_codegen.py).
+WGMMA_REG_OVERHEAD = 40
+WGMMA_REGS_PER_COPY = 2
+WARPGROUP = 128
 # Knobs added after results were first stored, with the value that reproduces
 # the kernel as it was: configs written before the knob existed stay valid.
 KNOB_DEFAULTS = {"ST": 0, "MMA": 0}
@@ -171,8 +182,39 @@ def _derive_mma(problem: Problem, c) -> Derived:
                    lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
 
 
+def _derive_wgmma(problem: Problem, c) -> Derived:
+    """Derived values of a warpgroup-MMA config (gemm_wgmma.cu): stored-
+    orientation stages (k-contiguous rows padded by 4 words, m/n-contiguous
+    ones unpadded: the split reads them along the row) and two split buffers
+    of big and small halves."""
+    warps_m, warps_n = c["BM"] // 64, c["BN"] // c["WN"]
+    threads = WARPGROUP * warps_m * warps_n
+    KT = c["BK"]
+    loads_a = (c["BM"] * KT) // (c["VEC"] * threads)
+    loads_b = (c["BN"] * KT) // (c["VEC"] * threads)
+    if problem.trans_a:
+        lda_s, stage_a = c["BM"], KT * c["BM"]
+    else:
+        lda_s, stage_a = KT + 4, c["BM"] * (KT + 4)
+    if problem.trans_b:
+        ldb_s, stage_b = KT + 4, c["BN"] * (KT + 4)
+    else:
+        ldb_s, stage_b = c["BN"], KT * c["BN"]
+    split = 2 * 2 * (c["BM"] + c["BN"]) * KT
+    smem = (c["ST"] * (stage_a + stage_b) + split) * 4 + (16 if c.get("KR", 0) else 0)
+    regs = c["WN"] + WGMMA_REG_OVERHEAD + WGMMA_REGS_PER_COPY * (loads_a + loads_b)
+    kgran = 8
+    units = -(-problem.K // kgran)
+    k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
+    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
+    return Derived(4, 0, 0, warps_m, warps_n, threads, threads, KT, loads_a, loads_b,
+                   lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
+
+
 def _derive(problem: Problem, c) -> Derived:
     c = {**KNOB_DEFAULTS, **c}   # a plain dict: ~40 knob reads below
+    if c["MMA"] == 4:
+        return _derive_wgmma(problem, c)
     if c["MMA"]:
         return _derive_mma(problem, c)
     w = problem.itemsize // 4
@@ -245,13 +287,15 @@ def _domains(problem: Problem) -> dict:
         "KG": [g for g in _pow2_upto(1, 256) if g == 1 or k // g >= 64],
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
         "KR": [0, 1] if k // 2 >= 64 else [0],
-        "MMA": [0, 3] if fp32 else [0],
+        "MMA": [0, 3, 4] if fp32 else [0],
     }
 
 
 def _restrictions(problem: Problem, L: dict):
     def warp_shape(c):
-        "a warp is 32 lanes: (WM/TM) * (WN/TN) == 32, fragments of 16 bytes (MMA: WM, WN multiples of 16, 8)"
+        "a warp is 32 lanes: (WM/TM) * (WN/TN) == 32, fragments of 16 bytes (MMA: WM, WN multiples of 16, 8; wgmma: WM = 64, WN <= 128)"
+        if c["MMA"] == 4:
+            return c["WM"] == 64 and c["WN"] % 8 == 0 and c["WN"] <= 128
         if c["MMA"]:
             return c["WM"] % 16 == 0 and c["WN"] % 8 == 0
         return (c["TM"] % FV == 0 and c["TN"] % FV == 0 and c["WM"] % c["TM"] == 0
@@ -299,8 +343,8 @@ def _restrictions(problem: Problem, L: dict):
         return c["ST"] == 0 or (c["DB"] == 1 and cc >= 80 and (c["MMA"] or not all(scatters(problem, c))))
 
     def tensor_cores(c):
-        "MMA = 3 needs float32, sm_80+, the cp.async pipeline and the canonical TM = TN = PAD = FV, trans = DB = KL = 1"
-        return c["MMA"] == 0 or (problem.dtype == "float32" and cc >= 80 and c["ST"] >= 2
+        "MMA = 3, 4 need float32, sm_80+ (MMA = 4: sm_90 exactly), the cp.async pipeline and the canonical TM = TN = PAD = FV, trans = DB = KL = 1"
+        return c["MMA"] == 0 or (problem.dtype == "float32" and (cc == 90 if c["MMA"] == 4 else cc >= 80) and c["ST"] >= 2
                                  and c["TM"] == FV and c["TN"] == FV and c["PAD"] == FV
                                  and c["trans"] == 1 and c["DB"] == 1 and c["KL"] == 1)
 
@@ -338,7 +382,10 @@ class CUDASpace(Space):
         M, N = self.constants["M"], self.constants["N"]
         FV = 16 // self.constants["itemsize"]
         for MMA in K["MMA"]:
-            if MMA:   # the tensor-core kernel: canonical TM, TN; mma-shaped warp tiles
+            if MMA == 4:   # warpgroups: 64 x WN
+                shapes = [(FV, FV, 64, WN) for WN in K["WN"]
+                          if 64 in K["WM"] and WN % 8 == 0 and WN <= 128 and FV in K["TM"] and FV in K["TN"]]
+            elif MMA:   # the tensor-core kernel: canonical TM, TN; mma-shaped warp tiles
                 shapes = [(FV, FV, WM, WN) for WM, WN in itertools.product(K["WM"], K["WN"])
                           if WM % 16 == 0 and WN % 8 == 0 and FV in K["TM"] and FV in K["TN"]]
             else:
@@ -357,7 +404,7 @@ class CUDASpace(Space):
                         continue    # split-K only where the MN grid leaves SMs idle
                     if MMA and KL > 1:
                         continue
-                    threads = WARP * (BM // WM) * (BN // WN) * KL
+                    threads = (WARPGROUP if MMA == 4 else WARP) * (BM // WM) * (BN // WN) * KL
                     if threads > self.constants["max_threads_per_block"]:
                         continue
                     fixed = dict(TM=TM, TN=TN, WM=WM, WN=WN, BM=BM, BN=BN, KL=KL, KG=KG, MMA=MMA)

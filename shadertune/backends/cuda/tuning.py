@@ -68,6 +68,30 @@ def _raw_mma(problem: Problem, limits: dict):
                            VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=3)
 
 
+# Warpgroup-MMA (MMA = 4) warp tiles: a warpgroup's 64 x WN.
+_WGMMA_WNS = (128, 64, 32, 16)
+# 3xTF32 FMAs per cycle per SM through wgmma at full efficiency: a guess from
+# the TF32 peak (1024 FMA/cycle/SM, three per product) at ~60%; to be
+# calibrated on a GPU run like MMA_FMA_RATE.
+WGMMA_FMA_RATE = 200
+
+
+def _raw_wgmma(problem: Problem, limits: dict):
+    """The warpgroup-MMA kernel's product (sm_90 only; float32)."""
+    if problem.dtype != "float32" or limits["arch"].rstrip("a") != "sm_90":
+        return
+    sms = limits["num_sms"]
+    for (BM, BN), WN in itertools.product(_TILES, _WGMMA_WNS):
+        if BM % 64 or BN % WN or not 1 <= (BM // 64) * (BN // WN) <= 4:
+            continue
+        tiles = -(-problem.M // BM) * -(-problem.N // BN)
+        kgs = (1, 2, 4, 8, 16, 32, 64, 128, 256) if tiles < sms else (1,)
+        for KG, BK in itertools.product(kgs, (16, 32, 8)):
+            for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
+                yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=64, WN=WN, trans=1,
+                           VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=4)
+
+
 def model_cycles(problem: Problem, c, limits: dict) -> float:
     d = derive(problem, c)
     sms = limits["num_sms"]
@@ -78,7 +102,12 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     busiest = -(-blocks // sms)                       # blocks on the busiest SM
     warps = min(per_sm, busiest) * d.threads // WARP  # warps resident to hide latency
     block_reuse = c["BM"] * c["BN"] / (c["BM"] + c["BN"])   # FMAs per element fetched to shared
-    if c.get("MMA", 0):
+    if c.get("MMA", 0) == 4:
+        # the tensor cores read both operands from shared memory: a block's
+        # reuse and one warpgroup per SM sub-partition set the efficiency
+        eff = min(1.0, warps / 4.0) * min(1.0, block_reuse / 40.0)
+        fma_rate = WGMMA_FMA_RATE
+    elif c.get("MMA", 0):
         # per shared element read (and split in two), a warp's WM x WN tile does WM * WN / (WM + WN) FMAs
         reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
         eff = min(1.0, reuse / 21.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
@@ -130,20 +159,26 @@ def _ranked(problem: Problem, space, limits: dict, raw) -> list:
 
 
 def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Config]:
-    """Up to `n` valid configs: the model's pick first, then about two FFMA
-    configs to one tensor-core (3xTF32) config where the space has both."""
-    ffma = _ranked(problem, space, limits, _raw(problem, limits))
-    mma = _ranked(problem, space, limits, _raw_mma(problem, limits))
-    if not mma or not ffma:
-        return _pick(ffma or mma, space, n)
-    n_mma = max(1, n // 3) if n >= 3 else 0
-    a, b = _pick(ffma, space, n - n_mma), _pick(mma, space, n_mma)
-    if mma[0][0] < ffma[0][0]:   # the model's pick leads either way
-        a, b = b, a
-    out = [a.pop(0)] if a else []
-    while (a or b) and len(out) < n:
-        out += a[:2] + b[:1]
-        del a[:2], b[:1]
+    """Up to `n` valid configs: the model's pick first, then the kernels'
+    lists in turn (FFMA, 3xTF32 mma.sync, 3xTF32 wgmma where the space has
+    them). Where the wgmma kernel exists it gets half the list: it was the
+    fastest on every problem of run U's probe (H200, 2026-11-23: 1.13-1.16x
+    the mma.sync kernel on squares)."""
+    kinds = [r for r in (_ranked(problem, space, limits, raw(problem, limits))
+                         for raw in (_raw, _raw_mma, _raw_wgmma)) if r]
+    if len(kinds) <= 1:
+        return _pick(kinds[0] if kinds else [], space, n)
+    wgmma = kinds[-1][0][1].get("MMA", 0) == 4
+    others = len(kinds) - wgmma
+    shares = [(n - n // 2 if wgmma else n) // others] * others + ([n // 2] if wgmma else [])
+    lists = [_pick(r, space, k) for r, k in zip(kinds, shares)]
+    lead = min(range(len(kinds)), key=lambda i: kinds[i][0][0])   # the model's pick leads
+    out = [lists[lead].pop(0)] if lists[lead] else []
+    while any(lists) and len(out) < n:
+        for i, lst in enumerate(lists):   # the wgmma list (last) takes two turns per round
+            take = 2 if wgmma and i == len(lists) - 1 else 1
+            out += lst[:take]
+            del lst[:take]
     return out[:n]
 
 
@@ -203,7 +238,9 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
     # to be measured like run H did for the FFMA kernel.
     out = []
     for cfg in picked:
-        if cfg.get("MMA", 0):
+        if cfg.get("MMA", 0) == 4:   # run U's probe: 3 and 4 deep within 1-2%, 2 deep behind
+            order = (3, 4)
+        elif cfg.get("MMA", 0):
             order = (3, 4, 2) if cfg["KG"] == 1 else (3, 2)
         else:
             order = (2, 4, 0) if cfg["KG"] == 1 else (2, 0)
