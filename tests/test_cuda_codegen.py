@@ -418,6 +418,9 @@ def test_warpgroup_mma_knob():
     cands = candidates(nn, s, L, 24)
     kinds = [c["MMA"] for c in cands]
     assert set(kinds) == {0, 3, 4} and kinds.count(4) == 12
+    for n in (1, 2, 3, 5):   # short lists too: n = 1 is default_config (an empty one fell back to VEC = 1)
+        short = candidates(nn, s, L, n)
+        assert len(short) == n and short[0] == cands[0]
     assert {c["MMA"] for c in candidates(nn, make_space(nn, dict(L, arch="sm_80")), dict(L, arch="sm_80"), 24)} == {0, 3}
 
 

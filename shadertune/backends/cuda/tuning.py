@@ -169,10 +169,16 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
     if len(kinds) <= 1:
         return _pick(kinds[0] if kinds else [], space, n)
     wgmma = kinds[-1][0][1].get("MMA", 0) == 4
-    others = len(kinds) - wgmma
-    shares = [(n - n // 2 if wgmma else n) // others] * others + ([n // 2] if wgmma else [])
-    lists = [_pick(r, space, k) for r, k in zip(kinds, shares)]
+    weights = [1] * len(kinds)
+    if wgmma:
+        weights[-1] = len(kinds) - 1
+    shares = [n * w // sum(weights) for w in weights]
     lead = min(range(len(kinds)), key=lambda i: kinds[i][0][0])   # the model's pick leads
+    i = lead
+    while sum(shares) < n:   # the rounding's leftovers, the lead's kind first (n = 1: default_config)
+        shares[i] += 1
+        i = (i + 1) % len(kinds)
+    lists = [_pick(r, space, k) for r, k in zip(kinds, shares)]
     out = [lists[lead].pop(0)] if lists[lead] else []
     while any(lists) and len(out) < n:
         for i, lst in enumerate(lists):   # the wgmma list (last) takes two turns per round
