@@ -228,14 +228,15 @@ def test_cp_async_pipeline(be, dtype, ta, tb):
 
 
 def pipeline_jobs(be, p):
-    """(problem, config) pairs with ST = 2 and 3: two tile shapes on `p`, and
+    """(problem, config) pairs of the FFMA kernel (MMA = 0; the tensor-core
+    kernels always pipeline) with ST = 2 and 3: two tile shapes on `p`, and
     on a skinny K-split problem one per (ST, K_G reduction) with K_L > 1."""
     skinny = Problem(37, 45, 3001, p.dtype, p.trans_a, p.trans_b)
     trans = 0 if (p.trans_a, p.trans_b) == (False, True) else 1
     jobs, kinds = [], set()
     for prob, n in ((p, 2), (skinny, 16)):
         sp = be.space(prob)
-        for c in be.candidates(prob, n):
+        for c in [c for c in be.candidates(prob, 4 * n) if c["MMA"] == 0][:n]:
             for st in (2, 3):
                 t = c.replace(ST=st, trans=trans)
                 kind = (prob is p, st, t["KR"], c if prob is p else None)
