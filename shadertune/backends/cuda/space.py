@@ -150,6 +150,18 @@ def scatters(problem: Problem, c) -> tuple[bool, bool]:
     return bool(c["trans"]) != bool(problem.trans_a), bool(problem.trans_b)
 
 
+def _tensor_core_derived(problem: Problem, c, warps_m, warps_n, threads, loads_a, loads_b,
+                         lda_s, ldb_s, stage_a, stage_b, smem, regs) -> Derived:
+    """What both tensor-core kernels share: float32 16-byte fragments, no
+    K_L, and K_G splits on an 8-element (32-byte) grain."""
+    kgran = 8
+    units = -(-problem.K // kgran)
+    k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
+    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
+    return Derived(4, 0, 0, warps_m, warps_n, threads, threads, c["BK"], loads_a, loads_b,
+                   lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
+
+
 def _derive_mma(problem: Problem, c) -> Derived:
     """Derived values of a tensor-core (MMA) config, gemm_mma.cu's layout:
     operands in shared memory in their stored orientation, a k-contiguous row
@@ -174,12 +186,8 @@ def _derive_mma(problem: Problem, c) -> Derived:
     # and per cp.async of a stage its hoisted address and what ptxas prefetches
     copies = loads_a + loads_b
     regs = 4 * mi * ni + 8 * mi + 4 + MMA_REG_OVERHEAD + int(copies * MMA_REGS_PER_COPY)
-    kgran = 8
-    units = -(-problem.K // kgran)
-    k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
-    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
-    return Derived(4, 0, 0, warps_m, warps_n, threads, threads, KT, loads_a, loads_b,
-                   lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
+    return _tensor_core_derived(problem, c, warps_m, warps_n, threads, loads_a, loads_b,
+                                lda_s, ldb_s, stage_a, stage_b, smem, regs)
 
 
 def _derive_wgmma(problem: Problem, c) -> Derived:
@@ -203,12 +211,8 @@ def _derive_wgmma(problem: Problem, c) -> Derived:
     split = 2 * 2 * (c["BM"] + c["BN"]) * KT
     smem = (c["ST"] * (stage_a + stage_b) + split) * 4 + (16 if c.get("KR", 0) else 0)
     regs = c["WN"] + WGMMA_REG_OVERHEAD + WGMMA_REGS_PER_COPY * (loads_a + loads_b)
-    kgran = 8
-    units = -(-problem.K // kgran)
-    k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
-    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
-    return Derived(4, 0, 0, warps_m, warps_n, threads, threads, KT, loads_a, loads_b,
-                   lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
+    return _tensor_core_derived(problem, c, warps_m, warps_n, threads, loads_a, loads_b,
+                                lda_s, ldb_s, stage_a, stage_b, smem, regs)
 
 
 def _derive(problem: Problem, c) -> Derived:
