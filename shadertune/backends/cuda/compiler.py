@@ -49,10 +49,15 @@ def cache_key(source: str, arch: str) -> str:
     return h.hexdigest()[:32]
 
 
+def _cubin_path(source: str, arch: str) -> pathlib.Path:
+    """Where the cache keeps `source` compiled for `arch` (after arch_for)."""
+    return cache_dir() / f"{cache_key(source, arch)}_{arch}.cubin"
+
+
 def compile_cubin(source: str, arch: str, name: str = "st_gemm.cu") -> pathlib.Path:
     """Path of the cubin for `source` on `arch`, compiling it if not cached."""
     arch = arch_for(source, arch)
-    path = cache_dir() / f"{cache_key(source, arch)}_{arch}.cubin"
+    path = _cubin_path(source, arch)
     if path.exists():
         return path
     nvrtc = import_cupy().cuda.nvrtc
@@ -79,8 +84,7 @@ def compile_many(sources: list[str], arch: str, workers: int | None = None) -> l
     slow and holds the GIL); returns None or the exception for each."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    todo = [s for s in dict.fromkeys(sources)
-            if not (cache_dir() / f"{cache_key(s, arch_for(s, arch))}_{arch_for(s, arch)}.cubin").exists()]
+    todo = [s for s in dict.fromkeys(sources) if not _cubin_path(s, arch_for(s, arch)).exists()]
     errors = {}
     if todo:
         workers = workers or min(len(todo), os.cpu_count() or 1)

@@ -56,16 +56,22 @@ def _raw_mma(problem: Problem, limits: dict):
     """The tensor-core kernel's product: block and warp tiles, k-depth, splits."""
     if problem.dtype != "float32":
         return
-    sms = limits["num_sms"]
     for (BM, BN), (WM, WN) in itertools.product(_TILES, _MMA_WARP_TILES):
         if BM % WM or BN % WN or not 2 <= (BM // WM) * (BN // WN) <= 16:
             continue
-        tiles = -(-problem.M // BM) * -(-problem.N // BN)
-        kgs = (1, 2, 4, 8, 16, 32, 64, 128, 256) if tiles < sms else (1,)
-        for KG, BK in itertools.product(kgs, (32, 16, 8)):
-            for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
-                yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=WM, WN=WN, trans=1,
-                           VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=3)
+        yield from _tensor_core_configs(problem, limits, 3, BM, BN, WM, WN, (32, 16, 8))
+
+
+def _tensor_core_configs(problem: Problem, limits: dict, mma: int, BM, BN, WM, WN, bks):
+    """One tile of a tensor-core kernel: its K_G splits (where the tiles leave
+    SMs idle), k-depths `bks`, reductions and vector widths; the FFMA-only
+    knobs at their canonical values."""
+    tiles = -(-problem.M // BM) * -(-problem.N // BN)
+    kgs = (1, 2, 4, 8, 16, 32, 64, 128, 256) if tiles < limits["num_sms"] else (1,)
+    for KG, BK in itertools.product(kgs, bks):
+        for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
+            yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=WM, WN=WN, trans=1,
+                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma)
 
 
 # Warpgroup-MMA (MMA = 4) warp tiles: a warpgroup's 64 x WN.
@@ -80,16 +86,10 @@ def _raw_wgmma(problem: Problem, limits: dict):
     """The warpgroup-MMA kernel's product (sm_90 only; float32)."""
     if problem.dtype != "float32" or limits["arch"].rstrip("a") != "sm_90":
         return
-    sms = limits["num_sms"]
     for (BM, BN), WN in itertools.product(_TILES, _WGMMA_WNS):
         if BM % 64 or BN % WN or not 1 <= (BM // 64) * (BN // WN) <= 4:
             continue
-        tiles = -(-problem.M // BM) * -(-problem.N // BN)
-        kgs = (1, 2, 4, 8, 16, 32, 64, 128, 256) if tiles < sms else (1,)
-        for KG, BK in itertools.product(kgs, (16, 32, 8)):
-            for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
-                yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=64, WN=WN, trans=1,
-                           VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=4)
+        yield from _tensor_core_configs(problem, limits, 4, BM, BN, 64, WN, (16, 32, 8))
 
 
 def model_cycles(problem: Problem, c, limits: dict) -> float:
