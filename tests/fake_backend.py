@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from shadertune.backends.base import DeviceInfo
+from shadertune.backends.base import Backend, DeviceInfo, Kernel
 from shadertune.config import Config
 from shadertune.errors import BuildError, ContextError, InvalidConfig
 from shadertune.space import Space
@@ -75,7 +75,7 @@ def best_correct(space) -> Config:
     return min(ok, key=cost_ms)
 
 
-class FakeKernel:
+class FakeKernel(Kernel):
     def __init__(self, backend, problem, config):
         self.backend, self.problem, self.config = backend, problem, config
         self.compile_ms = 1.0
@@ -103,7 +103,7 @@ class FakeKernel:
         self.backend.released += 1
 
 
-class FakeBackend:
+class FakeBackend(Backend):
     name = "fake"
 
     def __init__(self, phases=PHASES, context_error_after: int | None = None):

@@ -60,7 +60,7 @@ def test_odd_shapes_all_transposes(be, dtype, ta, tb):
     p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), dtype, ta, tb)
     cfgs = [be.default_config(p)] + be.candidates(p, 6)[1:3]
     cfgs.append(be.default_config(p).replace(DB=0, ST=0, trans=0, PAD=0) if be.default_config(p).replace(DB=0, ST=0, trans=0, PAD=0) in be.space(p) else cfgs[0])
-    be.precompile([(p, c) for c in cfgs])     # NVRTC in parallel; the builds below hit the cache
+    be.precompile_many([(p, c) for c in cfgs])     # NVRTC in parallel; the builds below hit the cache
     for cfg in cfgs:
         _check(be, p, cfg, rng, alpha=1.5, beta=-0.5)
 
@@ -222,7 +222,7 @@ def test_cp_async_pipeline(be, dtype, ta, tb):
     rng = np.random.default_rng(ta * 2 + tb)
     jobs = pipeline_jobs(be, Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)),
                                      int(rng.integers(50, 400)), dtype, ta, tb))
-    be.precompile(jobs)               # NVRTC in parallel; the builds below hit the cache
+    be.precompile_many(jobs)               # NVRTC in parallel; the builds below hit the cache
     for prob, cfg in jobs:
         _check(be, prob, cfg, rng, alpha=1.5, beta=-0.5)
 
@@ -282,7 +282,7 @@ def test_tensor_core_kernel(be, ta, tb):
     jobs = [(p, c) for c in mma] + [(p, base), (p, base.replace(ST=4))]
     jobs += [(skinny, base.replace(BM=32, BN=32, WM=16, WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
     assert len(mma) == 2 and all(c in be.space(q) for q, c in jobs)
-    be.precompile(jobs)
+    be.precompile_many(jobs)
     for q, cfg in jobs:
         _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
         _check(be, q, cfg, rng)
@@ -307,7 +307,7 @@ def test_warpgroup_mma_kernel(be, ta, tb):
                                    (p, base.replace(BM=128, BN=128, WN=128)), (p, base.replace(WN=32))]
     jobs += [(skinny, base.replace(WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
     assert len(wg) == 2 and all(c in be.space(q) for q, c in jobs)
-    be.precompile(jobs)
+    be.precompile_many(jobs)
     for q, cfg in jobs:
         _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
         _check(be, q, cfg, rng)

@@ -13,8 +13,8 @@ class PrecompilingBackend(FakeBackend):
         super().__init__()
         self.batches, self.fail = [], fail
 
-    def precompile(self, problem_configs, workers=None):
-        self.batches.append([c for _, c in problem_configs])
+    def precompile(self, problem, configs):
+        self.batches.append(list(configs))
         if self.fail:
             raise RuntimeError("compiler crashed")
 

@@ -1,12 +1,27 @@
-"""The Backend protocol: what the search core and matmul() need of a backend.
+"""The Backend contract: every hook the search core, matmul() and the reports use.
 
 Backends never see the search; strategies never see backends (they only call
-evaluate(config) -> Result).
+evaluate(config) -> Result).  The core calls every hook below always, never
+looks one up with getattr/hasattr: a backend that has nothing to say inherits
+the default, which states what "nothing" means.
+
+Required (abstract): name, device(), space(problem), default_config(problem),
+build(problem, config) -> Kernel, source(problem, config), template_hash().
+
+Optional hooks, with their defaults:
+- search_session()         context manager around one search (GL: a larger texture pool)
+- precompile(problem, cs)  build many configs ahead, in parallel (CUDA: NVRTC in a pool)
+- predict_ms(problem, cs)  a cost model: predicted milliseconds per config, or None
+                           (no model); the model-guided strategy ranks by it
+- roofline(problem, config, ceilings)  the bound that applies to one config, or None
+- measure_ceilings(preset) the device's measured ceilings (the roofline's inputs)
 """
 from __future__ import annotations
 
+import abc
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,48 +48,100 @@ class DeviceInfo:
                 "driver": self.driver, "limits": dict(self.limits)}
 
 
-@runtime_checkable
-class Kernel(Protocol):
+class Kernel(abc.ABC):
+    """One compiled config for one problem, holding its device resources."""
+
     problem: Problem
     config: Config
-    compile_ms: float
+    compile_ms: float | None = None
+    # where time() took its times: 'query' (GL timer), 'wall' (host clock around a
+    # finish), 'events' (CUDA events); read by reports and the demo
+    timing_source: str | None = None
 
-    def run(self, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
-            alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
-        """Upload inputs, poison the output, compute, return C (host array).
+    @abc.abstractmethod
+    def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0):
+        """Upload inputs, poison the output, compute, return C.
 
-        A and B are given as op(A), op(B) are meant: the problem's trans
-        flags say how they are stored."""
+        A and B are given as stored: the problem's trans flags say how."""
 
+    def checked_run(self, A, B, *, limit_ms: float | None = None,
+                    cache=None) -> tuple[np.ndarray, float | None]:
+        """run() for the evaluator: (C, the run's own device milliseconds or None).
+
+        A kernel that can time its own checked run (GL) returns that time, and with
+        `limit_ms` may abandon the run part-way by raising TooSlow; `cache` keeps
+        packed operands across the kernels of one search.  The default runs and
+        gives no time: the evaluator then times the kernel with time()."""
+        return self.run(A, B), None
+
+    @abc.abstractmethod
     def time(self, repeats: int = 10, warmup: int = 2) -> list[float]:
         """Milliseconds of `repeats` device-timed runs on the last inputs (warm-up excluded)."""
 
+    @abc.abstractmethod
     def release(self) -> None:
-        """Free device resources now."""
+        """Free device resources now (idempotent)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
 
 
-@runtime_checkable
-class Backend(Protocol):
-    name: str
+class Backend(abc.ABC):
+    name: str = ""
 
-    def device(self) -> DeviceInfo: ...
+    # --- required ---------------------------------------------------------
+    @abc.abstractmethod
+    def device(self) -> DeviceInfo:
+        """The device this backend runs on (raises ContextError when there is none)."""
 
-    def space(self, problem: Problem) -> Space: ...
+    @abc.abstractmethod
+    def space(self, problem: Problem) -> Space:
+        """The pruned tuning space for `problem` on this device."""
 
-    def default_config(self, problem: Problem) -> Config: ...
+    @abc.abstractmethod
+    def default_config(self, problem: Problem) -> Config:
+        """A safe, usually fast config for `problem` (what matmul uses untuned)."""
 
+    @abc.abstractmethod
     def build(self, problem: Problem, config: Config) -> Kernel:
         """Compile; raises InvalidConfig or BuildError (never crashes the caller)."""
 
+    @abc.abstractmethod
     def source(self, problem: Problem, config: Config) -> str:
         """The generated kernel source for `config`."""
 
+    @abc.abstractmethod
     def template_hash(self) -> str:
         """Hash of the templates the kernels come from (a store key part)."""
+
+    # --- optional hooks (defaults say what 'none' means) -------------------
+    def search_session(self):
+        """Context manager around one search; nothing to hold by default."""
+        return contextlib.nullcontext()
+
+    def precompile(self, problem: Problem, configs: Sequence[Config]) -> None:
+        """Build `configs` ahead (e.g. in parallel) so that build() finds them ready.
+
+        A config that cannot compile says so when it is built; by default nothing
+        is built ahead."""
+
+    def predict_ms(self, problem: Problem, configs: Sequence[Config]) -> list[float] | None:
+        """Predicted milliseconds of each config (a cost model), or None: no model."""
+        return None
+
+    def roofline(self, problem: Problem, config, ceilings) -> dict | None:
+        """The bound that applies to `config` given measured `ceilings`:
+        {'gflops', 'bound', ...}, or None where the backend has no model."""
+        return None
+
+    def measure_ceilings(self, preset: str = "full") -> dict:
+        """Measure this device's ceilings (see shadertune.roofline)."""
+        raise NotImplementedError(f"backend {self.name!r} measures no ceilings")
 
 
 def template_names_hash(names: list[str]) -> str:
     from ..templates import template_hash
     return template_hash(*names)
-
-

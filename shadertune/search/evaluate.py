@@ -140,13 +140,10 @@ class Evaluator:
         self.stage_seconds = dict.fromkeys(("build", "check", "verify", "time", "release", "store"), 0.0)
 
     def prefetch(self, configs) -> None:
-        """Configs the strategy evaluates next: a backend with `precompile` (CUDA: NVRTC
+        """Configs the strategy evaluates next: the backend's precompile (CUDA: NVRTC
         in a process pool) builds those not in the store at once, in parallel, so
         that each build() finds its kernel compiled.  Never fails the search: a config
         that cannot compile says so when it is built."""
-        pre = getattr(self.backend, "precompile", None)
-        if pre is None:
-            return
         todo = [Config(c) for c in configs]
         if self.store is not None and not self.retune:
             todo = [c for c in todo if self.store.get(self.backend.name, self.device, self.problem,
@@ -155,7 +152,7 @@ class Evaluator:
             return
         t0 = time.perf_counter()
         try:
-            pre([(self.problem, c) for c in todo])
+            self.backend.precompile(self.problem, todo)
         except ContextError:
             raise
         except Exception:
@@ -218,17 +215,14 @@ class Evaluator:
             self._clock("release", t0)
 
     def _check_and_time(self, config, kernel) -> Result:
-        compile_ms = getattr(kernel, "compile_ms", None)
+        compile_ms = kernel.compile_ms
         bar = self._best_ms
         device_ms = None                 # the checked run's own time, where the kernel gives it
         try:
             t_run = time.perf_counter()
-            if hasattr(kernel, "checked_run"):
-                limit = (None if bar is None or not self.race
-                         else max(self.abandon_factor * bar, self.slow_floor_ms))
-                C, device_ms = kernel.checked_run(self.A, self.B, limit_ms=limit, cache=self.operands)
-            else:
-                C = kernel.run(self.A, self.B)
+            limit = (None if bar is None or not self.race
+                     else max(self.abandon_factor * bar, self.slow_floor_ms))
+            C, device_ms = kernel.checked_run(self.A, self.B, limit_ms=limit, cache=self.operands)
             C = np.asarray(C)
             run_ms = (time.perf_counter() - t_run) * 1e3
         except ContextError:

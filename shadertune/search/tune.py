@@ -1,7 +1,6 @@
 """Tune one problem: space -> strategy over an Evaluator -> the report's problem entry."""
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Callable
 
@@ -24,9 +23,8 @@ def tune(backend, problem: Problem, *, strategy: str = "phased", budget: Budget 
     evaluate = Evaluator(backend, problem, store=store, retune=retune, tolerance=tolerance,
                          repeats=repeats, warmup=warmup, seed=seed, on_result=on_result)
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
-    session = getattr(backend, "search_session", contextlib.nullcontext)
     t0 = time.monotonic()
-    with session():
+    with backend.search_session():
         results = get_strategy(strategy, seed=seed)(space, evaluate, budget or Budget())
     seconds = time.monotonic() - t0
     # The pruned size enumerates the space: after the search, so results start at once.

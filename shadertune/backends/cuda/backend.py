@@ -8,13 +8,13 @@ import numpy as np
 from ...config import Config
 from ...errors import ContextError, InvalidConfig
 from ...problem import Problem
-from ..base import DeviceInfo
+from ..base import Backend, DeviceInfo
 from . import baseline, codegen, device
 from .space import make_space
 from .tuning import candidates
 
 
-class CUDABackend:
+class CUDABackend(Backend):
     name = "cuda"
 
     def __init__(self, device_id: int = 0):
@@ -82,7 +82,25 @@ class CUDABackend:
         src = self.source(problem, config)     # raises InvalidConfig
         return CUDAKernel(problem, config, src, self.arch(), self.limits())
 
-    def precompile(self, problem_configs, workers: int | None = None) -> list:
+    def precompile(self, problem: Problem, configs) -> None:
+        self.precompile_many([(problem, c) for c in configs])
+
+    def predict_ms(self, problem: Problem, configs) -> list[float]:
+        """The analytical model of tuning.py (cycles at the model's clock), in ms."""
+        from .tuning import CLOCK_HZ, model_cycles
+        lim = self.limits()
+        return [model_cycles(problem, c, lim) / CLOCK_HZ * 1e3 for c in configs]
+
+    def roofline(self, problem: Problem, config, ceilings) -> dict | None:
+        """min(FMA peak, DRAM bandwidth x the problem's intensity)."""
+        from ...roofline.model import cuda_problem_roofline
+        return cuda_problem_roofline(problem, ceilings)
+
+    def measure_ceilings(self, preset: str = "full") -> dict:
+        from ...roofline import measure_cuda
+        return measure_cuda(preset=preset)
+
+    def precompile_many(self, problem_configs, workers: int | None = None) -> list:
         """Compile many (problem, config) pairs into the cache in parallel."""
         from .compiler import compile_many
         srcs = [codegen.source(p, c) for p, c in problem_configs]

@@ -13,6 +13,7 @@ from .compiler import compile_cubin
 from .device import import_cupy
 from .hold import hold, hold_us
 from .space import derive
+from ..base import Kernel
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
 
@@ -21,7 +22,7 @@ def _cuda_errors(cupy):
     return (cupy.cuda.driver.CUDADriverError, cupy.cuda.runtime.CUDARuntimeError)
 
 
-class CUDAKernel:
+class CUDAKernel(Kernel):
     """One compiled config for one problem (see backends.base.Kernel)."""
 
     def __init__(self, problem: Problem, config: Config, source: str, arch: str, limits: dict):

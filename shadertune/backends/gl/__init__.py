@@ -6,14 +6,14 @@ import contextlib
 from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
-from ..base import DeviceInfo
+from ..base import Backend, DeviceInfo
 from .codegen import fragment_source, plan_layout, templates_hash
 from .driver import GLKernel
 from .pool import default_pool_bytes
 from .space import default_config, gl_space
 
 
-class GLBackend:
+class GLBackend(Backend):
     name = "gl"
 
     def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
@@ -89,6 +89,15 @@ class GLBackend:
 
     def template_hash(self) -> str:
         return templates_hash()
+
+    def roofline(self, problem: Problem, config, ceilings) -> dict | None:
+        """The fetch or ALU bound of one config (roofline.model.gl_config_roofline)."""
+        from ...roofline.model import gl_config_roofline
+        return gl_config_roofline(config, ceilings, problem.K)
+
+    def measure_ceilings(self, preset: str = "full") -> dict:
+        from ...roofline import measure_gl
+        return measure_gl(self.ctx, preset=preset)
 
 
 __all__ = ["GLBackend", "GLKernel"]

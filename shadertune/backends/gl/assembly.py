@@ -26,6 +26,7 @@ from ...config import Config
 from ...errors import BuildError, ContextError, InvalidConfig, RunError
 from ...problem import Problem
 from ...templates import render
+from ..base import Kernel
 from .driver import kernel_operands
 from .layout import Layout
 from .timing import timed
@@ -134,7 +135,7 @@ class _Query:
         return int(np.ravel(GL.glGetQueryObjectuiv(self.id, GL.GL_QUERY_RESULT))[0])
 
 
-class AssemblyKernel:
+class AssemblyKernel(Kernel):
     """The ARBfp1.0 expert kernel for one problem shape (same Kernel protocol as GLKernel)."""
 
     def __init__(self, cc: CompatContext, problem: Problem, layout: Layout):

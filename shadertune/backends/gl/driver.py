@@ -15,6 +15,7 @@ from ...config import Config
 from ...errors import BuildError, RunError, TooSlow
 from ...problem import Problem
 from ...templates import read
+from ..base import Kernel
 from .layout import Layout
 from .pool import nearest_texture
 from .timing import timed
@@ -94,7 +95,7 @@ def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float 
     return A, B, np.asarray(C, np.float32)
 
 
-class GLKernel:
+class GLKernel(Kernel):
     """One compiled program + the textures of one problem shape."""
 
     def __init__(self, ctx, problem: Problem, config: Config, layout: Layout, source: str,
