@@ -42,10 +42,49 @@ def _as_real_array(x, name: str) -> np.ndarray:
         raise TypeError(f"matmul: complex input is not supported ({name} has dtype {a.dtype})")
     if k not in "biuf":
         raise TypeError(f"matmul: {name} must be a real numeric array, got dtype {a.dtype}")
-    if a.ndim == 0:
-        raise ValueError(f"matmul: {name} must be at least 1-D (numpy.matmul does not take scalars), "
-                         f"got shape {a.shape}")
+    check_ndim(a.shape, name)
     return a
+
+
+def check_ndim(shape: tuple, name: str) -> None:
+    if len(shape) == 0:
+        raise ValueError(f"matmul: {name} must be at least 1-D (numpy.matmul does not take scalars), "
+                         f"got shape {shape}")
+
+
+@dataclass
+class Shapes:
+    """numpy.matmul's shapes for operands of shapes a and b (see core_shapes)."""
+    M: int
+    N: int
+    K: int
+    batch: tuple             # broadcast batch shape
+    shape: tuple             # the result's shape
+    squeeze_a: bool          # A was 1-D (a row: M = 1, dropped from the result)
+    squeeze_b: bool          # B was 1-D (a column: N = 1, dropped)
+
+
+def core_shapes(a_shape: tuple, b_shape: tuple) -> Shapes:
+    """M, N, K, the broadcast batch and the result shape of A @ B by
+    numpy.matmul's rules; numpy-style ValueErrors for misfits."""
+    check_ndim(a_shape, "A")
+    check_ndim(b_shape, "B")
+    squeeze_a, squeeze_b = len(a_shape) == 1, len(b_shape) == 1
+    a2 = (1,) + tuple(a_shape) if squeeze_a else tuple(a_shape)
+    b2 = tuple(b_shape) + (1,) if squeeze_b else tuple(b_shape)
+    M, K = a2[-2:]
+    K2, N = b2[-2:]
+    if K != K2:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0 "
+            f"(size {K2} is different from {K}): shapes A{tuple(a_shape)} and B{tuple(b_shape)} are not aligned")
+    try:
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2]) if len(a2) > 2 or len(b2) > 2 else ()
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions of A{tuple(a_shape)} and B{tuple(b_shape)} "
+                         f"cannot be broadcast together") from None
+    shape = batch + ((M,) if not squeeze_a else ()) + ((N,) if not squeeze_b else ())
+    return Shapes(M, N, K, batch, shape, squeeze_a, squeeze_b)
 
 
 def _scalar(x, name: str) -> float:
@@ -62,22 +101,11 @@ def check_operands(A, B, C=None, *, alpha=1.0, beta=0.0, dtype=np.float32) -> Op
     b = _as_real_array(B, "B")
     alpha = _scalar(alpha, "alpha")
     beta = _scalar(beta, "beta")
-    squeeze_a = a.ndim == 1
-    squeeze_b = b.ndim == 1
+    sh = core_shapes(a.shape, b.shape)
+    M, N, K, batch, shape, squeeze_a, squeeze_b = (sh.M, sh.N, sh.K, sh.batch, sh.shape,
+                                                   sh.squeeze_a, sh.squeeze_b)
     a2 = a[None, :] if squeeze_a else a
     b2 = b[:, None] if squeeze_b else b
-    M, K = a2.shape[-2:]
-    K2, N = b2.shape[-2:]
-    if K != K2:
-        raise ValueError(
-            f"matmul: Input operand 1 has a mismatch in its core dimension 0 "
-            f"(size {K2} is different from {K}): shapes A{a.shape} and B{b.shape} are not aligned")
-    try:
-        batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    except ValueError:
-        raise ValueError(f"matmul: batch dimensions of A{a.shape} and B{b.shape} "
-                         f"cannot be broadcast together") from None
-    shape = batch + ((M,) if not squeeze_a else ()) + ((N,) if not squeeze_b else ())
     cast = np.dtype(dtype)
     a2 = np.ascontiguousarray(np.broadcast_to(a2, batch + (M, K)), dtype=cast)
     b2 = np.ascontiguousarray(np.broadcast_to(b2, batch + (K, N)), dtype=cast)

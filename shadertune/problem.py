@@ -1,4 +1,5 @@
-"""Problem: the shape and type of one C = alpha * op(A) @ op(B) + beta * C."""
+"""Problem: the shape and type of one C = alpha * op(A) @ op(B) + beta * C,
+or of `batch` such products of one shape run as one strided-batched launch."""
 from __future__ import annotations
 
 import re
@@ -15,18 +16,22 @@ class Problem:
     dtype: str = "float32"
     trans_a: bool = False
     trans_b: bool = False
+    batch: int = 1          # products of this shape in one launch (stacked inputs)
 
     def __post_init__(self):
         for name in ("M", "N", "K"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"Problem.{name} must be a non-negative int, got {v!r}")
+        b = self.batch
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError(f"Problem.batch must be a positive int, got {b!r}")
         if self.dtype not in _DTYPES:
             raise TypeError(f"Problem.dtype must be one of {_DTYPES}, got {self.dtype!r}")
 
     @property
     def flops(self) -> int:
-        return 2 * self.M * self.N * self.K
+        return 2 * self.M * self.N * self.K * self.batch
 
     @property
     def itemsize(self) -> int:
@@ -34,33 +39,48 @@ class Problem:
 
     @property
     def bytes(self) -> int:
-        """Fewest bytes a kernel must move: A and B read once, C written once."""
-        return self.itemsize * (self.M * self.K + self.K * self.N + self.M * self.N)
+        """Fewest bytes a kernel must move: A and B read once, C written once
+        (per product of a batch)."""
+        return self.itemsize * (self.M * self.K + self.K * self.N + self.M * self.N) * self.batch
 
     @property
     def stored_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
-        """Shapes of A and B as stored: (K, M) for a transposed A, (N, K) for a transposed B."""
+        """Shapes of A and B as stored: (K, M) for a transposed A, (N, K) for a
+        transposed B; with a leading batch axis when batch > 1."""
         a = (self.K, self.M) if self.trans_a else (self.M, self.K)
         b = (self.N, self.K) if self.trans_b else (self.K, self.N)
+        if self.batch > 1:
+            return (self.batch,) + a, (self.batch,) + b
         return a, b
 
     @property
+    def out_shape(self) -> tuple:
+        """Shape of C: (M, N), with a leading batch axis when batch > 1."""
+        return ((self.batch,) if self.batch > 1 else ()) + (self.M, self.N)
+
+    @property
     def key(self) -> str:
+        # The batch is part of the key only when > 1: keys (and so stores)
+        # written before batches existed stay valid.
         t = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
-        return f"{self.M}x{self.N}x{self.K}:{self.dtype}:{t}"
+        b = f":b{self.batch}" if self.batch > 1 else ""
+        return f"{self.M}x{self.N}x{self.K}:{self.dtype}:{t}{b}"
 
     def to_dict(self) -> dict:
-        return {"M": self.M, "N": self.N, "K": self.K, "dtype": self.dtype,
-                "trans_a": self.trans_a, "trans_b": self.trans_b}
+        d = {"M": self.M, "N": self.N, "K": self.K, "dtype": self.dtype,
+             "trans_a": self.trans_a, "trans_b": self.trans_b}
+        if self.batch > 1:
+            d["batch"] = self.batch
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Problem":
         return cls(int(d["M"]), int(d["N"]), int(d["K"]), d.get("dtype", "float32"),
-                   bool(d.get("trans_a", False)), bool(d.get("trans_b", False)))
+                   bool(d.get("trans_a", False)), bool(d.get("trans_b", False)), int(d.get("batch", 1)))
 
     @classmethod
     def parse(cls, text: str, dtype: str = "float32") -> "Problem":
-        """'N' (square) or 'M,N,K' (also 'MxNxK')."""
+        """'N' (square), 'M,N,K' (also 'MxNxK') or 'B,M,N,K' (a batch of B products)."""
         parts = re.split(r"[,x]", str(text).strip())
         try:
             vals = [int(p) for p in parts]
@@ -68,6 +88,8 @@ class Problem:
             raise ValueError(f"size must be N or M,N,K with integers, got {text!r}") from None
         if len(vals) == 1:
             vals = vals * 3
+        if len(vals) == 4:
+            return cls(*vals[1:], dtype=dtype, batch=vals[0])
         if len(vals) != 3:
-            raise ValueError(f"size must be N or M,N,K, got {text!r}")
+            raise ValueError(f"size must be N, M,N,K or B,M,N,K, got {text!r}")
         return cls(*vals, dtype=dtype)

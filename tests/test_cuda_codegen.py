@@ -24,6 +24,8 @@ MMA = Config(BM=128, BN=128, BK=32, TM=4, TN=4, WM=64, WN=32, trans=1, VEC=4, PA
              KG=1, KL=1, KR=0, MMA=3)
 WGMMA = Config(BM=128, BN=128, BK=16, TM=4, TN=4, WM=64, WN=128, trans=1, VEC=4, PAD=4, DB=1, ST=3,
                KG=1, KL=1, KR=0, MMA=4)
+DMMA = Config(BM=128, BN=128, BK=16, TM=2, TN=2, WM=64, WN=32, trans=1, VEC=2, PAD=2, DB=1, ST=3,
+              KG=1, KL=1, KR=0, MMA=1)
 
 
 def test_space_is_a_space_with_a_phase_plan():
@@ -34,7 +36,7 @@ def test_space_is_a_space_with_a_phase_plan():
     assert 1000 < len(s) < 50000          # pruned, but rich
 
 
-@pytest.mark.parametrize("p, kinds", [(Problem(16, 16, 33, "float64", True, False), {0}),
+@pytest.mark.parametrize("p, kinds", [(Problem(16, 16, 33, "float64", True, False), {0, 1}),   # FFMA and DMMA
                                       (Problem(16, 16, 40, "float32", False, True), {0, 3}),   # the mma.sync kernel
                                       (Problem(64, 16, 24, "float32", True, False), {0, 3, 4})])   # and wgmma
 def test_fast_enumeration_equals_filtered_product(p, kinds):
@@ -200,6 +202,24 @@ def _sample():
     out.append((big, WGMMA.replace(WN=64)))
     out.append((Problem(256, 256, 60000, "float32", False, True), WGMMA.replace(KG=32)))
     assert all(cfg in make_space(p, L) for p, cfg in out[-7:])
+    # the FP64 tensor-core kernel: every layout, ragged and VEC = 1, both K_G
+    # reductions, m16n8k16 (256 threads) and m16n8k4 (512 threads of 32 x 32)
+    for (ta, tb), kg, kr in zip(itertools.product((False, True), repeat=2), (1, 8, 16, 1), (0, 0, 1, 0)):
+        p = Problem(301, 203, 4100 if kg > 1 else 517, "float64", ta, tb)
+        out.append((p, DMMA.replace(BM=64, BN=64, WM=32, WN=32, VEC=1, KG=kg, KR=kr)))
+    dbig = Problem(4096, 4096, 4096, "float64")
+    out.append((dbig, DMMA))
+    out.append((dbig, DMMA.replace(WM=32, WN=64, BK=32)))
+    out.append((dbig, DMMA.replace(ST=4)))
+    out.append((Problem(4096, 4096, 4096, "float64", True, True), DMMA.replace(BM=128, BN=64, WM=32, WN=32, BK=32)))
+    out.append((dbig, DMMA.replace(WM=32, WN=32)))
+    # batched problems, one per kernel (split-K and a ragged M in the batch)
+    out.append((Problem(100, 64, 256, "float32", batch=7), MMA.replace(BM=64, BN=32, WM=32, WN=16, BK=16)))
+    out.append((Problem(128, 128, 128, "float32", True, False, batch=256), WGMMA.replace(BN=64, WN=64)))
+    out.append((Problem(45, 37, 3001, "float32", batch=3), candidates(Problem(45, 37, 3001, batch=3),
+                make_space(Problem(45, 37, 3001, batch=3), L), L, 1)[0]))
+    out.append((Problem(100, 64, 2048, "float64", False, True, batch=5), DMMA.replace(BM=64, BN=64, WM=32, WN=32, KG=4, KR=1)))
+    assert all(cfg in make_space(p, L) for p, cfg in out[-13:]), [(p.key, cfg) for p, cfg in out[-13:] if cfg not in make_space(p, L)]
     return out
 
 
@@ -436,3 +456,53 @@ def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
     r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "hold.cubin"), str(cu)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_dmma_knob():
+    """MMA = 1 renders gemm_dmma.cu (float64 on the FP64 tensor cores,
+    mma.sync m16n8k16, or m16n8k4 where k16's fragments do not fit the
+    registers); float64, sm_90+, the pipeline and the canonical FFMA-only
+    knobs; the FFMA DGEMM stays in the space and in the candidate list."""
+    p = Problem(4096, 4096, 4096, "float64")
+    s = make_space(p, L)
+    assert DMMA in s and s.knobs["MMA"] == (0, 1)
+    src = codegen.source(p, DMMA)
+    assert "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64" in src and "typedef double T;" in src
+    assert "mma_f64(acc[i][j], a[i], b)" in src and "cp_async<16>(as + r * LDA_S + c" in src
+    wide = DMMA.replace(WM=32, WN=32)                        # 512 threads: 128 registers each
+    assert derive(p, wide).threads == 512 and "m16n8k4.row.col.f64" in codegen.source(p, wide)
+    for change, why in [(dict(ST=0), "MMA = 1"), (dict(TM=4), "MMA = 1"), (dict(BK=8), "MMA = 1"),
+                        (dict(KL=2), "MMA = 1"), (dict(trans=0), "MMA = 1"), (dict(WM=8), "warp"),
+                        (dict(WN=64, BN=256), "registers")]:
+        got = s.why_invalid(DMMA.replace(**change))
+        assert got and why in got, (change, got)
+    assert "MMA = 1" in make_space(p, dict(L, arch="sm_80")).why_invalid(DMMA)
+    assert make_space(Problem(512, 512, 512), L).why_invalid(DMMA) is not None     # float32: not this kernel
+    # every row 4 mod 16 doubles (conflict-free fragment reads) in all four layouts
+    for ta, tb in itertools.product((False, True), repeat=2):
+        d = derive(Problem(4096, 4096, 4096, "float64", ta, tb), DMMA)
+        assert d.lda_s % 16 == 4 and d.ldb_s % 16 == 4 and d.kgran == 4
+        assert d.smem_bytes == 3 * 8 * (d.stage_elems_a + d.stage_elems_b)
+    cands = candidates(p, s, L, 24)
+    assert cands[0]["MMA"] == 1 and {c["MMA"] for c in cands} == {0, 1}
+    assert all(c in s for c in cands)
+    assert {c["MMA"] for c in candidates(p, make_space(p, dict(L, arch="sm_80")), dict(L, arch="sm_80"), 24)} == {0}
+
+
+def test_batched_sources():
+    """A batch adds the operands' product strides as two kernel arguments
+    and the block -> (product, M tile) map; one product's source has neither."""
+    p1, pb = Problem(100, 64, 256), Problem(100, 64, 256, batch=7)
+    for cfg in (BIG.replace(BM=64, BN=64, TM=4, TN=8, WM=16, WN=64), MMA.replace(BM=64, BN=32, WM=32, WN=16, BK=16)):
+        one, many = codegen.source(p1, cfg), codegen.source(pb, cfg)
+        assert "sA" not in one and "MTILES" not in one
+        assert "const T alpha, const T beta, const long long sA, const long long sB)" in many
+        assert f"constexpr int MTILES = {-(-100 // cfg['BM'])};" in many and "A += bz * sA;" in many
+        assert derive(pb, cfg).grid[1] == 7 * derive(p1, cfg).grid[1]
+    # split-K workspace: splits lie one whole batch apart
+    split = Config(BM=32, BN=32, BK=32, TM=8, TN=4, WM=32, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=8, KL=1, KR=1)
+    src = codegen.source(Problem(45, 37, 3001, batch=3), split)
+    assert "W + (size_t)blockIdx.z * WSPLIT" in src and "const size_t MN = WSPLIT;" in src
+    # the batch fills the GPU: no split-K for 256 products of 128^3
+    sb = make_space(Problem(128, 128, 128, batch=256), L)
+    assert 1 < len(sb.knobs["KG"]) and all(c["KG"] == 1 for c in candidates(sb.problem, sb, L, 12))

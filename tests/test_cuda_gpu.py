@@ -92,11 +92,11 @@ def test_finest_splits_and_in_launch_reduction(be, kg, kl, kr):
     k = be.build(p, cfg)
     outs = [k.run(A, B, C0, alpha=2.0, beta=-1.0) for _ in range(3)]
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
-    k.prepare(A, B, C0, alpha=2.0, beta=-1.0)
+    dC = k.prepare(A, B, C0, alpha=2.0, beta=-1.0)
     k.launch()                      # C1 = 2 AB - C0
     k.launch()                      # C2 = 2 AB - C1 = C0: beta once per launch, counters reset
     k._sync()
-    np.testing.assert_allclose(cupy.asnumpy(k._args[2]), C0, atol=2e-2)
+    np.testing.assert_allclose(cupy.asnumpy(dC), C0, atol=2e-2)
     k.release()
 
 
@@ -114,7 +114,9 @@ def test_matmul_api_numpy_cupy_batch(be):
     B = rng.standard_normal((17, 9)).astype(np.float32)
     np.testing.assert_allclose(matmul(A, B), A @ B, rtol=1e-4, atol=1e-4)
     dA, dB = cupy.asarray(A[0]), cupy.asarray(B)
-    np.testing.assert_allclose(matmul(dA, dB), A[0] @ B, rtol=1e-4, atol=1e-4)
+    r = matmul(dA, dB)       # CuPy in, CuPy out
+    assert isinstance(r, cupy.ndarray)
+    np.testing.assert_allclose(cupy.asnumpy(r), A[0] @ B, rtol=1e-4, atol=1e-4)
     v = rng.standard_normal(17)
     r = matmul(A[0].astype(np.float64), v)
     assert r.dtype == np.float64 and r.shape == (33,)
@@ -258,11 +260,13 @@ def test_held_timing(be):
     rng = np.random.default_rng(3)
     A, B = _stored(p, rng)
     k = be.build(p, be.default_config(p))
-    out = k.run(A, B)
+    dC = k.prepare(A, B)
+    k.launch()
+    out = cupy.asnumpy(dC)
     for held in (True, False):
         t = k.time(repeats=7, warmup=1, hold_stream=held)
         assert len(t) == 7 and all(x > 0 for x in t)
-        np.testing.assert_array_equal(cupy.asnumpy(k._args[2]), out)
+        np.testing.assert_array_equal(cupy.asnumpy(dC), out)
         c = be.cublas_time(p, repeats=5, hold_stream=held)
         assert len(c) == 5 and all(x > 0 for x in c)
     k.release()

@@ -46,7 +46,7 @@ constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements p
 extern "C" __global__ void __launch_bounds__(THREADS)
 {{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
            T* __restrict__ W, int* __restrict__ counters, const int M, const int N, const int K,
-           const int k_units, const T alpha, const T beta)
+           const int k_units, const T alpha, const T beta{{ batch_args }})
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* const As = reinterpret_cast<T*>(smem_raw);
@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const int row0 = (warp / WARPS_N) * WM + (lane / LANES_N) * FV;
     const int col0 = (warp % WARPS_N) * WN + (lane % LANES_N) * FV;
 
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+{% include "cuda/batch.cu" %}
     // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
     // KG (= gridDim.z) is a constant: the division is a multiply-high, and the
     // product is 32-bit where k_units * KG fits.
@@ -310,7 +310,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
     // Epilogue: {{ "raw partial sums to this split's slice of W (the reduce kernel applies alpha, beta)" if KG > 1 else "C = alpha * acc + beta * C; C is not read when beta == 0 (BLAS)" }}.
 {% if KG > 1 %}
-    T* const out = W + (size_t)blockIdx.z * M * N;
+    T* const out = W + (size_t)blockIdx.z * {{ wsplit }};
 {% else %}
     T* const out = C;
 {% endif %}

@@ -62,7 +62,7 @@ __device__ __forceinline__ void mma_tf32(float* d, const unsigned* a, const unsi
 extern "C" __global__ void __launch_bounds__(THREADS)
 {{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
            T* __restrict__ W, int* __restrict__ counters, const int M, const int N, const int K,
-           const int k_units, const T alpha, const T beta)
+           const int k_units, const T alpha, const T beta{{ batch_args }})
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* const As = reinterpret_cast<T*>(smem_raw);
@@ -73,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const int gid = lane / 4, tig = lane % 4;        // the mma fragment's row group, column
     const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
 
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+{% include "cuda/batch.cu" %}
     // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
     const int kbeg = min(K, KGRAN * (int)(({{ split_t }})blockIdx.z * k_units / KG));
     const int kend = min(K, KGRAN * (int)(({{ split_t }})(blockIdx.z + 1) * k_units / KG));
@@ -130,23 +130,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         }
     };
 
-    // {{ ST }}-stage pipeline (stages t+1 .. t+{{ ST - 1 }} in flight while stage t is
-    // computed). One barrier per stage: it publishes stage t and frees the
-    // buffer of stage t-1, which the next copy overwrites.
-#pragma unroll
-    for (int s = 0; s < {{ ST - 1 }}; ++s) {
-        if (s < ntiles) issue(kbeg + s * KT, s);
-        cp_async_commit();
-    }
-    for (int t = 0; t < ntiles; ++t) {
-        cp_async_wait<{{ ST - 2 }}>();
-        __syncthreads();
-        const int nx = t + {{ ST - 1 }};
-        if (nx < ntiles) issue(kbeg + nx * KT, nx % {{ ST }});
-        cp_async_commit();
-        compute(t % {{ ST }});
-    }
-    cp_async_wait<0>();   // only empty groups are left
+{% include "cuda/mma_pipeline.cu" %}
 
 {% include "cuda/mma_epilogue.cu" %}
 {% if KR %}

@@ -5,7 +5,7 @@
     // Epilogue: {{ "raw partial sums to this split's slice of W (the reduction applies alpha, beta)" if KG > 1 else "C = alpha * acc + beta * C; C is not read when beta == 0 (BLAS)" }}.
     // c0, c1: row gid, columns 2 tig, 2 tig + 1; c2, c3: row gid + 8.
 {% if KG > 1 %}
-    T* const out = W + (size_t)blockIdx.z * M * N;
+    T* const out = W + (size_t)blockIdx.z * {{ wsplit }};
 {% else %}
     T* const out = C;
 {% endif %}
@@ -19,16 +19,16 @@
             for (int j = 0; j < NI; ++j) {
                 const int gn = n0 + wn0 + j * 8 + 2 * tig;
 {% if n_even %}
-                if (gn < N) {   // N even: both columns are in, 8-byte aligned
-                    float2 v = make_float2({{ "acc[i][j][2 * h], acc[i][j][2 * h + 1]" if KG > 1 else "alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1]" }});
+                if (gn < N) {   // N even: both columns are in, aligned to the pair
+                    {{ pair_t }} v = make_{{ pair_t }}({{ "acc[i][j][2 * h], acc[i][j][2 * h + 1]" if KG > 1 else "alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1]" }});
 {% if KG == 1 %}
                     if (beta != T(0)) {
-                        const float2 o = *reinterpret_cast<const float2*>(out + (size_t)gm * N + gn);
+                        const {{ pair_t }} o = *reinterpret_cast<const {{ pair_t }}*>(out + (size_t)gm * N + gn);
                         v.x += beta * o.x;
                         v.y += beta * o.y;
                     }
 {% endif %}
-                    *reinterpret_cast<float2*>(out + (size_t)gm * N + gn) = v;
+                    *reinterpret_cast<{{ pair_t }}*>(out + (size_t)gm * N + gn) = v;
                 }
 {% else %}
 #pragma unroll

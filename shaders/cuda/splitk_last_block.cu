@@ -18,7 +18,7 @@
     __syncthreads();
     if (!st_last) return;
     __threadfence();
-    const size_t MN = (size_t)M * N;
+    const size_t MN = {{ "WSPLIT" if batch > 1 else "(size_t)M * N" }};   // K_G splits apart in W
 {% if c_vec %}
     constexpr int RV = FV;        // N % FV == 0: a fragment is all in or all out
     typedef frag_t rv_t;

@@ -69,17 +69,10 @@ def device_info() -> dict:
             "sms": props["multiProcessorCount"], "cc": f"{props['major']}.{props['minor']}"}
 
 
-def _time(cp, fn, repeats) -> list[float]:
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    fn()                                     # warm-up: module load, first-touch
-    times = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return times
+def _time(fn, repeats) -> list[float]:
+    """One warm-up call (module load, first touch), then `repeats` event-timed calls."""
+    from ..backends.cuda.timing import event_times
+    return event_times(fn, repeats, warmup=1)
 
 
 def fma_peak(dtype="float32", chains=16, unroll=8, blocks_per_sm=8, threads=256, iters=256,
@@ -95,11 +88,11 @@ def fma_peak(dtype="float32", chains=16, unroll=8, blocks_per_sm=8, threads=256,
     n = iters
     while True:
         launch = lambda: kern((grid,), (threads,), (out, cp.int32(n), a, b))  # noqa: E731
-        ms = statistics.median(_time(cp, launch, 2))
+        ms = statistics.median(_time(launch, 2))
         if ms >= target_ms or n * 2 > max_iters:
             break
         n = min(max_iters, n * (2 if ms * 8 > target_ms else 8))
-    times = _time(cp, launch, repeats)
+    times = _time(launch, repeats)
     if not bool(cp.isfinite(out).all()):
         raise RuntimeError("CUDA FMA benchmark produced non-finite values")
     ms = statistics.median(times)
@@ -115,7 +108,7 @@ def dram_bandwidth(mbytes=1024, repeats=5) -> dict:
     n = mbytes * (1 << 20)
     src = cp.ones(n // 4, dtype=cp.float32)
     dst = cp.empty_like(src)
-    times = _time(cp, lambda: dst.data.copy_from_device_async(src.data, n), repeats)
+    times = _time(lambda: dst.data.copy_from_device_async(src.data, n), repeats)
     if not bool((dst[:: max(1, dst.size // 1024)] == 1).all()):
         raise RuntimeError("bandwidth benchmark copied the wrong data")
     ms = statistics.median(times)

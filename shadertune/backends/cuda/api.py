@@ -1,53 +1,37 @@
 """matmul() for backend="cuda": numpy.matmul semantics (shared checks in
-shadertune.inputs), stacked inputs looped over, numpy result."""
+shadertune.inputs), device arrays in and out, stacks as one strided-batched
+launch (call.py)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ...config import Config
-from ...inputs import check_operands, check_out
 from ...problem import Problem
-
-
-def _dtype_of(*xs):
-    for x in xs:
-        if getattr(x, "dtype", None) is not None and np.dtype(x.dtype) == np.float64:
-            return np.float64
-    return np.float32
+from . import call
 
 
 def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=None, db=None):
     """C = alpha * A @ B + beta * C (C from `C=` or `out=`), float32 unless an
-    input is float64. `config`: None or "default" for the default, "auto" for
-    the best stored tuning result (shadertune.select), a Config, dict or JSON."""
-    from .backend import CUDABackend
+    input is float64. Operands of any kind (numpy, CuPy, PyTorch CUDA tensors,
+    __cuda_array_interface__ or DLPack objects); the result comes back in the
+    caller's kind (call.py). `config`: None or "default" for the default,
+    "auto" for the best stored tuning result (shadertune.select), a Config,
+    dict or JSON; resolved once per call (a stack runs as one launch)."""
     be = backend or _default_backend()
-    dtype = _dtype_of(A, B)
-    ops = check_operands(A, B, C if C is not None else out, alpha=alpha, beta=beta, dtype=dtype)
-    check_out(out, ops.shape, dtype)
-    p = Problem(int(ops.M), int(ops.N), int(ops.K), np.dtype(dtype).name)
+    c = call.prepare(A, B, out=out, C=C, alpha=alpha, beta=beta)
+    kernel = None
+    if c.problem is not None:
+        kernel = be._kernel(c.problem, _resolve(be, c.problem, config, db))
+    return call.execute(c, kernel, be.device_id)
+
+
+def _resolve(be, p: Problem, config, db) -> Config:
     if isinstance(config, str) and config == "auto":
         from ...select import select_config
-        config = select_config(be, p, db=db)[0]
-    elif isinstance(config, str) and config == "default":
-        config = None
-    elif isinstance(config, str):
+        return Config(select_config(be, p, db=db)[0])
+    if config is None or (isinstance(config, str) and config == "default"):
+        return be.default_config(p)
+    if isinstance(config, str):
         config = Config.from_json(config)
-    cfg = Config(config) if config is not None else be.default_config(p)
-    res = np.empty(ops.batch + (ops.M, ops.N), dtype=dtype)
-    if ops.M and ops.N:
-        if ops.K == 0:   # an empty sum: beta * C
-            res[...] = 0 if ops.C is None else ops.beta * ops.C
-        else:
-            kern = be._kernel(p, cfg)
-            for idx in np.ndindex(*ops.batch):
-                c = None if ops.C is None else ops.C[idx]
-                res[idx] = kern.run(ops.A[idx], ops.B[idx], c, alpha=ops.alpha, beta=ops.beta)
-    res = res.reshape(ops.shape)
-    if out is not None:
-        out[...] = res
-        return out
-    return res
+    return Config(config)
 
 
 _BACKEND = []

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...problem import Problem
 from .device import import_cupy
-from .hold import hold, hold_us
+from .timing import event_times
 
 
 def plain_fp32():
@@ -37,7 +37,9 @@ def operands(problem: Problem, seed: int = 0):
 
 
 def op(x, trans: bool):
-    return x.T if trans else x
+    """The operand as op() sees it: a stored matrix (or stack) transposed by
+    its trans flag, as a view."""
+    return x.swapaxes(-1, -2) if trans else x
 
 
 def cublas_gemm(problem: Problem, A, B, out=None):
@@ -48,21 +50,11 @@ def cublas_gemm(problem: Problem, A, B, out=None):
 def cublas_time(problem: Problem, repeats: int = 20, warmup: int = 3, operands_=None,
                 hold_stream: bool = True) -> list[float]:
     """Milliseconds of `repeats` cuBLAS GEMMs (cupy.matmul on the transposed
-    views, so cuBLAS gets the op flags and no copy is made), CUDA events,
-    queued behind a spin kernel unless `hold_stream` is False (see hold.py)."""
+    views, so cuBLAS gets the op flags and no copy is made; a batch runs as
+    one strided-batched call), CUDA events, queued behind a spin kernel
+    unless `hold_stream` is False (see hold.py)."""
     cp = plain_fp32()
     A, B = operands_ if operands_ is not None else operands(problem)
-    out = cp.empty((problem.M, problem.N), dtype=problem.dtype)
+    out = cp.empty(problem.out_shape, dtype=problem.dtype)
     a, b = op(A, problem.trans_a), op(B, problem.trans_b)
-    for _ in range(warmup):
-        cp.matmul(a, b, out=out)
-    cp.cuda.get_current_stream().synchronize()
-    events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
-    if hold_stream:
-        hold(hold_us(repeats))
-    for s, e in events:
-        s.record()
-        cp.matmul(a, b, out=out)
-        e.record()
-    cp.cuda.get_current_stream().synchronize()
-    return [cp.cuda.get_elapsed_time(s, e) for s, e in events]
+    return event_times(lambda: cp.matmul(a, b, out=out), repeats, warmup=warmup, hold_stream=hold_stream)

@@ -1,14 +1,17 @@
 """Config -> CUDA source: derived constants are computed here, the templates
-(shaders/cuda/gemm.cu, FFMA; gemm_mma.cu, 3xTF32 mma.sync; gemm_wgmma.cu,
-3xTF32 warpgroup MMA) stay readable CUDA."""
+(shaders/cuda/gemm.cu, FFMA; gemm_dmma.cu, float64 DMMA mma.sync; gemm_mma.cu,
+3xTF32 mma.sync; gemm_wgmma.cu, 3xTF32 warpgroup MMA) stay readable CUDA."""
 from __future__ import annotations
 
 from ...config import Config
 from ...problem import Problem
 from ...templates import render, template_hash as _template_hash
+from . import dmma
 from .space import complete, derive, scatters
 
-TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu", "cuda/cp_async.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
+TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_dmma.cu", "cuda/mma_copy.cu",
+             "cuda/mma_epilogue.cu", "cuda/mma_pipeline.cu", "cuda/cp_async.cu", "cuda/batch.cu",
+             "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
@@ -76,6 +79,17 @@ def _rowcol(X: str, grouped: bool) -> str:
     return f"const int r = idx / P{X}, c = (idx % P{X}) * VEC;"
 
 
+def batch_params(problem: Problem, config) -> dict:
+    """What every template needs for a batch (shaders/cuda/batch.cu): nothing
+    changes the source of a single product; a batch adds the operands'
+    per-product strides as two trailing kernel arguments (elements, 0 for a
+    broadcast operand) and the M tiles of one product."""
+    if problem.batch == 1:
+        return {"batch": 1, "mtiles": 1, "batch_args": "", "wsplit": "M * N"}
+    return {"batch": problem.batch, "mtiles": -(-problem.M // config["BM"]),
+            "batch_args": ", const long long sA, const long long sB", "wsplit": "WSPLIT"}
+
+
 def params(problem: Problem, config: Config) -> dict:
     """Everything the template needs, knobs and derived constants."""
     c = dict(complete(config))
@@ -110,11 +124,13 @@ def params(problem: Problem, config: Config) -> dict:
         "threads_mn": d.threads_mn, "threads": d.threads, "KT": d.KT,
         "loads_a": d.loads_a, "loads_b": d.loads_b, "lda_s": d.lda_s, "ldb_s": d.ldb_s,
         "stage_a": d.stage_elems_a, "stage_b": d.stage_elems_b,
+        **batch_params(problem, c),
     }
 
 
 def params_mma(problem: Problem, config: Config) -> dict:
-    """What gemm_mma.cu needs (the MMA = 3 kernel)."""
+    """What the mma.sync kernels need: gemm_mma.cu (MMA = 3, float) and
+    gemm_dmma.cu (MMA = 1, double)."""
     c = dict(complete(config))
     d = derive(problem, c)
     rx, rz = reduce_shape(problem, c)
@@ -125,11 +141,13 @@ def params_mma(problem: Problem, config: Config) -> dict:
         "warps_n": d.warps_n, "threads": d.threads,
         "loads_a": d.loads_a, "loads_b": d.loads_b, "lda_s": d.lda_s, "ldb_s": d.ldb_s,
         "stage_a": d.stage_elems_a, "stage_b": d.stage_elems_b,
-        "vbytes": c["VEC"] * 4,
+        "vbytes": c["VEC"] * problem.itemsize,
         "kgran": d.kgran, "split_t": "unsigned" if d.k_units * c["KG"] < 2 ** 32 else "unsigned long long",
         "n_even": problem.N % 2 == 0,
         # the K_G reductions shared with gemm.cu (splitk_*.cu)
-        "FV": 4, "c_vec": problem.N % 4 == 0, "fcomp": _COMPS, "rx": rx, "rz": rz,
+        "FV": d.FV, "c_vec": problem.N % d.FV == 0, "fcomp": _COMPS[:d.FV], "rx": rx, "rz": rz,
+        "pair_t": "float2" if problem.dtype == "float32" else "double2",
+        **batch_params(problem, c),
     }
 
 
@@ -150,6 +168,9 @@ def source(problem: Problem, config: Config) -> str:
     mma = complete(config)["MMA"]
     if mma == 4:
         return render("cuda/gemm_wgmma.cu", **params_wgmma(problem, config))
+    if mma == dmma.MMA:
+        c = complete(config)
+        return render("cuda/gemm_dmma.cu", **params_mma(problem, c), **dmma.params(problem, c, derive(problem, c)))
     if mma:
         return render("cuda/gemm_mma.cu", **params_mma(problem, config))
     return render("cuda/gemm.cu", **params(problem, config))

@@ -11,11 +11,12 @@ from ...problem import Problem
 from .codegen import KERNEL, reduce_shape
 from .compiler import compile_cubin
 from .device import import_cupy
-from .hold import hold, hold_us
+from .timing import event_times
 from .space import derive
 from ..base import Kernel
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
+MAX_GRID_Y = 65535         # grid.y holds M tiles x products: longer batches launch in chunks
 
 
 def _cuda_errors(cupy):
@@ -52,12 +53,10 @@ class CUDAKernel(Kernel):
                 self._main.max_dynamic_shared_size_bytes = self.d.smem_bytes
             except _cuda_errors(cupy) as e:
                 raise InvalidConfig(f"cannot opt in to {self.d.smem_bytes} B of shared memory: {e}") from None
-        self._args = None
+        self._args = self._keep = None
+        self._cnt = {}    # stream handle -> KR counters
 
     # --- device-side -----------------------------------------------------
-    def _stored_shapes(self):
-        return self.problem.stored_shapes
-
     def _to_device(self, x, shape, name):
         cp = self._cp
         x = cp.asarray(x)
@@ -70,44 +69,82 @@ class CUDAKernel(Kernel):
 
     def prepare(self, A, B, C=None, *, alpha=1.0, beta=0.0):
         """Put the operands on the device (CuPy arrays are used in place when
-        contiguous); C's buffer is poisoned with NaN when beta == 0."""
+        contiguous); C's buffer is poisoned with NaN when beta == 0. A batch
+        (problem.batch > 1) is stored as contiguous stacks."""
         cp, p = self._cp, self.problem
-        sa, sb = self._stored_shapes()
+        sa, sb = p.stored_shapes
         dA, dB = self._to_device(A, sa, "A"), self._to_device(B, sb, "B")
         if beta != 0.0:
             if C is None:
                 raise ValueError("beta != 0 needs C")
-            dC = self._to_device(C, (p.M, p.N), "C").copy()
+            dC = self._to_device(C, p.out_shape, "C").copy()
         else:
-            dC = cp.full((p.M, p.N), np.nan, dtype=p.dtype)
-        dW = cp.empty((p.M * p.N * self.config["KG"],), dtype=p.dtype) if self.config["KG"] > 1 else dC
-        # KR: one arrival counter per C tile, zero between launches (the last
-        # block of a tile resets it).
-        tiles = self.d.grid[0] * self.d.grid[1]
-        dCnt = cp.zeros((max(1, tiles) if self.config["KR"] else 1,), dtype=np.int32)
-        T = np.float32 if p.dtype == "float32" else np.float64
-        self._args = (dA, dB, dC, dW, dCnt, T(alpha), T(beta))
+            dC = cp.full(p.out_shape, np.nan, dtype=p.dtype)
+        self._args = (dA.data.ptr, dB.data.ptr, dC.data.ptr, p.M * p.K, p.K * p.N, p.batch, alpha, beta)
+        self._keep = (dA, dB)
         return dC
 
     def launch(self, stream=None):
         """Enqueue the kernel(s) on the arguments of the last prepare()."""
-        p, d = self.problem, self.d
-        dA, dB, dC, dW, dCnt, alpha, beta = self._args
-        if p.M == 0 or p.N == 0:
+        self.enqueue(*self._args, stream=stream)
+
+    def enqueue(self, a_ptr: int, b_ptr: int, c_ptr: int, sa: int, sb: int, batch: int,
+                alpha: float, beta: float, stream=None) -> None:
+        """Enqueue C = alpha * op(A) op(B) + beta * C on `stream` (CuPy's
+        current one by default) for `batch` products of the problem's shape:
+        A and B are device addresses of stored row-major matrices `sa`, `sb`
+        elements apart (0: broadcast), C is contiguous. Nothing is
+        synchronised; the K_G workspace comes from CuPy's pool on the stream,
+        so it is not reused before the launch that needs it is done."""
+        p, d, cp = self.problem, self.d, self._cp
+        if p.M == 0 or p.N == 0 or batch == 0:
             return
+        if batch > 1 and p.batch == 1:
+            raise ValueError(f"a kernel for one product ({p.key}) was given a batch of {batch}")
+        mtiles = d.grid[1] // p.batch
+        chunk = min(batch, MAX_GRID_Y // mtiles)    # products per launch
+        T = np.float32 if p.dtype == "float32" else np.float64
+        alpha, beta = T(alpha), T(beta)
+        it = p.itemsize
+        mn = p.M * p.N
+        st = stream if stream is not None else cp.cuda.get_current_stream()
+        W = None
+        if self.config["KG"] > 1:
+            with st:
+                W = cp.empty((chunk * mn * self.config["KG"],), dtype=p.dtype)
+        cnt = self._counters(st)
         try:
-            self._main(d.grid, (d.threads,), (dA, dB, dC, dW, dCnt, np.int32(p.M), np.int32(p.N),
-                                             np.int32(p.K), np.int32(d.k_units), alpha, beta),
-                       shared_mem=d.smem_bytes, stream=stream)
-            if self._reduce is not None:   # RX elements x RZ lanes of z per block
-                mn = p.M * p.N
-                rx, rz = reduce_shape(p, self.config)
-                self._reduce((-(-mn // rx),), (rx, rz), (dW, dC, np.int64(mn), alpha, beta), stream=stream)
-        except _cuda_errors(self._cp) as e:
+            for b0 in range(0, batch, chunk):
+                nb = min(chunk, batch - b0)
+                args = (a_ptr + b0 * sa * it, b_ptr + b0 * sb * it, c_ptr + b0 * mn * it,
+                        W if W is not None else c_ptr, cnt, np.int32(p.M), np.int32(p.N), np.int32(p.K),
+                        np.int32(d.k_units), alpha, beta)
+                if p.batch > 1:
+                    args += (np.int64(sa), np.int64(sb))
+                self._main((d.grid[0], mtiles * nb, d.grid[2]), (d.threads,), args,
+                           shared_mem=d.smem_bytes, stream=st)
+                if self._reduce is not None:   # RX elements x RZ lanes of z per block
+                    rx, rz = reduce_shape(p, self.config)
+                    self._reduce((-(-(nb * mn) // rx),), (rx, rz), (W, c_ptr + b0 * mn * it, np.int64(nb * mn), alpha, beta),
+                                 stream=st)
+        except _cuda_errors(cp) as e:
             # Launch-time refusals (too many resources) are the config's fault.
             if "OUT_OF_RESOURCES" in str(e) or "INVALID_VALUE" in str(e):
                 raise InvalidConfig(f"the device cannot launch this config: {e}") from None
             raise RunError(f"launch failed: {e}") from None
+
+    def _counters(self, stream):
+        """KR's arrival counters, one per C tile: zero between launches (the
+        last block of a tile resets its own), so one set serves every launch
+        queued on one stream; launches on another stream get their own."""
+        if not self.config["KR"]:
+            return 0
+        key = stream.ptr
+        cnt = self._cnt.get(key)
+        if cnt is None:
+            with stream:
+                cnt = self._cnt[key] = self._cp.zeros((self.d.grid[0] * self.d.grid[1],), dtype=np.int32)
+        return cnt
 
     def _sync(self):
         try:
@@ -128,20 +165,12 @@ class CUDAKernel(Kernel):
         is not timed: the device's time alone (hold.py; run N measured it)."""
         if self._args is None:
             raise RunError("time() needs a run() first (it times the last inputs)")
-        cp = self._cp
-        for _ in range(warmup):
-            self.launch()
-        self._sync()
-        events = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(repeats)]
-        if hold_stream:
-            hold(hold_us(repeats))
-        for start, stop in events:
-            start.record()
-            self.launch()
-            stop.record()
-        self._sync()
-        return [cp.cuda.get_elapsed_time(a, b) for a, b in events]
+        try:
+            return event_times(self.launch, repeats, warmup=warmup, hold_stream=hold_stream)
+        except _cuda_errors(self._cp) as e:
+            raise RunError(f"kernel failed: {e}") from None
 
     def release(self) -> None:
-        self._args = None
+        self._args = self._keep = None
+        self._cnt = {}
         self._module = self._main = self._reduce = None

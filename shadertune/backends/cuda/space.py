@@ -26,7 +26,9 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
            the fixed order z = 0..KG-1, so the result is deterministic)
   KL       split-K inside a block (ISAAC's K_L): KL thread groups take
            interleaved k-slices of a stage, reduced through shared memory
-  MMA      0: FFMA (the SIMT kernel, shaders/cuda/gemm.cu); 3: float32 from
+  MMA      0: FFMA (the SIMT kernel, shaders/cuda/gemm.cu); 1: float64 on
+           the FP64 tensor cores (DMMA mma.sync, sm_90+; dmma.py,
+           shaders/cuda/gemm_dmma.cu); 3: float32 from
            TF32 tensor cores, three mma.sync per product ("3xTF32",
            shaders/cuda/gemm_mma.cu; float32, sm_80+). There a warp's WM x WN
            tile is (WM/16) x (WN/8) mma fragments, both operands go by
@@ -51,6 +53,7 @@ from typing import NamedTuple
 from ...config import Config
 from ...problem import Problem
 from ...space import Space
+from . import dmma
 
 WARP = 32
 # Registers a thread needs besides its tiles (indices, pointers, loop state);
@@ -130,7 +133,7 @@ class Derived(NamedTuple):
     k_chunk: int       # the longest k range of one K_G split
     k_units: int       # K in grains of KGRAN elements (the kernel's split unit)
     kgran: int         # K_G split grain: 32 bytes of k (a multiple of VEC)
-    grid: tuple        # (x = N tiles, y = M tiles, z = KG)
+    grid: tuple        # (x = N tiles, y = M tiles x batch, z = KG)
 
 
 def derive(problem: Problem, c) -> Derived:
@@ -157,7 +160,7 @@ def _tensor_core_derived(problem: Problem, c, warps_m, warps_n, threads, loads_a
     kgran = 8
     units = -(-problem.K // kgran)
     k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
-    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
+    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]) * problem.batch, c["KG"])
     return Derived(4, 0, 0, warps_m, warps_n, threads, threads, c["BK"], loads_a, loads_b,
                    lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
 
@@ -219,6 +222,8 @@ def _derive(problem: Problem, c) -> Derived:
     c = {**KNOB_DEFAULTS, **c}   # a plain dict: ~40 knob reads below
     if c["MMA"] == 4:
         return _derive_wgmma(problem, c)
+    if c["MMA"] == dmma.MMA:
+        return dmma.derive(problem, c, Derived)
     if c["MMA"]:
         return _derive_mma(problem, c)
     w = problem.itemsize // 4
@@ -258,7 +263,7 @@ def _derive(problem: Problem, c) -> Derived:
     kgran = 32 // problem.itemsize
     units = -(-problem.K // kgran)
     k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
-    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]), c["KG"])
+    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]) * problem.batch, c["KG"])
     return Derived(FV, lanes_m, lanes_n, warps_m, warps_n, threads_mn, threads, KT,
                    loads_a, loads_b, lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk,
                    units, kgran, grid)
@@ -291,7 +296,7 @@ def _domains(problem: Problem) -> dict:
         "KG": [g for g in _pow2_upto(1, 256) if g == 1 or k // g >= 64],
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
         "KR": [0, 1] if k // 2 >= 64 else [0],
-        "MMA": [0, 3, 4] if fp32 else [0],
+        "MMA": [0, 3, 4] if fp32 else [0, dmma.MMA],
     }
 
 
@@ -348,7 +353,7 @@ def _restrictions(problem: Problem, L: dict):
 
     def tensor_cores(c):
         "MMA = 3, 4 need float32, sm_80+ (MMA = 4: sm_90 exactly), the cp.async pipeline and the canonical TM = TN = PAD = FV, trans = DB = KL = 1"
-        return c["MMA"] == 0 or (problem.dtype == "float32" and (cc == 90 if c["MMA"] == 4 else cc >= 80) and c["ST"] >= 2
+        return c["MMA"] in (0, dmma.MMA) or (problem.dtype == "float32" and (cc == 90 if c["MMA"] == 4 else cc >= 80) and c["ST"] >= 2
                                  and c["TM"] == FV and c["TN"] == FV and c["PAD"] == FV
                                  and c["trans"] == 1 and c["DB"] == 1 and c["KL"] == 1)
 
@@ -365,7 +370,7 @@ def _restrictions(problem: Problem, L: dict):
         return lda_c % c["VEC"] == 0 and ldb_c % c["VEC"] == 0
 
     return [
-        tensor_cores, warp_shape, block_shape, threads_limit, aligned_rows,
+        tensor_cores, dmma.restriction(problem, cc), warp_shape, block_shape, threads_limit, aligned_rows,
         pipeline, loads_divide, smem_limit, regs_limit, split_k, reduce_mode,
     ]
 

@@ -14,6 +14,7 @@ import math
 
 from ...config import Config
 from ...problem import Problem
+from . import dmma
 from .space import WARP, derive
 
 _TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32),
@@ -92,6 +93,11 @@ def _raw_wgmma(problem: Problem, limits: dict):
         yield from _tensor_core_configs(problem, limits, 4, BM, BN, 64, WN, (16, 32, 8))
 
 
+def _raw_dmma(problem: Problem, limits: dict):
+    """The FP64 tensor-core kernel's product (float64, sm_90+; dmma.py)."""
+    yield from dmma.raw_configs(problem, limits, _TILES, _tensor_core_configs)
+
+
 def model_cycles(problem: Problem, c, limits: dict) -> float:
     d = derive(problem, c)
     sms = limits["num_sms"]
@@ -107,6 +113,8 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         # reuse and one warpgroup per SM sub-partition set the efficiency
         eff = min(1.0, warps / 4.0) * min(1.0, block_reuse / 40.0)
         fma_rate = WGMMA_FMA_RATE
+    elif c.get("MMA", 0) == dmma.MMA:
+        eff, fma_rate = dmma.efficiency(c, warps, block_reuse), dmma.FMA_RATE
     elif c.get("MMA", 0):
         # per shared element read (and split in two), a warp's WM x WN tile does WM * WN / (WM + WN) FMAs
         reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
@@ -165,7 +173,7 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
     fastest on every problem of run U's probe (H200, 2026-11-23: 1.13-1.16x
     the mma.sync kernel on squares)."""
     kinds = [r for r in (_ranked(problem, space, limits, raw(problem, limits))
-                         for raw in (_raw, _raw_mma, _raw_wgmma)) if r]
+                         for raw in (_raw, _raw_mma, _raw_wgmma, _raw_dmma)) if r]
     if len(kinds) <= 1:
         return _pick(kinds[0] if kinds else [], space, n)
     wgmma = kinds[-1][0][1].get("MMA", 0) == 4

@@ -1,0 +1,214 @@
+"""CUDA front door without a GPU: what kind each operand is, which device
+views are used in place (the trans flags, batch strides) and which are
+copied, and the errors, on fake objects exposing __cuda_array_interface__
+and DLPack (their pointers are never dereferenced here)."""
+import numpy as np
+import pytest
+
+from shadertune.backends.cuda import arrays, call
+from shadertune.problem import Problem
+
+
+class FakeCAI:
+    """A device array as a foreign library exposes it: CAI only. `base` is
+    host memory standing in for the device buffer (only its address and
+    layout are read)."""
+
+    def __init__(self, base: np.ndarray, *, offset=0, version=3, stream=None, readonly=False, contiguous_none=False):
+        self.base = base
+        it = base.dtype.itemsize
+        self.__cuda_array_interface__ = {
+            "shape": base.shape, "typestr": base.dtype.str,
+            "data": (base.ctypes.data + offset * it, readonly), "version": version,
+            "strides": None if contiguous_none else base.strides,
+        }
+        if version >= 3:
+            self.__cuda_array_interface__["stream"] = stream
+
+
+class FakeDLPack:
+    """A CUDA DLPack producer without CAI (a JAX-like array)."""
+
+    def __init__(self, shape, dtype, device=0):
+        self.shape, self.dtype, self._dev = shape, dtype, device
+
+    def __dlpack__(self, stream=None):
+        raise AssertionError("consumed without a GPU")
+
+    def __dlpack_device__(self):
+        return (arrays.DL_CUDA, self._dev)
+
+
+def aligned(shape, dtype=np.float32, order="C"):
+    """A host buffer whose address is 256-byte aligned (like a CUDA allocation)."""
+    n = int(np.prod(shape))
+    raw = np.zeros(n * np.dtype(dtype).itemsize + 256, np.uint8)
+    off = (-raw.ctypes.data) % 256
+    a = raw[off:off + n * np.dtype(dtype).itemsize].view(dtype)
+    return a.reshape(shape, order=order)
+
+
+def test_describe_kinds():
+    h = arrays.describe(np.ones((3, 4), np.float32), "A")
+    assert h.kind == "numpy" and h.strides == (4, 1) and not h.on_device
+    c = arrays.describe(FakeCAI(aligned((3, 4)), stream=7), "A")
+    assert c.kind == "cai" and c.on_device and c.strides == (4, 1) and c.stream == 7 and c.dtype == np.float32
+    assert arrays.describe(FakeCAI(aligned((3, 4)), contiguous_none=True), "A").strides == (4, 1)
+    assert arrays.describe(FakeCAI(aligned((3, 4)), version=2), "A").stream is None   # CAI v2: no stream key
+    f = arrays.describe(FakeCAI(aligned((3, 4), order="F")), "A")
+    assert f.strides == (1, 3)
+    d = arrays.describe(FakeDLPack((3, 4), np.float64, device=1), "A")
+    assert d.kind == "dlpack" and d.device == 1 and d.dtype == np.float64 and d.strides is None
+
+    class HostDL:    # host memory through DLPack: read as numpy
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+    assert arrays.describe(HostDL(np.arange(6.0).reshape(2, 3)), "A").kind == "numpy"
+
+
+@pytest.mark.parametrize("rows, cols, sr, sc, layout", [
+    (5, 7, 7, 1, "N"), (5, 7, 1, 5, "T"), (5, 7, 14, 1, None), (5, 7, 1, 10, None),
+    (1, 7, 99, 1, "N"), (5, 1, 1, 99, "N"), (5, 1, 3, 99, None), (1, 1, 9, 9, "N"),
+])
+def test_matrix_layout(rows, cols, sr, sc, layout):
+    assert arrays.matrix_layout(rows, cols, sr, sc) == layout
+
+
+@pytest.mark.parametrize("batch, shape, strides, expect", [
+    ((4,), (4,), (35,), 35), ((4,), (1,), (35,), 0), ((4,), (), (), 0),
+    ((2, 3), (2, 3), (105, 35), 35), ((2, 3), (1, 3), (0, 35), None), ((2, 3), (2, 1), (35, 0), None),
+    ((2, 3), (3,), (35,), None), ((2, 1, 3), (2, 1, 3), (105, 7, 35), 35), ((2, 3), (2, 3), (35, 105), None),
+])
+def test_batch_stride(batch, shape, strides, expect):
+    assert arrays.batch_stride(batch, shape, strides) == expect
+
+
+def test_views_in_place_by_trans_flags():
+    A = aligned((64, 48))            # M x K row-major
+    Bt = aligned((80, 48))           # N x K row-major: B = Bt.T is column-major
+    c = call.prepare(FakeCAI(A), FakeCAI(Bt.T))
+    assert c.problem == Problem(64, 80, 48, "float32", False, True)
+    assert not c.a.copy and not c.b.copy and c.kind == "cupy"
+    At = aligned((48, 64))           # K x M row-major: A = At.T is column-major
+    c = call.prepare(FakeCAI(At.T), FakeCAI(aligned((48, 80))))
+    assert c.problem == Problem(64, 80, 48, "float32", True, False) and not c.a.copy
+
+
+def test_strided_misaligned_and_other_dtype_views_are_copied():
+    S = aligned((64, 96))
+    c = call.prepare(FakeCAI(S[:, ::2]), FakeCAI(aligned((48, 16))))   # every other column
+    assert c.a.copy and not c.b.copy and not c.problem.trans_a
+    c = call.prepare(FakeCAI(S[1:, :48]), FakeCAI(aligned((48, 16))))  # rows padded to 96: not N, not T
+    assert c.a.copy
+    c = call.prepare(FakeCAI(aligned((64, 48)), offset=1), FakeCAI(aligned((48, 16))))   # 4-byte offset
+    assert c.a.copy
+    c = call.prepare(FakeCAI(aligned((64, 48), np.float64)), FakeCAI(aligned((48, 16))))
+    assert c.dtype == np.float64 and not c.a.copy and c.b.copy      # float32 B cast once
+    c = call.prepare(np.ones((64, 48)), FakeCAI(aligned((48, 16), np.float64)))
+    assert c.a.copy and c.kind == "cupy" and c.problem.dtype == "float64"   # host A uploaded
+
+
+def test_batches_are_one_strided_launch():
+    A, B = aligned((6, 32, 16)), aligned((16, 8))
+    c = call.prepare(FakeCAI(A), FakeCAI(B))
+    assert c.problem == Problem(32, 8, 16, "float32", batch=6) and c.shape == (6, 32, 8)
+    assert (c.a.stride, c.b.stride) == (32 * 16, 0) and not c.a.copy and not c.b.copy
+    # transposed stacks in place too
+    c = call.prepare(FakeCAI(aligned((6, 16, 32)).swapaxes(1, 2)), FakeCAI(aligned((1, 16, 8))))
+    assert c.problem.trans_a and c.problem.batch == 6 and (c.a.stride, c.b.stride) == (512, 0)
+    # uneven spacing over broadcast dims: the operand is copied into a stack, the other stays
+    c = call.prepare(FakeCAI(aligned((2, 1, 32, 16))), FakeCAI(aligned((3, 16, 8))))
+    assert c.problem.batch == 6 and c.shape == (2, 3, 32, 8)
+    assert c.a.copy and c.a.stride == 32 * 16 and c.b.copy and c.b.stride == 16 * 8
+    # numpy stacks: one problem too (uploaded once)
+    c = call.prepare(np.ones((5, 4, 3)), np.ones((3, 2)))
+    assert c.problem.batch == 5 and c.kind == "numpy" and c.b.stride == 0
+    # a product of odd size: products 33 floats apart are not 16-byte aligned: copied
+    c = call.prepare(FakeCAI(aligned((4, 3, 11))), FakeCAI(aligned((11, 8))))
+    assert c.a.copy and not c.b.copy
+
+
+def test_one_d_operands_follow_numpy():
+    v, M = aligned((16,)), aligned((16, 8))
+    c = call.prepare(FakeCAI(v), FakeCAI(M))
+    assert c.shape == (8,) and c.problem == Problem(1, 8, 16) and not c.a.copy
+    c = call.prepare(FakeCAI(aligned((8, 16))), FakeCAI(v))
+    assert c.shape == (8,) and c.problem == Problem(8, 1, 16) and not c.b.copy
+
+
+def test_out_and_errors():
+    A, B = FakeCAI(aligned((32, 16))), FakeCAI(aligned((16, 8)))
+    out = FakeCAI(aligned((32, 8)))
+    c = call.prepare(A, B, out=out)
+    assert c.out_in_place and c.kind == "cupy"
+    c = call.prepare(A, B, out=FakeCAI(aligned((8, 32)).T))       # column-major out: via a temporary
+    assert not c.out_in_place
+    with pytest.raises(ValueError, match=r"out has shape \(8, 32\), expected \(32, 8\)"):
+        call.prepare(A, B, out=FakeCAI(aligned((8, 32))))
+    with pytest.raises(TypeError, match="out must have dtype float32, got float64"):
+        call.prepare(A, B, out=FakeCAI(aligned((32, 8), np.float64)))
+    with pytest.raises(ValueError, match="read-only"):
+        call.prepare(A, B, out=FakeCAI(aligned((32, 8)), readonly=True))
+    with pytest.raises(TypeError, match="out must be a numpy.ndarray or a CUDA device array"):
+        call.prepare(A, B, out=[[0.0] * 8] * 32)
+    with pytest.raises(ValueError, match="mismatch in its core dimension 0"):
+        call.prepare(A, FakeCAI(aligned((15, 8))))
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        call.prepare(FakeCAI(aligned((2, 32, 16))), FakeCAI(aligned((3, 16, 8))))
+    with pytest.raises(ValueError, match="beta != 0 needs C"):
+        call.prepare(A, B, beta=1.0)
+    with pytest.raises(ValueError, match="C has shape"):
+        call.prepare(A, B, C=FakeCAI(aligned((5, 8))), beta=1.0)
+    c = call.prepare(A, B, C=FakeCAI(aligned((1, 8))), beta=1.0)     # C broadcasts
+    assert c.c is not None and c.beta == 1.0
+
+
+@pytest.mark.parametrize("x, what", [
+    (FakeCAI(aligned((32, 16), np.float16)), "float16"),
+    (FakeDLPack((32, 16), "torch.bfloat16"), "bfloat16"),
+])
+def test_half_precision_is_a_clear_type_error(x, what):
+    with pytest.raises(TypeError, match=f"{what}.*float32 and float64 only"):
+        call.prepare(x, FakeCAI(aligned((16, 8))))
+
+
+def test_complex_and_strings_are_refused():
+    with pytest.raises(TypeError, match="complex"):
+        call.prepare(FakeCAI(aligned((4, 4), np.complex64)), np.ones((4, 4)))
+    with pytest.raises(TypeError, match="real numeric"):
+        call.prepare("abc", np.ones((4, 4)))
+
+
+def test_device_of_another_gpu_is_refused():
+    c = call.prepare(FakeCAI(aligned((32, 16))), FakeCAI(aligned((16, 8))))
+    call.check_devices(c, 0, pointer_device=lambda ptr: 0)
+    with pytest.raises(ValueError, match="A is on CUDA device 1, but this CUDA backend runs on device 0"):
+        call.check_devices(c, 0, pointer_device=lambda ptr: 1 if ptr == c.a.info.ptr else 0)
+    info = arrays.describe(FakeDLPack((32, 16), np.float32, device=2), "A")
+    c.a = call.Operand(info, (32, 16), (16, 1), False, 0, False)
+    with pytest.raises(ValueError, match="A is on CUDA device 2"):
+        call.check_devices(c, 0, pointer_device=lambda ptr: 0)
+
+
+def test_empty_and_k_zero_need_no_kernel():
+    assert call.prepare(np.ones((0, 3)), np.ones((3, 4))).problem is None
+    assert call.prepare(np.ones((3, 0)), np.ones((0, 4))).problem is None
+    assert call.prepare(np.ones((0, 3, 2)), np.ones((2, 4))).problem is None
+
+
+def test_problem_batch_is_part_of_the_key_only_when_above_one():
+    p = Problem(32, 8, 16)
+    assert p.key == "32x8x16:float32:NN" and p.batch == 1 and "batch" not in p.to_dict()
+    b = Problem(32, 8, 16, batch=6)
+    assert b.key == "32x8x16:float32:NN:b6" and b != p
+    assert Problem.from_dict(b.to_dict()) == b and Problem.from_dict(p.to_dict()) == p
+    assert b.flops == 6 * p.flops and b.stored_shapes == ((6, 32, 16), (6, 16, 8)) and b.out_shape == (6, 32, 8)
+    assert Problem.parse("6,32,8,16") == b and Problem.parse("32x8x16") == p
+    with pytest.raises(ValueError, match="batch"):
+        Problem(1, 1, 1, batch=0)

@@ -1,0 +1,259 @@
+"""CUDA front door on a GPU: device arrays in and out (CuPy, PyTorch, CAI,
+DLPack), the caller's stream, batches as one launch, DGEMM on the FP64
+tensor cores. Skipped cleanly without CuPy or without a device; the PyTorch
+tests also without PyTorch."""
+import itertools
+
+import numpy as np
+import pytest
+
+cupy = pytest.importorskip("cupy")
+try:
+    _ndev = cupy.cuda.runtime.getDeviceCount()
+except Exception:
+    _ndev = 0
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_ndev == 0, reason="no CUDA device")]
+
+from shadertune.backends.cuda import CUDABackend, call, matmul  # noqa: E402
+from shadertune.backends.cuda.hold import hold  # noqa: E402
+from shadertune.config import Config  # noqa: E402
+from shadertune.problem import Problem  # noqa: E402
+
+# relative Frobenius error vs float64: float32 kernels, float64 kernels (the
+# DMMA and FFMA DGEMM sum in IEEE double; sqrt(K) * 2^-53 is ~1e-14 at K = 4096)
+TOL = {"float32": 1e-5, "float64": 1e-13}
+SPIN_US = 200_000     # a spin long enough that a call returning under it did not wait for it
+
+
+@pytest.fixture(scope="module")
+def be():
+    return CUDABackend()
+
+
+def rel(x, ref):
+    x = cupy.asnumpy(x) if isinstance(x, cupy.ndarray) else np.asarray(x)
+    assert np.isfinite(x).all()
+    return np.linalg.norm(x - ref) / np.linalg.norm(ref)
+
+
+def torch_or_skip():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA")
+    return torch
+
+
+def test_cupy_in_cupy_out_views_in_place_or_copied_once(be):
+    rng = np.random.default_rng(1)
+    A, B = rng.uniform(-1, 1, (130, 70)), rng.uniform(-1, 1, (70, 90))
+    dA, dB = cupy.asarray(A, np.float32), cupy.asarray(B, np.float32)
+    r = matmul(dA, dB)
+    assert isinstance(r, cupy.ndarray) and r.dtype == np.float32 and r.device.id == 0
+    assert rel(r, A @ B) < TOL["float32"]
+    At, Bt = cupy.ascontiguousarray(dA.T), cupy.ascontiguousarray(dB.T)   # stored transposed
+    c = call.prepare(At.T, Bt.T)
+    assert c.problem.trans_a and c.problem.trans_b and not c.a.copy and not c.b.copy
+    assert rel(matmul(At.T, Bt.T), A @ B) < TOL["float32"]
+    S = cupy.asarray(rng.uniform(-1, 1, (140, 180)), np.float32)
+    assert call.prepare(S[:130, ::2][:, :70], dB).a.copy      # strided: copied once
+    assert rel(matmul(S[:130, ::2][:, :70], dB), cupy.asnumpy(S[:130, ::2][:, :70]).astype(np.float64) @ B) < TOL["float32"]
+    # out= in place, non-contiguous out through a temporary, beta reads out
+    o = cupy.empty((130, 90), np.float32)
+    assert matmul(dA, dB, out=o) is o and rel(o, A @ B) < TOL["float32"]
+    big = cupy.zeros((130, 180), np.float32)
+    matmul(dA, dB, out=big[:, ::2])
+    assert rel(big[:, ::2], A @ B) < TOL["float32"] and not bool(big[:, 1::2].any())
+    C0 = rng.uniform(-1, 1, (130, 90))
+    o = cupy.asarray(C0, np.float32)
+    matmul(dA, dB, out=o, alpha=2.0, beta=-0.5)
+    assert rel(o, 2 * A @ B - 0.5 * C0) < TOL["float32"]
+    # numpy out with device inputs, device out with numpy inputs
+    h = np.empty((130, 90), np.float32)
+    assert matmul(dA, dB, out=h) is h and rel(h, A @ B) < TOL["float32"]
+    assert isinstance(matmul(A.astype(np.float32), B.astype(np.float32)), np.ndarray)
+
+
+def test_torch_in_torch_out_on_the_same_device(be):
+    torch = torch_or_skip()
+    rng = np.random.default_rng(2)
+    A, B = rng.uniform(-1, 1, (100, 64)), rng.uniform(-1, 1, (64, 48))
+    for dt, tol in ((torch.float32, TOL["float32"]), (torch.float64, TOL["float64"])):
+        tA, tB = torch.tensor(A, dtype=dt, device="cuda:0"), torch.tensor(B, dtype=dt, device="cuda:0")
+        r = matmul(tA, tB)
+        assert isinstance(r, torch.Tensor) and r.device == tA.device and r.dtype == dt
+        assert rel(r.cpu().numpy(), A @ B) < tol
+        tAt = tA.t().contiguous()
+        assert call.prepare(tAt.t(), tB).problem.trans_a       # .t() read in place
+        assert rel(matmul(tAt.t(), tB).cpu().numpy(), A @ B) < tol
+        o = torch.empty((100, 48), dtype=dt, device="cuda:0")
+        assert matmul(tA, tB, out=o) is o and rel(o.cpu().numpy(), A @ B) < tol
+    with pytest.raises(TypeError, match="bfloat16"):
+        matmul(tA.to(torch.bfloat16), tB.to(torch.bfloat16))
+    with pytest.raises(TypeError, match="float16"):
+        matmul(tA.half(), tB.half())
+
+
+def test_cai_and_dlpack_objects_are_used_without_a_copy(be):
+    rng = np.random.default_rng(3)
+    dA = cupy.asarray(rng.uniform(-1, 1, (64, 32)), np.float32)
+    dB = cupy.asarray(rng.uniform(-1, 1, (32, 40)), np.float32)
+
+    class CAI:
+        def __init__(self, a):
+            self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+    class DL:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, stream=None):
+            return self.a.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    ref = cupy.asnumpy(dA).astype(np.float64) @ cupy.asnumpy(dB)
+    c = call.prepare(CAI(dA), DL(dB))
+    assert not c.a.copy and not c.b.copy and c.a.info.ptr == dA.data.ptr and c.b.info.ptr == dB.data.ptr
+    r = matmul(CAI(dA), DL(dB))
+    assert isinstance(r, cupy.ndarray) and rel(r, ref) < TOL["float32"]
+
+
+def test_cupy_stream_is_used_without_synchronising(be):
+    """Work queued before the call (a 200 ms spin, then A * 2) and after it
+    (+ 1) on a non-default stream: the call returns while the spin still
+    runs (no host synchronisation) and its result sits between them."""
+    rng = np.random.default_rng(4)
+    A, B = rng.uniform(-1, 1, (96, 64)), rng.uniform(-1, 1, (64, 80))
+    dA, dB = cupy.asarray(A, np.float32), cupy.asarray(B, np.float32)
+    matmul(dA, dB)                          # compile first
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        hold(SPIN_US)
+        y = matmul(dA * 2, dB) + 1
+        pending = not s.done
+    s.synchronize()
+    assert pending, "matmul synchronised the stream"
+    assert rel(y, 2 * A @ B + 1) < TOL["float32"]
+
+
+def test_torch_stream_is_used_without_synchronising(be):
+    torch = torch_or_skip()
+    rng = np.random.default_rng(5)
+    A, B = rng.uniform(-1, 1, (96, 64)), rng.uniform(-1, 1, (64, 80))
+    tA, tB = torch.tensor(A, dtype=torch.float32, device="cuda"), torch.tensor(B, dtype=torch.float32, device="cuda")
+    matmul(tA, tB)
+    ts = torch.cuda.Stream()
+    with torch.cuda.stream(ts):
+        hold(SPIN_US, stream=cupy.cuda.ExternalStream(ts.cuda_stream))
+        y = matmul(tA * 2, tB) + 1
+        pending = not ts.query()
+    ts.synchronize()
+    assert pending, "matmul synchronised the torch stream"
+    assert rel(y.cpu().numpy(), 2 * A @ B + 1) < TOL["float32"]
+
+
+def test_cai_producer_stream_is_waited_for(be):
+    """A CAI v3 array whose producer stream is still writing it: the call
+    waits for that stream (an event), not for the host."""
+    rng = np.random.default_rng(6)
+    A, B = rng.uniform(-1, 1, (64, 32)), rng.uniform(-1, 1, (32, 48))
+    X, dB = cupy.zeros((64, 32), np.float32), cupy.asarray(B, np.float32)
+    matmul(X, dB)
+    prod = cupy.cuda.Stream(non_blocking=True)
+    with prod:
+        hold(SPIN_US)
+        X[...] = cupy.asarray(A, np.float32)       # lands after the spin
+
+    class Produced:
+        __cuda_array_interface__ = {**X.__cuda_array_interface__, "version": 3, "stream": prod.ptr}
+
+    r = matmul(Produced(), dB)
+    assert rel(r, A @ B) < TOL["float32"]
+
+
+def _ref(A, B):
+    return np.matmul(np.asarray(A, np.float64), np.asarray(B, np.float64))
+
+
+def test_batches_run_as_one_launch(be):
+    rng = np.random.default_rng(7)
+    A, B = rng.uniform(-1, 1, (256, 32, 32)), rng.uniform(-1, 1, (256, 32, 32))
+    dA, dB = cupy.asarray(A, np.float32), cupy.asarray(B, np.float32)
+    assert call.prepare(dA, dB).problem == Problem(32, 32, 32, batch=256)
+    r = matmul(dA, dB)
+    assert r.shape == (256, 32, 32) and rel(r, _ref(A, B)) < TOL["float32"]
+    r = matmul(dA, dB[0])                                # broadcast B: stride 0
+    assert rel(r, _ref(A, B[0])) < TOL["float32"]
+    r = matmul(dA.swapaxes(1, 2), dB)                    # transposed stack in place
+    assert rel(r, _ref(A.swapaxes(1, 2), B)) < TOL["float32"]
+    a2, b3 = rng.uniform(-1, 1, (2, 1, 45, 33)), rng.uniform(-1, 1, (3, 33, 29))
+    r = matmul(a2, b3)                                   # numpy, uneven broadcast: copied into stacks
+    assert isinstance(r, np.ndarray) and r.shape == (2, 3, 45, 29) and rel(r, _ref(a2, b3)) < TOL["float32"]
+    d = matmul(cupy.asarray(A[:5]), cupy.asarray(B[:5]))   # float64 batch (DMMA on sm_90)
+    assert d.dtype == np.float64 and rel(d, _ref(A[:5], B[:5])) < TOL["float64"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batched_split_k_and_long_batches(be, dtype):
+    """Split-K configs (both reductions) in a batch, and a batch longer than
+    one launch's grid (65535 M tiles x products) in chunks."""
+    rng = np.random.default_rng(8)
+    p = Problem(45, 37, 3001, dtype, False, True, batch=3)
+    splits = [c for c in be.candidates(p, 48) if c["KG"] > 1]
+    cfgs = [next(c for c in splits if c["KR"] == kr) for kr in (0, 1)]
+    A, B = rng.uniform(-1, 1, (3, 45, 3001)), rng.uniform(-1, 1, (3, 37, 3001))
+    for cfg in cfgs:
+        k = be.build(p, cfg)
+        out = k.run(A.astype(dtype), B.astype(dtype))
+        assert out.shape == (3, 45, 37) and rel(out, _ref(A, B.swapaxes(1, 2))) < TOL[dtype]
+    long = Problem(16, 16, 16, dtype, batch=70000)
+    k = be.build(long, be.default_config(long))
+    assert k.d.grid[1] > 65535
+    A, B = rng.uniform(-1, 1, (70000, 16, 16)), rng.uniform(-1, 1, (70000, 16, 16))
+    assert rel(k.run(A.astype(dtype), B.astype(dtype)), _ref(A, B)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_dmma_kernel_is_float64_accurate(be, ta, tb):
+    """The FP64 tensor-core kernel (MMA = 1, sm_90+) against float64 on
+    ragged shapes of every layout: its first candidates, scalar copies,
+    m16n8k16 and m16n8k4 (512 threads), ST 2 to 4, split-K with both
+    reductions, alpha/beta."""
+    if int(be.arch()[3:].rstrip("a")) < 90:
+        pytest.skip(f"the m16n8 f64 mma needs sm_90, the device is {be.arch()}")
+    rng = np.random.default_rng(80 + ta * 2 + tb)
+    p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float64", ta, tb)
+    skinny = Problem(37, 45, 3001, "float64", ta, tb)
+    dm = [c for c in be.candidates(p, 24) if c["MMA"] == 1][:2]
+    base = Config(BM=64, BN=64, BK=16, TM=2, TN=2, WM=32, WN=32, trans=1, VEC=1, PAD=2, DB=1, ST=2,
+                  KG=1, KL=1, KR=0, MMA=1)
+    jobs = [(p, c) for c in dm] + [(p, base), (p, base.replace(ST=4, VEC=2, BK=32)),
+                                   (p, base.replace(BM=128, BN=128, VEC=2, ST=3)),     # 512 threads: k = 4
+                                   (p, base.replace(BM=128, BN=128, WM=64, WN=32, VEC=2, ST=3))]
+    jobs += [(skinny, base.replace(BM=32, BN=32, WM=16, WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
+    assert len(dm) == 2 and all(c in be.space(q) for q, c in jobs)
+    be.precompile_many(jobs)
+    for q, cfg in jobs:
+        for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
+            A = rng.uniform(-1, 1, q.stored_shapes[0])
+            B = rng.uniform(-1, 1, q.stored_shapes[1])
+            C0 = rng.uniform(-1, 1, (q.M, q.N))
+            k = be.build(q, cfg)
+            out = k.run(A, B, C0 if beta else None, alpha=alpha, beta=beta)
+            ref = alpha * ((A.T if ta else A) @ (B.T if tb else B)) + beta * C0
+            assert rel(out, ref) < TOL["float64"], (q.key, cfg.key)
+            k.release()
+
+
+def test_device_errors(be):
+    dA = cupy.ones((8, 4), np.float16)
+    with pytest.raises(TypeError, match="float16.*float32 and float64 only"):
+        matmul(dA, cupy.ones((4, 2), np.float32))
+    with pytest.raises(ValueError, match="core dimension"):
+        matmul(cupy.ones((8, 4), np.float32), cupy.ones((5, 2), np.float32))
+    if _ndev > 1:
+        with cupy.cuda.Device(1):
+            other = cupy.ones((4, 2), np.float32)
+        with pytest.raises(ValueError, match="on CUDA device 1, but this CUDA backend runs on device 0"):
+            matmul(cupy.ones((8, 4), np.float32), other)
