@@ -129,9 +129,11 @@ def test_batches_are_one_strided_launch():
     # numpy stacks: one problem too (uploaded once)
     c = call.prepare(np.ones((5, 4, 3)), np.ones((3, 2)))
     assert c.problem.batch == 5 and c.kind == "numpy" and c.b.stride == 0
-    # a product of odd size: products 33 floats apart are not 16-byte aligned: copied
+    # products of odd size packed (33 floats apart): in place; 35 apart (padded) are not aligned: copied
     c = call.prepare(FakeCAI(aligned((4, 3, 11))), FakeCAI(aligned((11, 8))))
-    assert c.a.copy and not c.b.copy
+    assert not c.a.copy and c.a.stride == 33
+    c = call.prepare(FakeCAI(aligned((4, 5, 7))[:, :3, :]), FakeCAI(aligned((7, 8))))
+    assert c.a.copy and c.a.stride == 21
 
 
 def test_one_d_operands_follow_numpy():

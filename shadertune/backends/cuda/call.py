@@ -91,8 +91,12 @@ def _operand(info: ArrayInfo, which: str, batch: tuple, dtype: np.dtype) -> Oper
     rows, cols = shape[-2:]
     layout = matrix_layout(rows, cols, strides[-2], strides[-1])
     stride = batch_stride(batch, shape[:-2], strides[:-2]) if math.prod(batch) > 1 else 0
+    # Every product's base must be as aligned as the first: a stride of whole
+    # 16-byte units, or the products packed (rows * cols apart: the space
+    # already makes the vector width divide a row, so every base is aligned
+    # for the widths it allows).
     aligned = (info.ptr % ALIGN == 0 and stride is not None
-               and (stride * dtype.itemsize) % ALIGN == 0)
+               and ((stride * dtype.itemsize) % ALIGN == 0 or stride == rows * cols))
     copy = not info.on_device or layout is None or not aligned or info.dtype != dtype
     if copy:   # a contiguous stack, or one matrix where every product reads the same
         layout = "N"
