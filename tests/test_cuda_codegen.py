@@ -506,3 +506,18 @@ def test_batched_sources():
     # the batch fills the GPU: no split-K for 256 products of 128^3
     sb = make_space(Problem(128, 128, 128, batch=256), L)
     assert 1 < len(sb.knobs["KG"]) and all(c["KG"] == 1 for c in candidates(sb.problem, sb, L, 12))
+
+
+def test_cuda_event_timing_lives_in_one_place():
+    """The kernel driver, the cuBLAS baseline and the roofline measurement
+    time through backends/cuda/timing.py: no other module reads CUDA event
+    times."""
+    import pathlib
+    root = pathlib.Path(codegen.__file__).resolve().parents[2]
+    readers = sorted(str(f.relative_to(root)) for f in root.rglob("*.py") if "get_elapsed_time" in f.read_text())
+    assert readers == ["backends/cuda/timing.py"]
+    from shadertune.backends.cuda import baseline, driver
+    from shadertune.roofline import cuda as roofline_cuda
+    import inspect
+    for mod in (baseline, driver, roofline_cuda):
+        assert "event_times" in inspect.getsource(mod)

@@ -32,8 +32,9 @@ constexpr int LDA_S = {{ lda_s }}, LDB_S = {{ ldb_s }};            // padded sha
 // rows, PA/PB vectors side by side. Where the store to shared memory
 // transposes (scalar stores) P covers 32 bytes, so a warp spans 16+ rows and
 // the scattered stores hit distinct banks (PAD = 16 bytes); else P = a row
-// and the map is written plainly (r = idx / P): the grouped formula's extra
-// per-load registers made ptxas issue the prefetch after the FMAs (SASS, 2026-11-22).
+// and the map is written plainly (r = idx / P): the grouped formula costs
+// registers per load, and with them ptxas issues the prefetch after the FMAs
+// (notes/cuda.md, "SASS comparison").
 constexpr int RA = {{ ra }}, PA = {{ pa }}, RB = {{ rb }}, PB = {{ pb }};
 static_assert((LOADS_A * THREADS) % (RA * PA) == 0 && (LOADS_B * THREADS) % (RB * PB) == 0, "load map");
 constexpr int KGRAN = {{ kgran }}, KG = {{ KG }};                        // K_G split grain, splits
@@ -149,8 +150,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 {% if ST %}
 
     // Global -> shared stage s by cp.async, for the operands whose block is
-    // not transposed on the way (a transposing copy would go element by
-    // element: measured at +60-130 registers of hoisted addresses, 2026-11-22).
+    // not transposed on the way (a transposing copy goes element by element,
+    // and ptxas hoists an address per element: +60-130 registers, notes/cuda.md).
     auto issue = [&](const int k0, const int s) {
 {% if async_a %}
         T* const as = As + s * STAGE_A;

@@ -37,7 +37,7 @@ static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "mma tiles");
 // x to TF32, round to nearest (ties away from zero), as cvt.rna.tf32.f32 does
 // for finite x: add half a TF32 ulp to the magnitude bits and drop the low 13.
 // Two integer instructions; ptxas expands cvt.rna.tf32 to ~4 on sm_90 (FSETP,
-// SEL, LOP3, IADD: SASS, 2026-11-22). Infinities stay infinite; a NaN stays a
+// SEL, LOP3, IADD). Infinities stay infinite; a NaN stays a
 // NaN or becomes an infinity whose rest (x - big) is NaN, so C is NaN either way.
 __device__ __forceinline__ unsigned tf32_rna(const float x)
 {
@@ -104,10 +104,10 @@ extern "C" __global__ void __launch_bounds__(THREADS)
                     split_tf32(as[{{ "k * LDA_S + m" if trans_a else "m * LDA_S + k" }}], a_big[i][q], a_small[i][q]);
                 }
             // The tensor cores' float32 accumulation truncates (round toward
-            // zero): summing all of K in them made the error grow with K (run O,
-            // 2026-11-22: 2.9e-5 at K = 4096, 5.7e-5 at 8192, cuBLAS 1.1e-6 and
-            // 1.6e-6). So each k-step's three products start from zero and are
-            // added to acc in round-to-nearest FADDs (Ootomo & Yokota, 2022).
+            // zero): summed over all of K in them, the error grows with K
+            // (notes/cuda.md, run O). So each k-step's three products start
+            // from zero and are added to acc in round-to-nearest FADDs
+            // (Ootomo & Yokota, 2022).
             // B's fragments are split column by column: only one is live.
 #pragma unroll
             for (int j = 0; j < NI; ++j) {

@@ -16,11 +16,26 @@ def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=
     "auto" for the best stored tuning result (shadertune.select), a Config,
     dict or JSON; resolved once per call (a stack runs as one launch)."""
     be = backend or _default_backend()
+    kernel_for = (lambda p: _default_kernel(be, p)) if config is None or config == "default" else \
+        (lambda p: be._kernel(p, _resolve(be, p, config, db)))
+    if out is None and C is None and beta == 0.0:
+        r = call.fast(A, B, alpha, be.device_id, kernel_for)
+        if r is not None:
+            return r
     c = call.prepare(A, B, out=out, C=C, alpha=alpha, beta=beta)
-    kernel = None
-    if c.problem is not None:
-        kernel = be._kernel(c.problem, _resolve(be, c.problem, config, db))
-    return call.execute(c, kernel, be.device_id)
+    return call.execute(c, kernel_for(c.problem) if c.problem is not None else None, be.device_id)
+
+
+_DEFAULT_KERNELS: dict = {}   # (backend, problem) -> its default config's kernel, resolved once
+
+
+def _default_kernel(be, p: Problem):
+    k = _DEFAULT_KERNELS.get((be, p))
+    if k is None:
+        if len(_DEFAULT_KERNELS) >= 64:     # as many as be._kernel's cache keeps
+            _DEFAULT_KERNELS.clear()
+        k = _DEFAULT_KERNELS[(be, p)] = be._kernel(p, be.default_config(p))
+    return k
 
 
 def _resolve(be, p: Problem, config, db) -> Config:

@@ -56,7 +56,7 @@ def _module_of(x) -> str:
 
 def describe(x, name: str) -> ArrayInfo:
     """The ArrayInfo of operand `x` (`name` for error messages: 'A', 'B', 'out')."""
-    if isinstance(x, np.ndarray):
+    if type(x) is np.ndarray:
         return _host(x, name)
     mod = _module_of(x)
     if mod == "torch" and "torch" in sys.modules and isinstance(x, sys.modules["torch"].Tensor):

@@ -55,7 +55,7 @@ REDUCE_THREADS = 256
 # RZ doubles (up to min(8, KG)) while M * N * RZ is under this many threads:
 # ~one 256-thread block per SM. Large outputs (DeepBench: M * N >= 40960) get
 # RZ = 1, one thread per element summing all KG partials with independent
-# loads (run 2's kernel); small ones (ICA 32^2: 1024) RZ = 8, 8x the blocks.
+# loads; small ones (ICA 32^2: 1024) RZ = 8, 8x the blocks.
 REDUCE_FILL = 32768
 
 

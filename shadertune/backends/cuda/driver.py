@@ -55,6 +55,7 @@ class CUDAKernel(Kernel):
                 raise InvalidConfig(f"cannot opt in to {self.d.smem_bytes} B of shared memory: {e}") from None
         self._args = self._keep = None
         self._cnt = {}    # stream handle -> KR counters
+        self._launch_constants()
 
     # --- device-side -----------------------------------------------------
     def _to_device(self, x, shape, name):
@@ -81,12 +82,23 @@ class CUDAKernel(Kernel):
         else:
             dC = cp.full(p.out_shape, np.nan, dtype=p.dtype)
         self._args = (dA.data.ptr, dB.data.ptr, dC.data.ptr, p.M * p.K, p.K * p.N, p.batch, alpha, beta)
-        self._keep = (dA, dB)
+        self._keep = (dA, dB, dC)    # launch() and time() write C again after run() returned it
         return dC
 
     def launch(self, stream=None):
         """Enqueue the kernel(s) on the arguments of the last prepare()."""
         self.enqueue(*self._args, stream=stream)
+
+    def _launch_constants(self) -> None:
+        """What every launch passes, computed once (a call's host cost matters
+        for small products: issue 16 item 4)."""
+        p, d = self.problem, self.d
+        self._T = np.float32 if p.dtype == "float32" else np.float64
+        self._mtiles = d.grid[1] // p.batch
+        self._mn = p.M * p.N
+        self._dims = (np.int32(p.M), np.int32(p.N), np.int32(p.K), np.int32(d.k_units))
+        self._kg = self.config["KG"]
+        self._rshape = reduce_shape(p, self.config) if self._reduce is not None else None
 
     def enqueue(self, a_ptr: int, b_ptr: int, c_ptr: int, sa: int, sb: int, batch: int,
                 alpha: float, beta: float, stream=None) -> None:
@@ -96,42 +108,48 @@ class CUDAKernel(Kernel):
         elements apart (0: broadcast), C is contiguous. Nothing is
         synchronised; the K_G workspace comes from CuPy's pool on the stream,
         so it is not reused before the launch that needs it is done."""
-        p, d, cp = self.problem, self.d, self._cp
-        if p.M == 0 or p.N == 0 or batch == 0:
+        p, d = self.problem, self.d
+        if batch == 0 or self._mn == 0:
             return
         if batch > 1 and p.batch == 1:
             raise ValueError(f"a kernel for one product ({p.key}) was given a batch of {batch}")
-        mtiles = d.grid[1] // p.batch
-        chunk = min(batch, MAX_GRID_Y // mtiles)    # products per launch
-        T = np.float32 if p.dtype == "float32" else np.float64
+        T, mtiles, mn = self._T, self._mtiles, self._mn
         alpha, beta = T(alpha), T(beta)
-        it = p.itemsize
-        mn = p.M * p.N
-        st = stream if stream is not None else cp.cuda.get_current_stream()
-        W = None
-        if self.config["KG"] > 1:
-            with st:
-                W = cp.empty((chunk * mn * self.config["KG"],), dtype=p.dtype)
-        cnt = self._counters(st)
+        strides = (np.int64(sa), np.int64(sb)) if p.batch > 1 else ()
         try:
-            for b0 in range(0, batch, chunk):
-                nb = min(chunk, batch - b0)
-                args = (a_ptr + b0 * sa * it, b_ptr + b0 * sb * it, c_ptr + b0 * mn * it,
-                        W if W is not None else c_ptr, cnt, np.int32(p.M), np.int32(p.N), np.int32(p.K),
-                        np.int32(d.k_units), alpha, beta)
-                if p.batch > 1:
-                    args += (np.int64(sa), np.int64(sb))
-                self._main((d.grid[0], mtiles * nb, d.grid[2]), (d.threads,), args,
-                           shared_mem=d.smem_bytes, stream=st)
-                if self._reduce is not None:   # RX elements x RZ lanes of z per block
-                    rx, rz = reduce_shape(p, self.config)
-                    self._reduce((-(-(nb * mn) // rx),), (rx, rz), (W, c_ptr + b0 * mn * it, np.int64(nb * mn), alpha, beta),
-                                 stream=st)
-        except _cuda_errors(cp) as e:
+            if self._kg == 1 and mtiles * batch <= MAX_GRID_Y:   # one launch, nothing to allocate
+                self._main((d.grid[0], mtiles * batch, 1), (d.threads,),
+                           (a_ptr, b_ptr, c_ptr, c_ptr, 0) + self._dims + (alpha, beta) + strides,
+                           shared_mem=d.smem_bytes, stream=stream)
+                return
+            self._enqueue_chunks(a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, strides, stream)
+        except _cuda_errors(self._cp) as e:
             # Launch-time refusals (too many resources) are the config's fault.
             if "OUT_OF_RESOURCES" in str(e) or "INVALID_VALUE" in str(e):
                 raise InvalidConfig(f"the device cannot launch this config: {e}") from None
             raise RunError(f"launch failed: {e}") from None
+
+    def _enqueue_chunks(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, strides, stream):
+        """enqueue() with a K_G workspace and/or a batch longer than one grid
+        (grid.y = M tiles x products <= MAX_GRID_Y): launches of `chunk` products."""
+        p, d, cp, mtiles, mn = self.problem, self.d, self._cp, self._mtiles, self._mn
+        chunk = min(batch, MAX_GRID_Y // mtiles)
+        it = p.itemsize
+        st = stream if stream is not None else cp.cuda.get_current_stream()
+        W = None
+        if self._kg > 1:
+            with st:
+                W = cp.empty((chunk * mn * self._kg,), dtype=p.dtype)
+        cnt = self._counters(st)
+        for b0 in range(0, batch, chunk):
+            nb = min(chunk, batch - b0)
+            c0 = c_ptr + b0 * mn * it
+            self._main((d.grid[0], mtiles * nb, d.grid[2]), (d.threads,),
+                       (a_ptr + b0 * sa * it, b_ptr + b0 * sb * it, c0, W if W is not None else c0, cnt)
+                       + self._dims + (alpha, beta) + strides, shared_mem=d.smem_bytes, stream=st)
+            if self._reduce is not None:   # RX elements x RZ lanes of z per block
+                rx, rz = self._rshape
+                self._reduce((-(-(nb * mn) // rx),), (rx, rz), (W, c0, np.int64(nb * mn), alpha, beta), stream=st)
 
     def _counters(self, stream):
         """KR's arrival counters, one per C tile: zero between launches (the
@@ -162,7 +180,7 @@ class CUDAKernel(Kernel):
     def time(self, repeats: int = 10, warmup: int = 2, hold_stream: bool = True) -> list[float]:
         """Milliseconds of `repeats` event-timed launches. The launches queue
         up behind a spin kernel first (`hold_stream`), so host launch overhead
-        is not timed: the device's time alone (hold.py; run N measured it)."""
+        is not timed: the device's time alone (hold.py)."""
         if self._args is None:
             raise RunError("time() needs a run() first (it times the last inputs)")
         try:

@@ -1,12 +1,9 @@
 """Hold a CUDA stream so that event timing measures the device alone.
 
 CUDA events time what the GPU does between them, gaps included. A kernel
-launched from Python costs the host time (measured on the H200 machine, run N:
-8 us for one of our launches, 15 us for a split-K pair, 16-22 us for
-cupy.matmul); when that is longer than the kernel, the GPU waits between
-launches and the wait is timed too. Run N: LAPACK 896^2 x 32 read 0.0152 ms
-ours vs 0.0273 ms cuBLAS unheld, 0.0068 vs 0.0076 ms held (notes/cuda.md,
-"Host-bound timing").
+launched from Python costs the host several microseconds (8-22 us on the H200
+machine, notes/cuda.md "Host-bound timing"); when that is longer than the
+kernel, the GPU waits between launches and the wait is timed too.
 
 `hold(us)` enqueues a one-thread kernel that spins for `us` microseconds; the
 launches enqueued behind it while it spins then run back to back, so their

@@ -1,0 +1,289 @@
+"""A host-memory stand-in for the part of CuPy that the CUDA front door
+(backends/cuda/call.py) and the kernel driver's launch path use, for tests on
+machines without a GPU. The real thing runs in tests/test_cuda_gpu*.py.
+
+'Device' arrays are numpy arrays (the `ndarray` subclass below, which says it
+comes from cupy) in host memory; their addresses play the device pointers.
+FakeFunction stands in for a compiled GEMM: it computes, in numpy, exactly
+what the CUDA kernels' contract says they compute from the pointers, element
+strides, trans flags and grid they are launched with, so the tests check that
+contract between call.py, driver.enqueue and the kernels.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import types
+
+import numpy as np
+
+ALIGN = 256   # CuPy's allocations are 256-byte aligned
+
+
+class _Mem:
+    def __init__(self, ptr, size=0, owner=None, device_id=0):
+        self.ptr, self.size, self._owner, self.device_id = ptr, size, owner, device_id
+
+
+class _MemPtr:
+    def __init__(self, mem, offset=0):
+        self.mem, self.ptr, self.device_id = mem, mem.ptr + offset, mem.device_id
+
+
+def _from_address(addr: int, shape, dtype, strides_bytes):
+    """A numpy view of `shape` with byte strides whose element 0 is at `addr`."""
+    dtype = np.dtype(dtype)
+    if 0 in shape:
+        return np.empty(shape, dtype)
+    lo = sum((n - 1) * s for n, s in zip(shape, strides_bytes) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides_bytes) if s > 0)
+    buf = (ctypes.c_char * (hi - lo + dtype.itemsize)).from_address(addr + lo)
+    return np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides_bytes)
+
+
+def _aligned_empty(shape, dtype):
+    dtype = np.dtype(dtype)
+    n = math.prod(shape) * dtype.itemsize
+    raw = np.empty(n + ALIGN, np.uint8)
+    off = (-raw.ctypes.data) % ALIGN
+    return raw[off:off + n].view(dtype).reshape(shape)
+
+
+class ndarray(np.ndarray):
+    """A CuPy array stand-in: numpy memory, CuPy's `.data.ptr` and `.device`."""
+
+    def __new__(cls, shape, dtype=float, memptr=None, strides=None):
+        shape = tuple(shape) if not isinstance(shape, int) else (shape,)
+        if memptr is None:
+            return _aligned_empty(shape, dtype).view(cls)
+        dtype = np.dtype(dtype)
+        if strides is None:
+            strides, acc = [], dtype.itemsize
+            for n in reversed(shape):
+                strides.append(acc)
+                acc *= n
+            strides = tuple(reversed(strides))
+        a = _from_address(memptr.ptr, shape, dtype, tuple(strides)).view(cls)
+        a._memptr = memptr      # keeps the memory's owner alive, as CuPy's MemoryPointer does
+        return a
+
+    @property
+    def data(self):
+        return _MemPtr(_Mem(self.ctypes.data))
+
+    @property
+    def device(self):
+        return types.SimpleNamespace(id=0)
+
+
+ndarray.__module__ = "cupy"
+
+
+def _dev(a) -> ndarray:
+    return a.view(ndarray)
+
+
+def empty(shape, dtype=float):
+    return _aligned_empty(tuple(shape) if not isinstance(shape, int) else (shape,), dtype).view(ndarray)
+
+
+def zeros(shape, dtype=float):
+    a = empty(shape, dtype)
+    a[...] = 0
+    return a
+
+
+def full(shape, value, dtype=float):
+    a = empty(shape, dtype)
+    a[...] = value
+    return a
+
+
+def asarray(x, dtype=None):
+    if isinstance(x, ndarray) and (dtype is None or x.dtype == np.dtype(dtype)):
+        return x
+    src = np.asarray(x, dtype=dtype)
+    a = empty(src.shape, src.dtype)       # an 'upload': a copy in fresh memory
+    a[...] = src
+    return a
+
+
+def ascontiguousarray(x, dtype=None):
+    x = asarray(x, dtype)
+    if x.flags.c_contiguous and x.ctypes.data % 16 == 0:
+        return x
+    a = empty(x.shape, x.dtype)
+    a[...] = x
+    return a
+
+
+def broadcast_to(x, shape):
+    return np.broadcast_to(x, shape).view(ndarray)
+
+
+def asnumpy(x, stream=None):
+    return np.array(np.asarray(x).view(np.ndarray), copy=True)
+
+
+def from_dlpack(x):
+    return np.from_dlpack(x).view(ndarray)
+
+
+# --- cupy.cuda ---------------------------------------------------------------
+
+class Stream:
+    _next = [1000]
+
+    def __init__(self, non_blocking=False, ptr=None):
+        if ptr is None:
+            Stream._next[0] += 1
+            ptr = Stream._next[0]
+        self.ptr, self.done, self.waited = ptr, True, []
+
+    def __enter__(self):
+        _STACK.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _STACK.pop()
+
+    def synchronize(self):
+        pass
+
+    def wait_event(self, ev):
+        self.waited.append(ev.stream_ptr)
+
+
+_NULL = Stream(ptr=0)
+_STACK = [_NULL]
+_EXTERNAL: dict = {}
+
+
+def ExternalStream(ptr, device_id=-1):
+    return _EXTERNAL.setdefault(ptr, Stream(ptr=ptr))
+
+
+def get_current_stream():
+    return _STACK[-1]
+
+
+class Event:
+    def __init__(self, disable_timing=False):
+        self.stream_ptr = None
+
+    def record(self, stream=None):
+        self.stream_ptr = (stream or get_current_stream()).ptr
+
+
+class Device:
+    def __init__(self, device_id=0):
+        self.id = device_id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+class _Runtime:
+    @staticmethod
+    def pointerGetAttributes(ptr):
+        return types.SimpleNamespace(device=0)
+
+    @staticmethod
+    def getDeviceCount():
+        return 0
+
+    @staticmethod
+    def getDevice():
+        return 0
+
+
+cuda = types.SimpleNamespace(
+    Stream=Stream, ExternalStream=ExternalStream, get_current_stream=get_current_stream, Event=Event,
+    Device=Device, UnownedMemory=_Mem, MemoryPointer=_MemPtr, runtime=_Runtime,
+    driver=types.SimpleNamespace(CUDADriverError=type("CUDADriverError", (Exception,), {})),
+)
+cuda.runtime.CUDARuntimeError = type("CUDARuntimeError", (Exception,), {})
+__name__ = "cupy"
+
+
+# --- kernels -------------------------------------------------------------------
+
+def host_view(ptr: int, shape, dtype) -> np.ndarray:
+    """A C-contiguous numpy view of `shape` at address `ptr`."""
+    dtype = np.dtype(dtype)
+    n = math.prod(shape) * dtype.itemsize
+    return np.frombuffer((ctypes.c_char * max(n, 1)).from_address(ptr), dtype, math.prod(shape)).reshape(shape)
+
+
+def _ptr(x) -> int:
+    return x.ctypes.data if isinstance(x, np.ndarray) else int(x)
+
+
+class FakeFunction:
+    """A launch of st_gemm (or st_gemm_reduce) computed in numpy from its
+    arguments as the CUDA kernels read them (shaders/cuda/*.cu): A, B stored
+    row-major per the problem's trans flags, product b at A + b * sA (sA, sB
+    the two trailing arguments of a batched kernel), C contiguous; grid.y =
+    M tiles x products, grid.z = K_G. With K_G > 1 and the separate
+    reduction, each split's partial goes to W (split z's slice M * N *
+    products apart; here all of the sum in split 0) and the reduce launch
+    applies alpha, beta."""
+
+    def __init__(self, problem, config, d, reduce=False):
+        self.p, self.c, self.d, self.reduce = problem, config, d, reduce
+        self.calls = []
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        self.calls.append({"grid": grid, "block": block, "args": args,
+                           "stream": (stream or get_current_stream()).ptr})
+        p, dt = self.p, np.dtype(self.p.dtype)
+        if self.reduce:
+            W, C, mn, alpha, beta = args
+            kg = self.c["KG"]
+            w = host_view(_ptr(W), (kg, int(mn)), dt)
+            c = host_view(_ptr(C), (int(mn),), dt)
+            c[...] = alpha * w.sum(0) + (beta * c if beta != 0 else 0)
+            return
+        A, B, C, W, cnt, M, N, K, k_units, alpha, beta = args[:11]
+        sa, sb = (int(args[11]), int(args[12])) if p.batch > 1 else (0, 0)
+        assert (int(M), int(N), int(K)) == (p.M, p.N, p.K) and len(args) == (13 if p.batch > 1 else 11)
+        mtiles = -(-p.M // self.c["BM"])
+        assert grid[0] == -(-p.N // self.c["BN"]) and grid[1] % mtiles == 0 and grid[2] == self.c["KG"]
+        assert grid[1] <= 65535
+        nb = grid[1] // mtiles
+        sa_shape, sb_shape = ((p.K, p.M) if p.trans_a else (p.M, p.K)), ((p.N, p.K) if p.trans_b else (p.K, p.N))
+        it = dt.itemsize
+        split = self.c["KG"] > 1 and not self.c["KR"]
+        for b in range(nb):
+            a = host_view(_ptr(A) + b * sa * it, sa_shape, dt)
+            bm = host_view(_ptr(B) + b * sb * it, sb_shape, dt)
+            prod = (a.T if p.trans_a else a).astype(np.float64) @ (bm.T if p.trans_b else bm)
+            if split:
+                w = host_view(_ptr(W), (self.c["KG"], nb, p.M, p.N), dt)
+                w[:, b] = 0
+                w[0, b] = prod
+            else:
+                c = host_view(_ptr(C) + b * p.M * p.N * it, (p.M, p.N), dt)
+                c[...] = alpha * prod + (beta * c if beta != 0 else 0)
+
+
+class FakeKernel:
+    """What call.execute needs of a kernel: enqueue(...) as CUDAKernel.enqueue."""
+
+    def __init__(self, problem):
+        from shadertune.config import Config
+        self.problem = problem
+        self.config = Config(BM=32, BN=32, KG=1, KR=0)
+        self.fn = FakeFunction(problem, self.config, None)
+        self.calls = []
+
+    def enqueue(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, stream=None):
+        assert batch == self.problem.batch
+        self.calls.append((a_ptr, b_ptr, c_ptr, sa, sb, batch, stream.ptr if stream else None))
+        p = self.problem
+        mt = -(-p.M // 32)
+        args = (a_ptr, b_ptr, c_ptr, 0, 0, p.M, p.N, p.K, 0, alpha, beta) + ((sa, sb) if p.batch > 1 else ())
+        self.fn((-(-p.N // 32), mt * batch, 1), (128,), args, stream=stream)

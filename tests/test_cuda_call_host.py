@@ -1,0 +1,243 @@
+"""The CUDA front door's execution path (call.execute) and the driver's
+launch path (CUDAKernel.enqueue) on a host-memory stand-in for CuPy
+(tests/fake_cupy.py), for machines without a GPU: which pointers, strides,
+trans flags, streams and grids reach the kernel, and that what the kernel's
+contract computes from them is numpy.matmul's answer. The GPU tests
+(test_cuda_gpu*.py) run the real kernels."""
+import sys
+
+import numpy as np
+import pytest
+
+import fake_cupy
+from shadertune.backends.cuda import call
+from shadertune.backends.cuda.space import make_space
+from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
+from shadertune.config import Config
+from shadertune.problem import Problem
+
+
+@pytest.fixture
+def cp(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    fake_cupy._STACK[:] = [fake_cupy._NULL]
+    return fake_cupy
+
+
+def dev(cp, a, dtype=np.float32):
+    return cp.asarray(np.asarray(a, dtype))
+
+
+def run(A, B, **kw):
+    """call.prepare + a fake kernel + call.execute: (result, the kernel or None)."""
+    c = call.prepare(A, B, **kw)
+    k = fake_cupy.FakeKernel(c.problem) if c.problem is not None else None
+    return call.execute(c, k, 0), k, c
+
+
+def close(x, ref, tol=1e-5):
+    x = np.asarray(x)
+    assert x.shape == np.shape(ref)
+    np.testing.assert_allclose(x, ref, rtol=tol, atol=tol)
+
+
+def test_device_arrays_in_device_arrays_out(cp, rng):
+    A, B = rng.uniform(-1, 1, (33, 20)), rng.uniform(-1, 1, (20, 17))
+    r, k, c = run(dev(cp, A), dev(cp, B))
+    assert isinstance(r, cp.ndarray) and r.dtype == np.float32
+    close(r, A @ B)
+    r, k, c = run(A, B)                                          # numpy in, numpy out
+    assert type(r) is np.ndarray
+    close(r, A @ B)
+    r, k, c = run(A.astype(np.float32), dev(cp, B))              # mixed: the device kind
+    assert isinstance(r, cp.ndarray)
+    r, k, c = run(dev(cp, A), dev(cp, B, np.float64))            # float32 x float64: float64
+    assert r.dtype == np.float64
+    close(r, A.astype(np.float32) @ B, 1e-12)
+
+
+def test_transposed_views_reach_the_kernel_in_place(cp, rng):
+    At, Bt = dev(cp, rng.uniform(-1, 1, (20, 33))), dev(cp, rng.uniform(-1, 1, (17, 20)))
+    r, k, c = run(At.T, Bt.T)
+    assert c.problem.trans_a and c.problem.trans_b
+    assert k.calls[0][:2] == (At.data.ptr, Bt.data.ptr)          # no copies
+    close(r, np.asarray(At).T @ np.asarray(Bt).T)
+    S = dev(cp, rng.uniform(-1, 1, (40, 66)))
+    r, k, c = run(S[:33, ::3][:, :20], Bt.T)                      # strided: one copy
+    assert k.calls[0][0] != S.data.ptr and not c.problem.trans_a
+    close(r, np.asarray(S)[:33, ::3][:, :20] @ np.asarray(Bt).T)
+
+
+def test_batches_are_one_launch(cp, rng):
+    A, B = rng.uniform(-1, 1, (6, 9, 5)), rng.uniform(-1, 1, (6, 5, 7))
+    r, k, c = run(dev(cp, A), dev(cp, B))
+    assert len(k.calls) == 1 and k.calls[0][3:6] == (45, 35, 6)
+    close(r, A @ B)
+    r, k, c = run(dev(cp, A), dev(cp, B[0]))                     # broadcast B: stride 0, no copy
+    assert k.calls[0][3:5] == (45, 0)
+    close(r, A @ B[0])
+    a2, b3 = rng.uniform(-1, 1, (2, 1, 9, 5)), rng.uniform(-1, 1, (3, 5, 7))
+    r, k, c = run(dev(cp, a2), dev(cp, b3))                      # uneven: stacked copies
+    assert c.problem.batch == 6 and k.calls[0][3:5] == (45, 35)
+    close(r, a2 @ b3)
+    r, k, c = run(a2, b3)                                        # numpy stacks
+    close(r, a2 @ b3)
+    r, k, c = run(dev(cp, A).swapaxes(1, 2).swapaxes(1, 2), dev(cp, B))
+    close(r, A @ B)
+    v = rng.uniform(-1, 1, 5)
+    for a, b in [(v, dev(cp, B)), (dev(cp, A), v), (v, v)]:
+        r, k, c = run(a, b)
+        close(r, np.matmul(np.asarray(a, np.float32).astype(np.float64), np.asarray(b, np.float32)))
+
+
+def test_out_in_place_through_a_temporary_or_to_the_host(cp, rng):
+    A, B = rng.uniform(-1, 1, (33, 20)), rng.uniform(-1, 1, (20, 17))
+    dA, dB = dev(cp, A), dev(cp, B)
+    o = cp.empty((33, 17), np.float32)
+    r, k, c = run(dA, dB, out=o)
+    assert r is o and k.calls[0][2] == o.data.ptr
+    close(o, A @ B)
+    big = cp.zeros((33, 34), np.float32)
+    r, k, c = run(dA, dB, out=big[:, ::2])
+    assert k.calls[0][2] != big.data.ptr
+    close(np.asarray(big)[:, ::2], A @ B)
+    assert not np.asarray(big)[:, 1::2].any()
+    h = np.zeros((33, 17), np.float32)
+    r, k, c = run(dA, dB, out=h)
+    assert r is h
+    close(h, A @ B)
+    C0 = rng.uniform(-1, 1, (33, 17))
+    o = dev(cp, C0)
+    run(dA, dB, out=o, alpha=2.0, beta=-0.5)                     # beta reads out in place
+    close(o, 2 * A @ B - 0.5 * C0, 1e-4)
+    r, k, c = run(dA, dB, C=dev(cp, C0[:1]), alpha=1.0, beta=3.0)   # C broadcast into a new result
+    close(r, A @ B + 3 * C0[:1], 1e-4)
+    r, k, c = run(A, B, C=C0, beta=1.0)                           # host C
+    close(r, A @ B + C0, 1e-4)
+
+
+def test_empty_and_k_zero(cp, rng):
+    r, k, c = run(dev(cp, np.ones((0, 3))), dev(cp, np.ones((3, 4))))
+    assert k is None and r.shape == (0, 4)
+    r, k, c = run(dev(cp, np.ones((3, 0))), dev(cp, np.ones((0, 4))))
+    assert k is None and not np.asarray(r).any() and r.shape == (3, 4)
+    C0 = rng.uniform(-1, 1, (3, 4))
+    r, k, c = run(np.ones((3, 0)), np.ones((0, 4)), C=C0, beta=2.0)
+    close(r, 2 * C0)
+
+
+def test_the_callers_stream_and_producer_streams(cp, rng):
+    A, B = rng.uniform(-1, 1, (16, 8)), rng.uniform(-1, 1, (8, 4))
+    dA, dB = dev(cp, A), dev(cp, B)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        r, k, c = run(dA, dB)
+    assert k.calls[0][6] == s.ptr                       # launched on CuPy's current stream
+    close(r, A @ B)
+
+    class Produced:                                     # a CAI v3 array written on stream 4242
+        __cuda_array_interface__ = {"shape": (16, 8), "typestr": "<f4", "data": (dA.data.ptr, False),
+                                    "strides": None, "version": 3, "stream": 4242}
+    with s:
+        r, k, c = run(Produced(), dB)
+    assert 4242 in s.waited and k.calls[0][6] == s.ptr     # waited for by an event, on our stream
+    assert isinstance(r, cp.ndarray)
+    close(r, A @ B)
+
+
+# --- the driver's launch path ------------------------------------------------------
+
+def fake_kernel(cp, p, cfg):
+    """A CUDAKernel whose compiled functions are fake_cupy.FakeFunction."""
+    from shadertune.backends.cuda.driver import CUDAKernel
+    from shadertune.backends.cuda.space import derive
+    k = object.__new__(CUDAKernel)
+    k._cp, k.problem, k.config, k.source = cp, p, cfg, ""
+    k.d = derive(p, cfg)
+    k._main = fake_cupy.FakeFunction(p, cfg, k.d)
+    k._reduce = fake_cupy.FakeFunction(p, cfg, k.d, reduce=True) if cfg["KG"] > 1 and not cfg["KR"] else None
+    k._args = k._keep = None
+    k._cnt = {}
+    k._launch_constants()
+    return k
+
+
+def _ref(p, A, B):
+    a = np.swapaxes(A, -1, -2) if p.trans_a else A
+    b = np.swapaxes(B, -1, -2) if p.trans_b else B
+    return np.matmul(a.astype(np.float64), b)
+
+
+FFMA = Config(BM=32, BN=16, BK=16, TM=4, TN=4, WM=32, WN=16, trans=1, VEC=4, PAD=4, DB=1, ST=0,
+              KG=1, KL=1, KR=0, MMA=0)
+
+
+@pytest.mark.parametrize("M, chunk", [(16, [7, 7, 6]), (70, [6, 6, 6, 2])])
+def test_enqueue_grid_arguments_and_chunks(cp, rng, monkeypatch, M, chunk):
+    """grid.y = M tiles x products, at most MAX_GRID_Y: a longer batch
+    launches in chunks with the pointers moved on (here MAX_GRID_Y = 7 and
+    20 products; with M = 70, three M tiles a product)."""
+    from shadertune.backends.cuda import driver
+    monkeypatch.setattr(driver, "MAX_GRID_Y", 7 if M == 16 else 20)
+    p = Problem(M, 16, 16, batch=20)
+    assert FFMA in make_space(p, L)
+    k = fake_kernel(cp, p, FFMA)
+    A = rng.uniform(-1, 1, p.stored_shapes[0]).astype(np.float32)
+    B = rng.uniform(-1, 1, p.stored_shapes[1]).astype(np.float32)
+    out = k.run(A, B)
+    mtiles = -(-M // 32)
+    assert [c["grid"][1] for c in k._main.calls] == [mtiles * n for n in chunk]
+    close(out, _ref(p, A, B), 1e-4)
+
+
+@pytest.mark.parametrize("kr", [0, 1])
+def test_enqueue_split_k_in_a_batch(cp, rng, kr):
+    p = Problem(45, 37, 3001, "float64", False, True, batch=3)
+    cfg = Config(BM=32, BN=32, BK=16, TM=2, TN=2, WM=16, WN=16, trans=1, VEC=1, PAD=2, DB=1, ST=3,
+                 KG=8, KL=1, KR=kr, MMA=1)
+    assert cfg in make_space(p, L)
+    k = fake_kernel(cp, p, cfg)
+    A, B = rng.uniform(-1, 1, p.stored_shapes[0]), rng.uniform(-1, 1, p.stored_shapes[1])
+    C0 = rng.uniform(-1, 1, p.out_shape)
+    out = k.run(A, B, C0, alpha=1.5, beta=-2.0)
+    close(out, 1.5 * _ref(p, A, B) - 2 * C0, 1e-10)
+    main = k._main.calls[0]
+    assert main["grid"][2] == 8 and len(main["args"]) == 13          # two stride arguments
+    if kr:
+        assert k._reduce is None and main["args"][4] is k._cnt[0]     # counters of this stream
+        s = cp.cuda.Stream()
+        with s:
+            k.launch()
+        assert s.ptr in k._cnt and k._cnt[s.ptr] is not k._cnt[0]
+    else:
+        red = k._reduce.calls[0]
+        assert red["args"][2] == 3 * 45 * 37                         # the whole batch's elements
+
+
+def test_the_common_call_is_planned_once(cp, rng):
+    """call.fast: CuPy operands read in place, no out/C: one plan per layout,
+    then a dict look-up, an allocation and a launch; anything else (a
+    strided operand, another device) goes the general way (None)."""
+    A, B = rng.uniform(-1, 1, (33, 20)), rng.uniform(-1, 1, (20, 17))
+    dA, dB = dev(cp, A), dev(cp, B)
+    kernels = {}
+
+    def kernel_for(p):
+        return kernels.setdefault(p, fake_cupy.FakeKernel(p))
+    call._PLANS.clear()
+    r = call.fast(dA, dB, 2, 0, kernel_for)
+    assert isinstance(r, cp.ndarray) and len(call._PLANS) == 1
+    close(r, 2 * A @ B, 1e-4)
+    r = call.fast(dev(cp, A), dev(cp, B), 1.0, 0, kernel_for)      # same layout: the same plan
+    assert len(call._PLANS) == 1 and len(kernels) == 1
+    close(r, A @ B)
+    At = dev(cp, A.T.copy())
+    r = call.fast(At.T, dB, 1.0, 0, kernel_for)                    # transposed: in place, its own plan
+    assert list(kernels)[-1].trans_a
+    close(r, A @ B)
+    S = dev(cp, rng.uniform(-1, 1, (33, 40)))
+    assert call.fast(S[:, ::2], dB, 1.0, 0, kernel_for) is None     # needs a copy: the general path
+    assert call.fast(dA, dB, 1.0, 1, kernel_for) is None             # another device
+    assert call.fast(A, B, 1.0, 0, kernel_for) is None               # numpy
+    with pytest.raises(ValueError, match="core dimension"):
+        call.fast(dA, dev(cp, np.ones((19, 3))), 1.0, 0, kernel_for)
