@@ -214,3 +214,14 @@ def test_problem_batch_is_part_of_the_key_only_when_above_one():
     assert Problem.parse("6,32,8,16") == b and Problem.parse("32x8x16") == p
     with pytest.raises(ValueError, match="batch"):
         Problem(1, 1, 1, batch=0)
+
+
+def test_search_inputs_for_a_batch():
+    """The search evaluator's operands and float64 reference for a batched
+    problem: stacks as stored, the reference per product."""
+    from shadertune.search.evaluate import make_inputs
+    p = Problem(5, 3, 4, "float32", True, True, batch=6)
+    A, B, ref = make_inputs(p, seed=1)
+    assert A.shape == (6, 4, 5) and B.shape == (6, 3, 4) and ref.shape == (6, 5, 3)
+    for b in range(6):
+        np.testing.assert_allclose(ref[b], A[b].T.astype(np.float64) @ B[b].T.astype(np.float64))

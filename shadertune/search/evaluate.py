@@ -56,7 +56,8 @@ def make_inputs(problem: Problem, seed: int = 0):
     A = rng.uniform(-1.0, 1.0, a_shape).astype(p.dtype)
     B = rng.uniform(-1.0, 1.0, b_shape).astype(p.dtype)
     a64, b64 = A.astype(np.float64), B.astype(np.float64)
-    ref = (a64.T if p.trans_a else a64) @ (b64.T if p.trans_b else b64)
+    ref = np.matmul(np.swapaxes(a64, -1, -2) if p.trans_a else a64,
+                    np.swapaxes(b64, -1, -2) if p.trans_b else b64)   # a batch: stacks
     return A, B, ref
 
 

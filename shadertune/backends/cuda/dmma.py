@@ -29,6 +29,9 @@ REGS_PER_SM = 65536
 REG_OVERHEAD = 24
 REGS_PER_COPY = 3
 MAX_COPIES = 16
+# At least this many warps a block: two-warp blocks of 64 x 32 warp tiles
+# (16 copies a thread) spilled at 255 registers with either mma shape.
+MIN_WARPS = 4
 # DFMA per cycle per SM through DMMA at full efficiency: H100/H200 SXM's
 # 67 TFLOP/s FP64 tensor peak at 1.98 GHz on 132 SMs is 128 (the FFMA DGEMM: 64).
 FMA_RATE = 128
@@ -97,9 +100,10 @@ def derive(problem: Problem, c: dict, derived_type):
 def restriction(problem: Problem, cc: int):
     """The space's rule for MMA = 1, a function of a config."""
     def dmma(c):
-        "MMA = 1 (FP64 tensor cores) needs float64, sm_90+, the cp.async pipeline, BK a multiple of 16 and the canonical TM = TN = PAD = 2, trans = DB = KL = 1"
+        "MMA = 1 (FP64 tensor cores) needs float64, sm_90+, the cp.async pipeline, BK a multiple of 16, at least 4 warps and the canonical TM = TN = PAD = 2, trans = DB = KL = 1"
         return c["MMA"] != MMA or (problem.dtype == "float64" and cc >= 90 and c["ST"] >= 2
                                    and c["BK"] % MMA_KS[0] == 0
+                                   and (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) >= MIN_WARPS
                                    and c["TM"] == FV and c["TN"] == FV and c["PAD"] == FV
                                    and c["trans"] == 1 and c["DB"] == 1 and c["KL"] == 1)
     return dmma

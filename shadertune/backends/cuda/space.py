@@ -218,7 +218,20 @@ def _derive_wgmma(problem: Problem, c) -> Derived:
                                 lda_s, ldb_s, stage_a, stage_b, smem, regs)
 
 
+# A batch keeps its product's index and the operands' moved base pointers
+# live in every thread: ptxas used -18..+6 registers against the same config
+# of one product (36 candidates, nvcc 13.0), and one FFMA config at the cap
+# spilled 80 bytes (estimated 240); so batched configs are estimated this
+# many registers higher.
+BATCH_REGS = 16
+
+
 def _derive(problem: Problem, c) -> Derived:
+    d = _derive_product(problem, c)
+    return d if problem.batch == 1 else d._replace(regs_est=d.regs_est + BATCH_REGS)
+
+
+def _derive_product(problem: Problem, c) -> Derived:
     c = {**KNOB_DEFAULTS, **c}   # a plain dict: ~40 knob reads below
     if c["MMA"] == 4:
         return _derive_wgmma(problem, c)
