@@ -225,3 +225,8 @@ def test_search_inputs_for_a_batch():
     assert A.shape == (6, 4, 5) and B.shape == (6, 3, 4) and ref.shape == (6, 5, 3)
     for b in range(6):
         np.testing.assert_allclose(ref[b], A[b].T.astype(np.float64) @ B[b].T.astype(np.float64))
+
+
+def test_host_half_precision_is_cast_as_on_the_gl_path():
+    c = call.prepare(np.ones((4, 3), np.float16), np.ones((3, 2), np.int32))
+    assert c.dtype == np.float32 and c.a.copy and c.b.copy

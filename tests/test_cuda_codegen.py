@@ -209,17 +209,13 @@ def _sample():
         out.append((p, DMMA.replace(BM=64, BN=64, WM=32, WN=32, VEC=1, KG=kg, KR=kr)))
     dbig = Problem(4096, 4096, 4096, "float64")
     out.append((dbig, DMMA))
-    out.append((dbig, DMMA.replace(WM=32, WN=64, BK=32)))
-    out.append((dbig, DMMA.replace(ST=4)))
-    out.append((Problem(4096, 4096, 4096, "float64", True, True), DMMA.replace(BM=128, BN=64, WM=32, WN=32, BK=32)))
     out.append((dbig, DMMA.replace(WM=32, WN=32)))
-    # batched problems, one per kernel (split-K and a ragged M in the batch)
+    # batched problems: one product index and moved base pointers per kernel kind, split-K with both reductions
     out.append((Problem(100, 64, 256, "float32", batch=7), MMA.replace(BM=64, BN=32, WM=32, WN=16, BK=16)))
-    out.append((Problem(128, 128, 128, "float32", True, False, batch=256), WGMMA.replace(BN=64, WN=64)))
-    out.append((Problem(45, 37, 3001, "float32", batch=3), candidates(Problem(45, 37, 3001, batch=3),
-                make_space(Problem(45, 37, 3001, batch=3), L), L, 1)[0]))
+    out.append((Problem(45, 37, 3001, "float32", batch=3),
+                Config(BM=64, BN=32, BK=32, TM=8, TN=4, WM=32, WN=32, trans=1, VEC=1, PAD=4, DB=1, ST=0, KG=8, KL=2, KR=0)))
     out.append((Problem(100, 64, 2048, "float64", False, True, batch=5), DMMA.replace(BM=64, BN=64, WM=32, WN=32, KG=4, KR=1)))
-    assert all(cfg in make_space(p, L) for p, cfg in out[-13:]), [(p.key, cfg) for p, cfg in out[-13:] if cfg not in make_space(p, L)]
+    assert all(cfg in make_space(p, L) for p, cfg in out[-9:]), [(p.key, cfg) for p, cfg in out[-9:] if cfg not in make_space(p, L)]
     return out
 
 

@@ -106,8 +106,8 @@ def test_cai_and_dlpack_objects_are_used_without_a_copy(be):
         def __init__(self, a):
             self.a = a
 
-        def __dlpack__(self, stream=None):
-            return self.a.__dlpack__(stream=stream)
+        def __dlpack__(self, **kw):     # stream=, and max_version= etc. where the consumer sends them
+            return self.a.__dlpack__(**kw)
 
         def __dlpack_device__(self):
             return self.a.__dlpack_device__()
@@ -158,12 +158,13 @@ def test_cai_producer_stream_is_waited_for(be):
     waits for that stream (an event), not for the host."""
     rng = np.random.default_rng(6)
     A, B = rng.uniform(-1, 1, (64, 32)), rng.uniform(-1, 1, (32, 48))
-    X, dB = cupy.zeros((64, 32), np.float32), cupy.asarray(B, np.float32)
+    X, dB, src = cupy.zeros((64, 32), np.float32), cupy.asarray(B, np.float32), cupy.asarray(A, np.float32)
     matmul(X, dB)
+    cupy.cuda.Device().synchronize()
     prod = cupy.cuda.Stream(non_blocking=True)
     with prod:
         hold(SPIN_US)
-        X[...] = cupy.asarray(A, np.float32)       # lands after the spin
+        X[...] = src                               # a device copy that lands after the spin
 
     class Produced:
         __cuda_array_interface__ = {**X.__cuda_array_interface__, "version": 3, "stream": prod.ptr}
@@ -223,7 +224,8 @@ def test_dmma_kernel_is_float64_accurate(be, ta, tb):
     if int(be.arch()[3:].rstrip("a")) < 90:
         pytest.skip(f"the m16n8 f64 mma needs sm_90, the device is {be.arch()}")
     rng = np.random.default_rng(80 + ta * 2 + tb)
-    p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float64", ta, tb)
+    # even sizes (16-byte copies need them) that no tile divides
+    p = Problem(*(2 * int(rng.integers(lo, hi)) + 2 for lo, hi in ((65, 150), (35, 130), (25, 200))), "float64", ta, tb)
     skinny = Problem(37, 45, 3001, "float64", ta, tb)
     dm = [c for c in be.candidates(p, 24) if c["MMA"] == 1][:2]
     base = Config(BM=64, BN=64, BK=16, TM=2, TN=2, WM=32, WN=32, trans=1, VEC=1, PAD=2, DB=1, ST=2,

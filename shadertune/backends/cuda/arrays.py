@@ -25,9 +25,10 @@ import numpy as np
 # DLPack device types (dlpack.h): host memory, and memory a CUDA kernel can read.
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 
-# Element types the kernels compute in; others are refused (float16 and
-# bfloat16: there is no half-precision kernel) or cast (integers, bools:
-# numpy.matmul's promotion to a float type, float32 here as on the GL path).
+# Element types the kernels compute in. Half precision on the device
+# (float16, bfloat16) is refused: there is no half-precision kernel, and a
+# silent float32 result would hide that. Host arrays of other real types
+# (integers, bools, float16) are cast to float32 as on the GL path.
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _HALF = ("float16", "bfloat16")
 _TYPESTRS: dict = {}     # CAI typestr -> numpy dtype (np.dtype(str) costs ~1 us a call)
@@ -157,7 +158,7 @@ def check_dtype(info: ArrayInfo, name: str) -> None:
     if dt in KERNEL_DTYPES:
         return
     tname = dt if isinstance(dt, str) else dt.name
-    if tname in _HALF:
+    if tname in _HALF and info.on_device:
         raise TypeError(f"matmul: {name} has dtype {tname}; the CUDA kernels compute in float32 "
                         f"and float64 only (no half-precision kernel): cast it first, "
                         f"e.g. {name}.astype('float32')")
