@@ -241,3 +241,26 @@ def test_the_common_call_is_planned_once(cp, rng):
     assert call.fast(A, B, 1.0, 0, kernel_for) is None               # numpy
     with pytest.raises(ValueError, match="core dimension"):
         call.fast(dA, dev(cp, np.ones((19, 3))), 1.0, 0, kernel_for)
+
+
+def test_the_common_call_with_out(cp, rng):
+    """call.fast with out=: written in place (no allocation); an out that
+    shares memory with A or B goes the general way, which computes into a
+    temporary first (as numpy.matmul buffers overlapping operands)."""
+    A, B = rng.uniform(-1, 1, (16, 16)), rng.uniform(-1, 1, (16, 16))
+    dA, dB = dev(cp, A), dev(cp, B)
+    kernels = {}
+
+    def kernel_for(p):
+        return kernels.setdefault(p, fake_cupy.FakeKernel(p))
+    o = cp.empty((16, 16), np.float32)
+    assert call.fast(dA, dB, 1.0, 0, kernel_for, o) is o
+    close(o, A @ B)
+    assert call.fast(dA, dB, 1.0, 0, kernel_for, dA) is None        # out is A: not in place
+    c = call.prepare(dA, dB, out=dA)
+    assert not c.out_in_place
+    k = fake_cupy.FakeKernel(c.problem)
+    assert call.execute(c, k, 0) is dA and k.calls[0][2] != dA.data.ptr
+    close(dA, A.astype(np.float32) @ B)
+    with pytest.raises(ValueError, match="out has shape"):
+        call.fast(dA, dB, 1.0, 0, kernel_for, cp.empty((16, 8), np.float32))

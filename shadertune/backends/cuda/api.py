@@ -18,8 +18,8 @@ def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=
     be = backend or _default_backend()
     kernel_for = (lambda p: _default_kernel(be, p)) if config is None or config == "default" else \
         (lambda p: be._kernel(p, _resolve(be, p, config, db)))
-    if out is None and C is None and beta == 0.0:
-        r = call.fast(A, B, alpha, be.device_id, kernel_for)
+    if C is None and beta == 0.0:
+        r = call.fast(A, B, alpha, be.device_id, kernel_for, out)
         if r is not None:
             return r
     c = call.prepare(A, B, out=out, C=C, alpha=alpha, beta=beta)

@@ -142,11 +142,32 @@ def prepare(A, B, *, out=None, C=None, alpha=1.0, beta=0.0) -> Call:
     else:
         kind = next((i.kind for i in (ia, ib) if i.on_device), "numpy")
         kind = "cupy" if kind in ("cai", "dlpack") else kind
-    in_place = io is not None and io.on_device and _contiguous(io, sh.shape) and io.ptr % ALIGN == 0
+    # out is written in place unless the kernel cannot (other strides, a
+    # misaligned base) or it shares memory with A or B (the kernel would read
+    # what it already wrote; numpy.matmul buffers such calls, so do we)
+    in_place = (io is not None and io.on_device and _contiguous(io, sh.shape) and io.ptr % ALIGN == 0
+                and not _overlap(io, ia) and not _overlap(io, ib))
     nb = math.prod(sh.batch)
     empty = sh.M == 0 or sh.N == 0 or nb == 0 or sh.K == 0
     problem = None if empty else _problem(sh.M, sh.N, sh.K, _DTYPE_NAMES[dtype], a.trans, b.trans, nb)
     return Call(problem, a, b, sh.shape, sh.batch, dtype, kind, io, in_place, ic, alpha, beta)
+
+
+def span(shape, strides, ptr: int, itemsize: int) -> tuple[int, int]:
+    """[first, last) byte addresses an array's elements cover."""
+    if 0 in shape:
+        return ptr, ptr
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    return ptr + lo * itemsize, ptr + (hi + 1) * itemsize
+
+
+def _overlap(x: ArrayInfo, y: ArrayInfo) -> bool:
+    if not (x.on_device and y.on_device) or y.strides is None:
+        return False
+    a0, a1 = span(x.shape, x.strides, x.ptr, x.dtype.itemsize)
+    b0, b1 = span(y.shape, y.strides, y.ptr, y.dtype.itemsize)
+    return a0 < b1 and b0 < a1
 
 
 def _contiguous(info: ArrayInfo, shape: tuple) -> bool:
@@ -183,55 +204,75 @@ def _is_device(x) -> bool:
 _PLANS: dict = {}    # operand layouts -> (problem, result shape, dtype, sa, sb, products) or None
 
 
-def fast(A, B, alpha, device_id: int, kernel_for):
-    """The common call in few microseconds: A and B both CuPy arrays or both
-    PyTorch CUDA tensors on `device_id` (the current device), read by the
-    kernel in place, no out, no C. The plan (problem, strides) is made once
-    per layout by prepare(). None when the call is not of that kind (the
-    caller takes prepare/execute, which also gives the errors)."""
+def fast(A, B, alpha, device_id: int, kernel_for, out=None):
+    """The common call in few microseconds: A and B (and out, if given) all
+    CuPy arrays or all PyTorch CUDA tensors on `device_id` (the current
+    device), A and B read and out written in place, no C. The plan (problem,
+    strides, spans) is made once per layout by prepare(). None when the call
+    is not of that kind (the caller takes prepare/execute, which also gives
+    the errors)."""
     if type(alpha) not in (float, int):
         return None
     cp = sys.modules.get("cupy")
-    if cp is not None and type(A) is cp.ndarray and type(B) is cp.ndarray:
+    if cp is not None and type(A) is cp.ndarray and type(B) is cp.ndarray and (out is None or type(out) is cp.ndarray):
         da, db = A.data, B.data
         pa, pb = da.ptr, db.ptr
-        if da.device_id != device_id or db.device_id != device_id:
+        po = out.data.ptr if out is not None else 0
+        if da.device_id != device_id or db.device_id != device_id or \
+                (out is not None and out.data.device_id != device_id):
             return None
-        key = (A.shape, A.strides, A.dtype, B.shape, B.strides, B.dtype, pa % ALIGN == 0, pb % ALIGN == 0)
-        plan = _plan(key, A, B, alpha)
-        if plan is None or cp.cuda.runtime.getDevice() != device_id:
+        key = (A.shape, A.strides, A.dtype, B.shape, B.strides, B.dtype, pa % ALIGN == 0, pb % ALIGN == 0,
+               None if out is None else (out.shape, out.strides, out.dtype, po % ALIGN == 0))
+        plan = _plan(key, A, B, alpha, out)
+        if plan is None or cp.cuda.runtime.getDevice() != device_id or (out is not None and _overlaps(plan, pa, pb, po)):
             return None
-        problem, shape, dtype, sa, sb, nb = plan
-        r = cp.empty(shape, dtype)
-        kernel_for(problem).enqueue(pa, pb, r.data.ptr, sa, sb, nb, alpha, 0.0)
+        r = cp.empty(plan[1], plan[2]) if out is None else out
+        kernel_for(plan[0]).enqueue(pa, pb, r.data.ptr, plan[3], plan[4], plan[5], alpha, 0.0)
         return r
     torch = sys.modules.get("torch")
-    if torch is not None and type(A) is torch.Tensor and type(B) is torch.Tensor and A.is_cuda and B.is_cuda:
+    if torch is not None and type(A) is torch.Tensor and type(B) is torch.Tensor and A.is_cuda and B.is_cuda \
+            and (out is None or (type(out) is torch.Tensor and out.is_cuda)):
         pa, pb = A.data_ptr(), B.data_ptr()
-        if A.device.index != device_id or B.device.index != device_id:
+        po = out.data_ptr() if out is not None else 0
+        if A.device.index != device_id or B.device.index != device_id or \
+                (out is not None and out.device.index != device_id):
             return None
-        key = ("torch", A.shape, A.stride(), A.dtype, B.shape, B.stride(), B.dtype, pa % ALIGN == 0, pb % ALIGN == 0)
-        plan = _plan(key, A, B, alpha)
-        if plan is None or cp is None or cp.cuda.runtime.getDevice() != device_id:
+        key = ("torch", A.shape, A.stride(), A.dtype, B.shape, B.stride(), B.dtype, pa % ALIGN == 0, pb % ALIGN == 0,
+               None if out is None else (out.shape, out.stride(), out.dtype, po % ALIGN == 0))
+        plan = _plan(key, A, B, alpha, out)
+        if plan is None or cp is None or cp.cuda.runtime.getDevice() != device_id or \
+                (out is not None and _overlaps(plan, pa, pb, po)):
             return None
-        problem, shape, dtype, sa, sb, nb = plan
-        r = torch.empty(shape, dtype=A.dtype, device=A.device)
+        r = torch.empty(plan[1], dtype=A.dtype, device=A.device) if out is None else out
         st = _external_stream(cp, torch.cuda.current_stream(device_id).cuda_stream, device_id)
-        kernel_for(problem).enqueue(pa, pb, r.data_ptr(), sa, sb, nb, alpha, 0.0, stream=st)
+        kernel_for(plan[0]).enqueue(pa, pb, r.data_ptr(), plan[3], plan[4], plan[5], alpha, 0.0, stream=st)
         return r
     return None
 
 
-def _plan(key, A, B, alpha):
+def _plan(key, A, B, alpha, out):
+    """(problem, result shape, dtype, sa, sb, products, byte extents of A, B,
+    out from their first elements), or None: not a call for fast()."""
     plan = _PLANS.get(key, 0)
     if plan == 0:
-        c = prepare(A, B, alpha=alpha)
-        ok = c.problem is not None and not c.a.copy and not c.b.copy
-        plan = (c.problem, c.shape, c.dtype, c.a.stride, c.b.stride, c.problem.batch) if ok else None
+        c = prepare(A, B, alpha=alpha, out=out)
+        ok = (c.problem is not None and not c.a.copy and not c.b.copy
+              and (out is None or (c.out_in_place and c.kind == c.out.kind)))
+        plan = None
+        if ok:
+            ext = [span(i.shape, i.strides, 0, i.dtype.itemsize) for i in (c.a.info, c.b.info, c.out) if i is not None]
+            plan = (c.problem, c.shape, c.dtype, c.a.stride, c.b.stride, c.problem.batch, ext)
         if len(_PLANS) > 4096:
             _PLANS.clear()
         _PLANS[key] = plan
     return plan
+
+
+def _overlaps(plan, pa: int, pb: int, po: int) -> bool:
+    """Whether out (at po) shares memory with A or B this call (a plan is per
+    layout, the addresses are per call)."""
+    (a0, a1), (b0, b1), (o0, o1) = plan[6]
+    return (po + o0 < pa + a1 and pa + a0 < po + o1) or (po + o0 < pb + b1 and pb + b0 < po + o1)
 
 
 # --- execution (needs a GPU) -------------------------------------------------
