@@ -45,9 +45,7 @@ constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements p
 {% endif %}
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-{{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
-           T* __restrict__ W, int* __restrict__ counters, const int M, const int N, const int K,
-           const int k_units, const T alpha, const T beta{{ batch_args }})
+{% include "cuda/signature.cu" %}
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* const As = reinterpret_cast<T*>(smem_raw);
@@ -59,13 +57,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     const int row0 = (warp / WARPS_N) * WM + (lane / LANES_N) * FV;
     const int col0 = (warp % WARPS_N) * WN + (lane % LANES_N) * FV;
 
-{% include "cuda/batch.cu" %}
-    // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
-    // KG (= gridDim.z) is a constant: the division is a multiply-high, and the
-    // product is 32-bit where k_units * KG fits.
-    const int kbeg = min(K, KGRAN * (int)(({{ split_t }})blockIdx.z * k_units / KG));
-    const int kend = min(K, KGRAN * (int)(({{ split_t }})(blockIdx.z + 1) * k_units / KG));
-    const int ntiles = kend > kbeg ? (kend - kbeg + KT - 1) / KT : 0;
+{% include "cuda/block_range.cu" %}
 
     T acc[TM][TN];
 #pragma unroll

@@ -59,32 +59,9 @@ __device__ __forceinline__ void mma_f64(double* d, const double* a, const double
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-{{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
-           T* __restrict__ W, int* __restrict__ counters, const int M, const int N, const int K,
-           const int k_units, const T alpha, const T beta{{ batch_args }})
+{% include "cuda/signature.cu" %}
 {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    T* const As = reinterpret_cast<T*>(smem_raw);
-    T* const Bs = As + {{ ST }} * STAGE_A;
-
-    const int tid = threadIdx.x;
-    const int warp = tid / 32, lane = tid % 32;
-    const int gid = lane / 4, tig = lane % 4;        // the mma fragment's row group, column
-    const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;
-
-{% include "cuda/batch.cu" %}
-    // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
-    const int kbeg = min(K, KGRAN * (int)(({{ split_t }})blockIdx.z * k_units / KG));
-    const int kend = min(K, KGRAN * (int)(({{ split_t }})(blockIdx.z + 1) * k_units / KG));
-    const int ntiles = kend > kbeg ? (kend - kbeg + KT - 1) / KT : 0;
-
-    double acc[MI][NI][4];
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-        for (int j = 0; j < NI; ++j)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0;
+{% include "cuda/mma_prologue.cu" %}
 
 {% include "cuda/mma_copy.cu" %}
 

@@ -95,9 +95,7 @@ __device__ __forceinline__ void fence_regs(float (&d)[NI][4])
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-{{ kernel }}(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
-           T* __restrict__ W, int* __restrict__ counters, const int M, const int N, const int K,
-           const int k_units, const T alpha, const T beta{{ batch_args }})
+{% include "cuda/signature.cu" %}
 {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T* const Spl = reinterpret_cast<T*>(smem_raw);     // 2 split buffers
@@ -111,11 +109,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // a warpgroup's 64 x WN tile; its warp w holds rows 16 w .. 16 w + 15
     const int wm0 = (wg / WG_N) * 64 + (warp % 4) * 16, wn0 = (wg % WG_N) * WN;
 
-{% include "cuda/batch.cu" %}
-    // Split z: grains [z * units / KG, (z + 1) * units / KG), balanced to one grain.
-    const int kbeg = min(K, KGRAN * (int)(({{ split_t }})blockIdx.z * k_units / KG));
-    const int kend = min(K, KGRAN * (int)(({{ split_t }})(blockIdx.z + 1) * k_units / KG));
-    const int ntiles = kend > kbeg ? (kend - kbeg + KT - 1) / KT : 0;
+{% include "cuda/block_range.cu" %}
 
     float acc[MI][NI][4], t[NI][4];
 #pragma unroll

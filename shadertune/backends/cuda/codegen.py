@@ -9,9 +9,9 @@ from ...templates import render, template_hash as _template_hash
 from . import dmma
 from .space import complete, derive, scatters
 
-TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_dmma.cu", "cuda/mma_copy.cu",
-             "cuda/mma_epilogue.cu", "cuda/mma_pipeline.cu", "cuda/cp_async.cu", "cuda/batch.cu",
-             "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
+TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_dmma.cu", "cuda/signature.cu",
+             "cuda/block_range.cu", "cuda/mma_prologue.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu",
+             "cuda/mma_pipeline.cu", "cuda/cp_async.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
@@ -80,7 +80,7 @@ def _rowcol(X: str, grouped: bool) -> str:
 
 
 def batch_params(problem: Problem, config) -> dict:
-    """What every template needs for a batch (shaders/cuda/batch.cu): nothing
+    """What every template needs for a batch (shaders/cuda/block_range.cu): nothing
     changes the source of a single product; a batch adds the operands'
     per-product strides as two trailing kernel arguments (elements, 0 for a
     broadcast operand) and the M tiles of one product."""
@@ -147,6 +147,7 @@ def params_mma(problem: Problem, config: Config) -> dict:
         # the K_G reductions shared with gemm.cu (splitk_*.cu)
         "FV": d.FV, "c_vec": problem.N % d.FV == 0, "fcomp": _COMPS[:d.FV], "rx": rx, "rz": rz,
         "pair_t": "float2" if problem.dtype == "float32" else "double2",
+        "acc_t": "float" if problem.dtype == "float32" else "double",
         **batch_params(problem, c),
     }
 
