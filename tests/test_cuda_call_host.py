@@ -20,6 +20,7 @@ from shadertune.problem import Problem
 @pytest.fixture
 def cp(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setattr(call, "_STREAMS", {})     # no stand-in stream outlives the test
     fake_cupy._STACK[:] = [fake_cupy._NULL]
     return fake_cupy
 
