@@ -14,6 +14,7 @@ Optional hooks, with their defaults:
 - predict_ms(problem, cs)  a cost model: predicted milliseconds per config, or None
                            (no model); the model-guided strategy ranks by it
 - roofline(problem, config, ceilings)  the bound that applies to one config, or None
+- ceiling_lines(ceilings)  device-wide bounds [(label, GFLOP/s)] a plot draws across sizes
 - measure_ceilings(preset) the device's measured ceilings (the roofline's inputs)
 """
 from __future__ import annotations
@@ -136,6 +137,11 @@ class Backend(abc.ABC):
         """The bound that applies to `config` given measured `ceilings`:
         {'gflops', 'bound', ...}, or None where the backend has no model."""
         return None
+
+    def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
+        """Bounds that hold for every problem, e.g. the FMA peak: [(label, GFLOP/s)];
+        none by default."""
+        return []
 
     def measure_ceilings(self, preset: str = "full") -> dict:
         """Measure this device's ceilings (see shadertune.roofline)."""

@@ -107,3 +107,27 @@ def best_gl_roofline(ceilings: Mapping, max_targets: int = 8) -> dict:
                 if best is None or r["gflops"] > best["gflops"]:
                     best = dict(r, config={"mc": mc, "mrt_h": h, "mrt_w": w})
     return best
+
+
+def _peak_line(c: Mapping, key: str, label: str) -> list[tuple[str, float]]:
+    v = c.get(key)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+        return [(f"{label} {v:,.0f}", float(v))]
+    return []
+
+
+def gl_ceiling_lines(ceilings: Mapping) -> list[tuple[str, float]]:
+    """The fragment FMA peak, and the fetch roofline of the best blocking (within 8 targets)."""
+    c = _flat(ceilings)
+    lines = _peak_line(c, "fragment_fma_gflops", "fragment FMA peak")
+    try:
+        top = best_gl_roofline(c)
+    except KeyError:
+        return lines
+    return lines + [(f"fetch roofline {top['gflops']:,.0f} ({top['flops_per_fetch']:.1f} flops/fetch)",
+                     top["gflops"])]
+
+
+def cuda_ceiling_lines(ceilings: Mapping) -> list[tuple[str, float]]:
+    """The CUDA FMA peak (FP32)."""
+    return _peak_line(_flat(ceilings), "cuda_fma_gflops", "CUDA FMA peak")

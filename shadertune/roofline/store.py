@@ -4,9 +4,16 @@ A measurement is a dict:
     {"schema": 1, "kind": "roofline", "created": ISO time,
      "device": {"backend", "vendor", "renderer", "driver", ...},
      "ceilings": {name: positive number, ...},   # e.g. fragment_fma_gflops
-     "details": {benchmark: {how it was measured}}}
+     "details": {benchmark: {how it was measured}},
+     "software_renderer": bool}                     # optional, false when absent
 GL and CUDA measurements can be merged into one file (merge()), so a report
 of either backend finds its ceilings in the same place.
+
+software_renderer: the numbers were measured on a CPU rasteriser (Mesa
+llvmpipe and kin).  They are throughput figures of this run, not a roofline:
+the shaders run on CPU threads, a kernel can beat a microbenchmark that keeps
+fewer threads busy, and a --quick run differs from a full one by up to 3x.
+Reports hold no kernel against such ceilings (software_reason()).
 """
 from __future__ import annotations
 
@@ -38,9 +45,28 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def new(device: Mapping, ceilings: Mapping, details: Mapping | None = None) -> dict:
+def new(device: Mapping, ceilings: Mapping, details: Mapping | None = None,
+        software_renderer: bool = False) -> dict:
     return {"schema": SCHEMA, "kind": "roofline", "created": now_iso(),
-            "device": dict(device), "ceilings": dict(ceilings), "details": dict(details or {})}
+            "device": dict(device), "ceilings": dict(ceilings), "details": dict(details or {}),
+            "software_renderer": bool(software_renderer)}
+
+
+def mark_software(measurement: Mapping) -> dict:
+    """A copy of `measurement` flagged as taken on a software renderer."""
+    return dict(measurement, software_renderer=True)
+
+
+SOFTWARE_NOTE = "CPU throughput of one run, not a roofline (kernels can exceed it; runs differ by up to 3x)"
+
+
+def software_reason(measurement: Mapping | None) -> str | None:
+    """Why `measurement` (a stored ceilings dict) is no roofline, or None if it is one."""
+    if isinstance(measurement, Mapping) and measurement.get("software_renderer") is True:
+        dev = measurement.get("device")
+        where = dev.get("renderer") if isinstance(dev, Mapping) else None
+        return f"measured on a software renderer{f' ({where})' if where else ''}: {SOFTWARE_NOTE}"
+    return None
 
 
 def validate(d, source: str = "<ceilings>") -> dict:
@@ -55,6 +81,9 @@ def validate(d, source: str = "<ceilings>") -> dict:
             raise CeilingsError(f"{source}: field {key!r} must be {typ.__name__}, got {type(d[key]).__name__}")
     if d["schema"] != SCHEMA:
         raise CeilingsError(f"{source}: schema {d['schema']} is not supported (expected {SCHEMA})")
+    if not isinstance(d.get("software_renderer", False), bool):
+        raise CeilingsError(f"{source}: field 'software_renderer' must be true or false, "
+                            f"got {d['software_renderer']!r:.40}")
     for k, v in d["ceilings"].items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise CeilingsError(f"{source}: ceilings.{k} must be a positive number, got {v!r}")
@@ -69,6 +98,7 @@ def merge(*measurements: Mapping) -> dict:
         validate(m)
         out["ceilings"].update(m["ceilings"])
         out["details"].update(m.get("details", {}))
+        out["software_renderer"] |= bool(m.get("software_renderer", False))
         devices[m["device"].get("backend", "?")] = dict(m["device"])
     out["device"] = devices[next(iter(devices))] if len(devices) == 1 else {"backends": devices}
     return out
@@ -84,12 +114,27 @@ def save(path, d: Mapping) -> pathlib.Path:
     return p
 
 
-def load(path) -> dict:
+def read_json(path, error: type[Exception], what: str):
+    """Parse a JSON file; every failure is one line of `error` naming the file.
+
+    Shared by the ceilings and the report loaders: a missing file, a folder, a
+    binary file, invalid JSON and JSON nested past the parser's depth all end here."""
     p = pathlib.Path(path)
     try:
-        d = json.loads(p.read_text())
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise CeilingsError(f"{p}: no such ceilings file") from None
+        raise error(f"{p}: no such file") from None
+    except UnicodeDecodeError:
+        raise error(f"{p}: not {what}: not UTF-8 text (a binary file?)") from None
+    except OSError as e:
+        raise error(f"{p}: cannot read ({e.strerror or e})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise CeilingsError(f"{p}: not valid JSON ({e})") from None
-    return validate(d, str(p))
+        raise error(f"{p}: not {what}: invalid JSON at line {e.lineno} column {e.colno} ({e.msg})") from None
+    except RecursionError:
+        raise error(f"{p}: not {what}: JSON nested too deeply to read") from None
+
+
+def load(path) -> dict:
+    return validate(read_json(path, CeilingsError, "a ceilings file"), str(path))

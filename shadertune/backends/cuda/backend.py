@@ -96,6 +96,10 @@ class CUDABackend(Backend):
         from ...roofline.model import cuda_problem_roofline
         return cuda_problem_roofline(problem, ceilings)
 
+    def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
+        from ...roofline.model import cuda_ceiling_lines
+        return cuda_ceiling_lines(ceilings)
+
     def measure_ceilings(self, preset: str = "full") -> dict:
         from ...roofline import measure_cuda
         return measure_cuda(preset=preset)

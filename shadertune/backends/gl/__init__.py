@@ -95,6 +95,10 @@ class GLBackend(Backend):
         from ...roofline.model import gl_config_roofline
         return gl_config_roofline(config, ceilings, problem.K)
 
+    def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
+        from ...roofline.model import gl_ceiling_lines
+        return gl_ceiling_lines(ceilings)
+
     def measure_ceilings(self, preset: str = "full") -> dict:
         from ...roofline import measure_gl
         return measure_gl(self.ctx, preset=preset)
