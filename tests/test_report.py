@@ -262,7 +262,8 @@ def test_no_roofline_on_a_software_renderer():
 
 
 def test_ceilings_measured_in_software_are_no_roofline_for_any_report(gl, tmp_path):
-    flagged = rl.mark_software(rl.load(CEIL))
+    flagged = rl.mark_software(rl.store.new({"backend": "gl", "renderer": "llvmpipe"},
+                                            rl.load(CEIL)["ceilings"]))
     rl.save(tmp_path / "c.json", flagged)
     md = report.show(gl, rl.load(tmp_path / "c.json"))
     assert "% of roofline" not in md and "No roofline: measured on a software renderer" in md
@@ -342,7 +343,7 @@ def test_cli_roofline_tiny_says_when_it_is_no_roofline(tmp_path, capsys):
     saved = rl.load(out)
     assert saved["ceilings"]["fragment_fma_gflops"] > 0
     # llvmpipe: flagged, said, and no report holds a kernel against it
-    assert saved["software_renderer"] is software
+    assert saved["device"].get("software_renderer", False) is software
     assert ("not a roofline" in text) is software
     assert ("% of roofline" in report.show(report.load(GL), saved)) is not software
 

@@ -40,7 +40,7 @@ def ceilings_of(report: Mapping, override: Mapping | None = None) -> Mapping | N
 
 def no_roofline(report: Mapping, override: Mapping | None = None) -> str | None:
     """Why no roofline may be claimed for `report` (a software renderer), or None."""
-    why = software_reason(override if override is not None else report.get("ceilings"))
+    why = software_reason(override if override is not None else report.get("ceilings"), report["backend"])
     if why:
         return why
     dev = report.get("device") or {}

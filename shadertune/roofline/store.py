@@ -4,16 +4,17 @@ A measurement is a dict:
     {"schema": 1, "kind": "roofline", "created": ISO time,
      "device": {"backend", "vendor", "renderer", "driver", ...},
      "ceilings": {name: positive number, ...},   # e.g. fragment_fma_gflops
-     "details": {benchmark: {how it was measured}},
-     "software_renderer": bool}                     # optional, false when absent
+     "details": {benchmark: {how it was measured}}}
 GL and CUDA measurements can be merged into one file (merge()), so a report
-of either backend finds its ceilings in the same place.
+of either backend finds its ceilings in the same place; the merged device is
+{"backends": {backend: device}}.
 
-software_renderer: the numbers were measured on a CPU rasteriser (Mesa
-llvmpipe and kin).  They are throughput figures of this run, not a roofline:
-the shaders run on CPU threads, a kernel can beat a microbenchmark that keeps
-fewer threads busy, and a --quick run differs from a full one by up to 3x.
-Reports hold no kernel against such ceilings (software_reason()).
+device["software_renderer"] (optional, false when absent): the numbers were
+measured on a CPU rasteriser (Mesa llvmpipe and kin).  They are throughput
+figures of one run, not a roofline: the shaders run on CPU threads, a kernel
+can beat a microbenchmark that keeps fewer threads busy, and a --quick run
+differs from a full one by up to 3x.  Reports hold no kernel against such
+ceilings (software_reason()).
 """
 from __future__ import annotations
 
@@ -45,27 +46,41 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def new(device: Mapping, ceilings: Mapping, details: Mapping | None = None,
-        software_renderer: bool = False) -> dict:
+def new(device: Mapping, ceilings: Mapping, details: Mapping | None = None) -> dict:
     return {"schema": SCHEMA, "kind": "roofline", "created": now_iso(),
-            "device": dict(device), "ceilings": dict(ceilings), "details": dict(details or {}),
-            "software_renderer": bool(software_renderer)}
+            "device": dict(device), "ceilings": dict(ceilings), "details": dict(details or {})}
 
 
 def mark_software(measurement: Mapping) -> dict:
-    """A copy of `measurement` flagged as taken on a software renderer."""
-    return dict(measurement, software_renderer=True)
+    """A copy of a one-device `measurement` flagged as taken on a software renderer."""
+    return dict(measurement, device=dict(measurement["device"], software_renderer=True))
+
+
+def _devices(measurement: Mapping) -> dict:
+    dev = measurement.get("device")
+    if not isinstance(dev, Mapping):
+        return {}
+    inner = dev.get("backends")
+    if isinstance(inner, Mapping):
+        return {k: v for k, v in inner.items() if isinstance(v, Mapping)}
+    return {dev.get("backend", "?"): dev}
 
 
 SOFTWARE_NOTE = "CPU throughput of one run, not a roofline (kernels can exceed it; runs differ by up to 3x)"
 
 
-def software_reason(measurement: Mapping | None) -> str | None:
-    """Why `measurement` (a stored ceilings dict) is no roofline, or None if it is one."""
-    if isinstance(measurement, Mapping) and measurement.get("software_renderer") is True:
-        dev = measurement.get("device")
-        where = dev.get("renderer") if isinstance(dev, Mapping) else None
-        return f"measured on a software renderer{f' ({where})' if where else ''}: {SOFTWARE_NOTE}"
+def software_reason(measurement: Mapping | None, backend: str | None = None) -> str | None:
+    """Why `measurement` (a stored ceilings dict) is no roofline for `backend`'s kernels (any
+    backend's, if None), or None if it is one."""
+    if not isinstance(measurement, Mapping):
+        return None
+    devices = _devices(measurement)
+    if backend is not None and backend in devices:
+        devices = {backend: devices[backend]}
+    for dev in devices.values():
+        if dev.get("software_renderer") is True:
+            where = dev.get("renderer")
+            return f"measured on a software renderer{f' ({where})' if where else ''}: {SOFTWARE_NOTE}"
     return None
 
 
@@ -81,9 +96,10 @@ def validate(d, source: str = "<ceilings>") -> dict:
             raise CeilingsError(f"{source}: field {key!r} must be {typ.__name__}, got {type(d[key]).__name__}")
     if d["schema"] != SCHEMA:
         raise CeilingsError(f"{source}: schema {d['schema']} is not supported (expected {SCHEMA})")
-    if not isinstance(d.get("software_renderer", False), bool):
-        raise CeilingsError(f"{source}: field 'software_renderer' must be true or false, "
-                            f"got {d['software_renderer']!r:.40}")
+    for name, dev in _devices(d).items():
+        if not isinstance(dev.get("software_renderer", False), bool):
+            raise CeilingsError(f"{source}: device.software_renderer must be true or false, "
+                                f"got {dev['software_renderer']!r:.40}")
     for k, v in d["ceilings"].items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise CeilingsError(f"{source}: ceilings.{k} must be a positive number, got {v!r}")
@@ -98,7 +114,6 @@ def merge(*measurements: Mapping) -> dict:
         validate(m)
         out["ceilings"].update(m["ceilings"])
         out["details"].update(m.get("details", {}))
-        out["software_renderer"] |= bool(m.get("software_renderer", False))
         devices[m["device"].get("backend", "?")] = dict(m["device"])
     out["device"] = devices[next(iter(devices))] if len(devices) == 1 else {"backends": devices}
     return out
