@@ -256,6 +256,10 @@ def test_no_roofline_on_a_software_renderer():
     assert "% of roofline" not in md and "609%" not in md
     assert "No roofline: llvmpipe (LLVM 15.0.6, 256 bits) is a software renderer" in md
     assert "Measured throughput: fragment_fma_gflops = 0.90 GFLOP/s" in md
+    other = copy.deepcopy(rep)
+    other["strategy"] = "random"
+    cmp = report.compare_table([rep, other], ceil)
+    assert "% roofline" not in cmp and "No roofline for random: llvmpipe (LLVM" in cmp
     out = report.annotate(rep, ceil)
     assert not any("roofline" in p for p in out["problems"])
     assert report.no_roofline(out)

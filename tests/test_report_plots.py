@@ -180,3 +180,14 @@ def test_cli_writes_plots(tmp_path, capsys):
     assert main(["compare", str(GL), str(CUDA), "--plot", str(b)]) == 0
     assert b"<svg" in a.read_bytes()[:400] and b.read_bytes().startswith(b"%PDF")
     assert f"plot: {b}" in capsys.readouterr().out
+
+
+def test_a_report_with_no_problem_or_no_best_still_plots(tmp_path):
+    rep = report.load(LLVMPIPE)
+    empty = dict(rep, problems=[])                 # a search stopped before a problem finished
+    report.plot_report(empty, tmp_path / "empty.png")
+    failed = copy.deepcopy(rep)
+    for p in failed["problems"]:
+        p["best"], p["results"] = None, []
+    fig = report.plot_report(failed, tmp_path / "failed.png")
+    assert png_size(tmp_path / "failed.png") == plots.PIXELS and len(fig.axes) == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from .rooflines import fraction, roofline_of
+from .rooflines import fraction, no_roofline, roofline_of
 from .schema import ReportError, problem_key, problem_label
 from .tables import _md, baseline_gflops, fmt_gflops, fmt_pct, fmt_ratio, ratio
 
@@ -85,7 +85,8 @@ def _best(p) -> float | None:
     return p["best"]["gflops"] if p and p.get("best") else None
 
 
-def _per_report(value, n):
+def per_report(value, n):
+    """One value for each of n reports: a sequence as given, anything else repeated."""
     return value if isinstance(value, Sequence) and not isinstance(value, (str, Mapping)) else [value] * n
 
 
@@ -99,7 +100,7 @@ def compare_table(reports: Sequence[Mapping], ceilings=None, sources: Sequence[s
     sources = list(sources or [f"report {i + 1}" for i in range(n)])
     rows = join(reports, sources)
     labs = labels(reports, sources)
-    ceil = _per_report(ceilings, n)
+    ceil = per_report(ceilings, n)
     roofs = [[roofline_of(r, ps[i], ceil[i]) if ps[i] else None for _, ps in rows]
              for i, r in enumerate(reports)]
     with_roof = [i for i in range(n) if any(roofs[i])]
@@ -119,7 +120,9 @@ def compare_table(reports: Sequence[Mapping], ceilings=None, sources: Sequence[s
     title = " vs ".join(f"{lab} ({r['backend']} on {r['device']['renderer']}, {r['strategy']})"
                         for lab, r in zip(labs, reports))
     out = [f"## {title}", "", _md(header, body, right_from=1)]
-    left = only_in(reports, sources, rows)
-    if left:
-        out += [""] + left
+    notes = only_in(reports, sources, rows)
+    notes += [f"No roofline for {lab}: {why}." for lab, r, c in zip(labs, reports, ceil)
+              if (why := no_roofline(r, c))]
+    if notes:
+        out += [""] + notes
     return "\n".join(out)

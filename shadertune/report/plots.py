@@ -10,8 +10,9 @@ global backend state is touched.  Rules that keep a plot readable:
 - GFLOP/s is drawn on a log axis only when the values span a decade or more;
 - every config the search timed is drawn as a faint dot at its size, so a
   report of one size shows the spread of its configs, not a lonely point;
-  where configs were timed one after another, a second panel shows the best
-  so far against configs evaluated;
+  other shapes are categories in a panel of their own; where configs were
+  timed one after another, a last panel shows the best so far against configs
+  evaluated;
 - the file format is the output's extension: .png, .svg or .pdf.
 """
 from __future__ import annotations
@@ -107,9 +108,9 @@ class _Panel:
         self.ax, self.squares = ax, squares
         self.problems = [p for p in problems if _square(p) == squares]
         if not squares:
-            order = sorted(self.problems, key=lambda p: (size_of(p), problem_label(p)))
-            self.slots = {problem_label(p): i for i, p in enumerate(dict(
-                (problem_label(p), p) for p in order).values())}
+            names = dict.fromkeys(problem_label(p) for p in
+                                  sorted(self.problems, key=lambda p: (size_of(p), problem_label(p))))
+            self.slots = {name: i for i, name in enumerate(names)}
 
     def x(self, p) -> float:
         return size_of(p) if self.squares else float(self.slots[problem_label(p)])
@@ -179,12 +180,14 @@ def _size_axis(panel) -> None:
         ax.set_xlabel(SHAPES_XLABEL)
         return
     sizes = sorted({size_of(p) for p in panel.problems})
+    ax.set_xlabel(XLABEL)
+    if not sizes:                             # a report with no problem (a search stopped early)
+        return
     ax.set_xscale("log", base=2)
     ax.set_xlim(sizes[0] / 1.5, sizes[-1] * 1.5)
     ax.xaxis.set_major_locator(ticker.FixedLocator(sizes))
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:.0f}"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    ax.set_xlabel(XLABEL)
     ax.grid(True, which="major", axis="x", alpha=0.3)
 
 
@@ -300,13 +303,13 @@ def plot_report(report: Mapping, out=None, ceilings: Mapping | None = None):
 def plot_compare(reports: Sequence[Mapping], out=None, ceilings=None, sources: Sequence[str] | None = None):
     """Every report on the problems at least two of them hold (refuses what compare refuses):
     each one's tuned line, its roofline and bounds, and the reference library of its own run."""
-    from .compare import REFERENCE, _per_report, join, labels
+    from .compare import REFERENCE, per_report, join, labels
     if out is not None:
         plot_format(out)
     sources = list(sources or [f"report {i + 1}" for i in range(len(reports))])
     rows = join(reports, sources)
     labs = labels(reports, sources)
-    ceil = _per_report(ceilings, len(reports))
+    ceil = per_report(ceilings, len(reports))
     held = [[ps[i] for _, ps in rows if ps[i] is not None] for i in range(len(reports))]
     holders = [lab for lab, probs in zip(labs, held)
                if any(REFERENCE in (p.get("baselines") or {}) for p in probs)]
