@@ -271,9 +271,12 @@ class Store:
         """Cache a counted space size (a no-op on a read-only store: counting is only slow)."""
         if self.readonly or not self._has_space_sizes:
             return
-        self._write(lambda c: c.execute("INSERT OR REPLACE INTO space_sizes VALUES (?,?,?,?,?,?,?)",
-                                        (backend, device, template_hash, problem_key, fingerprint,
-                                         size, full_size)))
+        try:
+            self._write(lambda c: c.execute(
+                "INSERT OR REPLACE INTO space_sizes VALUES (?,?,?,?,?,?,?)",
+                (backend, device, template_hash, problem_key, fingerprint, size, full_size)))
+        except StoreError as e:          # a cache: the next search counts again
+            log.info("space size not kept: %s", e)
 
     def _write(self, fn) -> None:
         if self.readonly:

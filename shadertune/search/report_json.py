@@ -68,12 +68,19 @@ def check_report(doc: dict) -> None:
                     raise ValueError(f"report problem {i} best lacks {k!r}")
 
 
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
 def write_report(path, doc: dict) -> None:
     """Write atomically (temp file + rename): a reader never sees half a report."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())         # as open() would make it, not mkstemp's 0600
         with os.fdopen(fd, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
