@@ -221,10 +221,11 @@ class Store:
         """Write one Result in its own transaction (replacing an older measurement).
 
         `seconds`: the wall time its measurement took; `seed`: its inputs' seed."""
-        self.write_rows([self._row(result, template_hash, time.time(), seconds, seed)])
+        self.write_rows([self.row_of(result, template_hash, time.time(), seconds, seed)])
 
     @staticmethod
-    def _row(result: Result, template_hash: str, written: float, seconds, seed) -> dict:
+    def row_of(result: Result, template_hash: str, written: float, seconds=None, seed=None) -> dict:
+        """The results row of a Result (every column derived from it but these four)."""
         p = result.problem
         return {"backend": result.backend, "device": result.device, "problem": p.key,
                 "config": result.config.key, "template_hash": template_hash,
@@ -234,30 +235,30 @@ class Store:
                 "result": json.dumps(result.to_dict(), allow_nan=True), "written": written,
                 "seconds": seconds, "seed": seed}
 
-    def write_rows(self, rows: Iterable[dict], *, replace_if=None) -> tuple[int, int]:
-        """Insert or replace rows (dicts of the results columns) in one transaction.
-
-        replace_if(new_row, old_written, old_result_json) -> bool decides a row whose key
-        is stored already (None: always replace).  Returns (written, kept)."""
+    def write_rows(self, rows: Iterable[dict], *, keep_old=None) -> dict:
+        """Insert or replace rows (dicts of the results columns) in one transaction: all
+        or none are written.  keep_old(new_row, old_result_json) -> bool decides a row
+        whose key is stored already (None: the new one replaces it).  Returns the counts
+        {"added", "replaced", "kept"} (a row replaced without keep_old counts as added)."""
         cols = schema.REQUIRED_COLUMNS + schema.ADDED_COLUMNS
         insert = (f"INSERT OR REPLACE INTO results ({', '.join(cols)}) "
                   f"VALUES ({', '.join('?' * len(cols))})")
-        counts = [0, 0]
+        key = ("backend", "device", "problem", "config", "template_hash", "schema")
+        counts = dict.fromkeys(("added", "replaced", "kept"), 0)
 
         def write(c):
             for row in rows:
-                if replace_if is not None:
-                    old = c.execute("SELECT written, result FROM results WHERE backend=? AND device=? "
-                                    "AND problem=? AND config=? AND template_hash=? AND schema=?",
-                                    [row[k] for k in ("backend", "device", "problem", "config",
-                                                      "template_hash", "schema")]).fetchone()
-                    if old is not None and not replace_if(row, *old):
-                        counts[1] += 1
-                        continue
-                c.execute(insert, [row.get(k) for k in cols])
-                counts[0] += 1
+                what = "added"
+                if keep_old is not None:
+                    old = c.execute("SELECT result FROM results WHERE " +
+                                    " AND ".join(f"{k}=?" for k in key), [row[k] for k in key]).fetchone()
+                    if old is not None:
+                        what = "kept" if keep_old(row, old[0]) else "replaced"
+                if what != "kept":
+                    c.execute(insert, [row.get(k) for k in cols])
+                counts[what] += 1
         self._write(write)
-        return counts[0], counts[1]
+        return counts
 
     def delete(self, where: str, args: list) -> int:
         """Delete the rows matching an SQL condition (the store CLI's prune)."""
@@ -424,6 +425,26 @@ class Store:
         for r in self._query(f"SELECT {sel} FROM results WHERE schema=? AND ({where}) "
                              f"ORDER BY written, rowid", [self.version, *args]):
             yield dict(zip(cols, r))
+
+    def summary(self, group: tuple[str, ...], where: str = "1", args: Iterable = (),
+                tolerance: float | None = None) -> list[dict]:
+        """Per group of columns: results, correct ones (as ranked() judges), problems,
+        template hashes, last write; the store CLI's listings."""
+        within, wargs = self._within(tolerance)
+        cols = ", ".join(group)
+        q = (f"SELECT {cols}, COUNT(*), SUM(status = ? AND median_ms IS NOT NULL AND {within}), "
+             f"COUNT(DISTINCT problem), COUNT(DISTINCT template_hash), MAX(written) FROM results "
+             f"WHERE schema = ? AND ({where}) GROUP BY {cols} ORDER BY {cols}")
+        out = []
+        for r in self._query(q, [OK, *wargs, self.version, *args]):
+            d = dict(zip(group, r))
+            d.update(zip(("results", "correct", "problems", "template_hashes", "written"), r[len(group):]))
+            out.append(d)
+        return out
+
+    def count_rows(self, where: str = "1", args: Iterable = ()) -> int:
+        return self._query(f"SELECT COUNT(*) FROM results WHERE schema = ? AND ({where})",
+                           [self.version, *args])[0][0]
 
     def count(self) -> int:
         return self._query("SELECT COUNT(*) FROM results")[0][0]

@@ -11,6 +11,7 @@ import sys
 from .. import __version__
 from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
+from ..texttable import text_table
 from .budget import Budget
 from .progress import Progress
 from .registry import STRATEGIES
@@ -200,10 +201,7 @@ def table(entries: list[dict]) -> str:
                      f"{b['error']:.1e}" if b and b["error"] is not None else "-",
                      f"{e['evaluated']} ({e['measured']}/{e['cached']})", f"{e['seconds']:.1f}",
                      f"{e['space_size']}/{e['full_space_size']}"])
-    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
-    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
-    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] +
-                     [line(r) for r in rows])
+    return text_table(head, rows)
 
 
 def fail(reason: str, code: int = 1) -> int:
