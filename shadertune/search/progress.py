@@ -123,7 +123,7 @@ class Progress:
         if self._by_time:
             parts.insert(0, f"{self.n} evals")
         elif self.time_limit:
-            parts.append(f"limit {fmt_seconds(max(0.0, self.time_limit - (self.clock() - self.t0)))}")
+            parts.append(f"{fmt_seconds(self.time_limit - (self.clock() - self.t0))} to the limit")
         if self.phase_label:
             parts.append(self.phase_label)
         self._bar.set_postfix_str(", ".join(parts), refresh=True)

@@ -6,7 +6,11 @@
                    "best": {"config", "median_ms", "gflops", "error"} | null,
                    "results": [Result.to_dict(), ...],
                    "stage_seconds": {"build", "check", "verify", "time", "release",
-                                     "store"} (optional: where the search's time went)}]}
+                                     "store"} (optional: where the search's time went),
+                   "run_seconds" (optional: this run's wall seconds; "seconds" then adds the
+                                  stored measuring seconds of the results it replayed, so a
+                                  report rebuilt from the store carries the original time),
+                   "incomplete": true (optional: the search of this problem was stopped)}]}
 
 Others may add per-problem "baselines" and "roofline"; the names above stay.
 """
