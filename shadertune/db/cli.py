@@ -229,6 +229,6 @@ def main(argv=None) -> int:
     except StoreError as e:
         print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
-    except BrokenPipeError:              # e.g. `export | head`
-        sys.stderr.close()
+    except BrokenPipeError:              # e.g. `export | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
