@@ -261,8 +261,8 @@ class _Problem:
         self.progress.update(result, cached)
         if log.isEnabledFor(logging.INFO):
             r = result
-            what = (f"{r.median_ms:.4g} ms, {r.gflops:.3g} GFLOP/s, error {r.error:.1e}" if r.ok
-                    else r.message)
+            what = (f"{r.median_ms:.4g} ms, {r.gflops or 0:.3g} GFLOP/s, error {r.error or 0:.1e}"
+                    if r.ok else r.message)
             log.info("%s %s: %s: %s%s", self.problem.key, fmt_config(r.config), r.status, what,
                      " (cached)" if cached else "")
 
