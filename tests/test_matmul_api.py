@@ -48,12 +48,13 @@ def test_alpha_beta_and_out(rng):
     ref = 0.25 * (A @ B) + 3.0 * C
     res = mm(A, B, alpha=0.25, beta=3.0, out=C)
     assert res is C and rel_err(C, ref) <= 1e-5
-    with pytest.raises(ValueError, match="beta != 0 needs C"):
+    with pytest.raises(ValueError, match=r"beta != 0 adds beta \* out .* pass the array to add as out="):
         mm(A, B, beta=1.0)
     with pytest.raises(ValueError, match=r"out has shape \(2, 2\), expected \(9, 11\)"):
         mm(A, B, out=np.zeros((2, 2), np.float32))
-    with pytest.raises(TypeError, match="dtype float32"):
-        mm(A, B, out=np.zeros((9, 11)))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'matmul' output from dtype\\('float64'\\) "
+                                        "to dtype\\('int32'\\)"):
+        mm(A, B, out=np.zeros((9, 11), np.int32))
 
 
 def test_dtypes_are_computed_in_float32(rng):
@@ -79,7 +80,7 @@ def test_bad_input(a, b, exc, msg):
 
 
 def test_bad_options():
-    with pytest.raises(ValueError, match="backend"):
+    with pytest.raises(ValueError, match="unknown backend 'vulkan'"):
         shadertune.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="vulkan")
     with pytest.raises(ValueError, match="not valid"):
         shadertune.matmul(np.ones((8, 8)), np.ones((8, 8)),
@@ -110,7 +111,7 @@ def test_empty_and_zero_k():
 
 def test_beyond_max_texture_size_is_tiled(gl_backend, rng, monkeypatch):
     """A matrix larger than the device's texture limit is split into tiles (K chunks accumulate)."""
-    be = api._backend("gl", None)
+    be = api.backend("gl")
     limits = dict(be.device().limits, max_texture_size=16)
     monkeypatch.setattr(be, "_device", type(be.device())(**{**be.device().to_dict(), "limits": limits}))
     api.clear_cache()
