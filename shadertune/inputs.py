@@ -158,7 +158,7 @@ def check_call(A, B, out=None, *, alpha=1.0, beta=0.0, dtypes=("float32",)) -> M
     dtype = "float64" if wide and "float64" in dtypes else "float32"
     core = (() if squeeze_a else (M,)) + (() if squeeze_b else (N,))
     if out is not None:
-        batch = _check_out(out, batch, core, result_dtype, logical)
+        batch = _check_out(out, batch, core, result_dtype, logical, beta)
     elif beta != 0.0:
         raise ValueError("matmul: beta != 0 adds beta * out to the product: pass the array to "
                          "add as out= (it also receives the result)")
@@ -166,7 +166,8 @@ def check_call(A, B, out=None, *, alpha=1.0, beta=0.0, dtypes=("float32",)) -> M
                       squeeze_b, result_dtype, dtype, logical, _wrapper(A, B))
 
 
-def _check_out(out, batch: tuple, core: tuple, result_dtype: np.dtype, logical: bool) -> tuple:
+def _check_out(out, batch: tuple, core: tuple, result_dtype: np.dtype, logical: bool,
+               beta: float) -> tuple:
     """out's batch shape, after numpy's checks: core dimensions equal, the inputs'
     batch broadcast to out's, numpy's result dtype cast to out's by same-kind rules."""
     if isinstance(out, np.ma.MaskedArray):
@@ -200,6 +201,9 @@ def _check_out(out, batch: tuple, core: tuple, result_dtype: np.dtype, logical: 
     if not logical and dtype.kind not in "fc":
         raise TypeError(f"matmul: out has dtype {dtype}, but shadertune computes in floating point "
                         f"(numpy would give an exact integer result): give out a floating dtype")
+    if beta != 0.0 and dtype.kind == "c":
+        raise TypeError("matmul: beta != 0 with a complex out: shadertune computes real products "
+                        "and would add only out's real part; add beta * out yourself")
     return out_batch
 
 
