@@ -52,6 +52,8 @@ def run_call(backend, call, plan):
     """Execute a checked call on `backend`'s device; a numpy result (see Backend.run_call)."""
     global _cuda_pid
     check_not_forked()
+    if call.M and call.N and call.K and 0 not in call.batch:
+        plan.config(call.problem)    # a bad config is the caller's error, GPU or not
     cupy = import_cupy()
     with _lock_of(backend), _device(cupy, backend.device_id):
         if _cuda_pid is None:
