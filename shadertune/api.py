@@ -74,7 +74,7 @@ class CallPlan:
 
 # --- the backends matmul drives ---------------------------------------------------
 _shared: dict = {}                                   # (name, device_index) -> Door
-_by_instance: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # Backend -> Door
+_by_instance: weakref.WeakSet = weakref.WeakSet()   # the Doors of Backends given as objects
 _local = threading.local()                           # .doors: this thread's Doors
 _lock = threading.Lock()
 _left_in_parent: list = []     # doors a forked child inherited: kept, never used or released
@@ -97,10 +97,11 @@ def _check_device_index(device_index) -> None:
 def door(backend="gl", device_index: int | None = None) -> Door:
     """The Door for a backend name and device, or for a Backend instance."""
     if isinstance(backend, Backend):
-        with _lock:
-            d = _by_instance.get(backend)
+        with _lock:        # the door lives on the backend object, as long as it does
+            d = backend.__dict__.get("_matmul_door")
             if d is None:
-                d = _by_instance[backend] = Door(backend)
+                d = backend._matmul_door = Door(backend)
+                _by_instance.add(d)
         return d
     if not isinstance(backend, str):
         raise TypeError(f"matmul: backend must be a name ('gl', 'cuda') or a Backend, "
@@ -147,7 +148,7 @@ def _door_of(be: Backend) -> Door:
 def _doors_here() -> list[Door]:
     """The doors whose kernels the calling thread may use and release."""
     with _lock:
-        shared = list(_shared.values()) + list(_by_instance.values())
+        shared = list(_shared.values()) + list(_by_instance)
     return list(_thread_doors().values()) + [d for d in shared if d.here()]
 
 

@@ -89,37 +89,24 @@ class TestMatmulCommon:
         vec = np.array([True, True], dtype='?')
         assert_close(matmul(vec, vec), True)
 
-    def test_vector_matrix_values(self):
+    @pytest.mark.parametrize("vector_first", [True, False], ids=["vector_matrix", "matrix_vector"])
+    def test_vector_matrix_values(self, vector_first):
+        """numpy's test_vector_matrix_values and test_matrix_vector_values in one."""
+        mm = (lambda v, m: matmul(v, m)) if vector_first else (lambda v, m: matmul(m, v))
         vec, mat1 = np.array([1, 2]), np.array([[1, 2], [3, 4]])
         mat2 = np.stack([mat1] * 2, axis=0)
-        tgt1 = np.array([7, 10])
+        tgt1 = np.array([7, 10]) if vector_first else np.array([5, 11])
         tgt2 = np.stack([tgt1] * 2, axis=0)
         for dt in TYPES[1:]:
             v, m1, m2 = vec.astype(dt), mat1.astype(dt), mat2.astype(dt)
-            assert_close(matmul(v, m1), tgt1)
-            assert_close(matmul(v, m2), tgt2)
+            assert_close(mm(v, m1), tgt1)
+            assert_close(mm(v, m2), tgt2)
         vec = np.array([True, False])
         mat1 = np.array([[True, False], [False, True]])
         mat2 = np.stack([mat1] * 2, axis=0)
         tgt1 = np.array([True, False])
-        assert_close(matmul(vec, mat1), tgt1)
-        assert_close(matmul(vec, mat2), np.stack([tgt1] * 2, axis=0))
-
-    def test_matrix_vector_values(self):
-        vec, mat1 = np.array([1, 2]), np.array([[1, 2], [3, 4]])
-        mat2 = np.stack([mat1] * 2, axis=0)
-        tgt1 = np.array([5, 11])
-        tgt2 = np.stack([tgt1] * 2, axis=0)
-        for dt in TYPES[1:]:
-            v, m1, m2 = vec.astype(dt), mat1.astype(dt), mat2.astype(dt)
-            assert_close(matmul(m1, v), tgt1)
-            assert_close(matmul(m2, v), tgt2)
-        vec = np.array([True, False])
-        mat1 = np.array([[True, False], [False, True]])
-        mat2 = np.stack([mat1] * 2, axis=0)
-        tgt1 = np.array([True, False])
-        assert_close(matmul(vec, mat1), tgt1)
-        assert_close(matmul(vec, mat2), np.stack([tgt1] * 2, axis=0))
+        assert_close(mm(vec, mat1), tgt1)
+        assert_close(mm(vec, mat2), np.stack([tgt1] * 2, axis=0))
 
     def test_matrix_matrix_values(self):
         mat1, mat2 = np.array([[1, 2], [3, 4]]), np.array([[1, 0], [1, 1]])
