@@ -191,8 +191,8 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
     is also the C that is added.  backend: 'gl' (default; computes in float32) or
     'cuda' (float64 where numpy's result is float64), or a Backend.  config: 'auto'
     (the best stored tuning result for this device and shape, else the nearest tuned
-    shape, else the default), 'default', a preset (backend.presets(): 'fast', GL's
-    'jiang', 'naive'), or knobs as a dict / Config / JSON text (knobs left out come
+    shape, else the default), 'default', a preset (backend.presets(): 'fast'; GL's
+    'jiang', 'naive'; CUDA's 'ffma'), or knobs as a dict / Config / JSON text (knobs left out come
     from the default config).  device_index: which GPU (GL: EGL device; CUDA: device
     id).  db: the tuning store 'auto' reads.
 

@@ -56,6 +56,8 @@ def test_values_spelt_as_text_or_numbers(gl):
 def test_presets(gl, cuda):
     assert resolve(gl, P, "fast") == gl.default_config(P) == resolve(gl, P, "default")
     assert resolve(cuda, P, "fast") == cuda.default_config(P)
+    ffma = resolve(cuda, P, "ffma")
+    assert ffma["MMA"] == 0 and ffma in cuda.space(P)
     jiang = resolve(gl, P, "jiang")
     assert (jiang["mc"], jiang["mrt_h"], jiang["mrt_w"], jiang["np"], jiang["unroll"]) == ("1x1", 1, 1, 4, 1)
     assert resolve(gl, Problem(5, 6, 7), "naive")["np"] == 8

@@ -131,9 +131,13 @@ def test_one_thread_with_two_contexts_switches_between_them(rng):
     current (making the second one left the first one's kernels drawing into it)."""
     import shadertune
     from numerics import rel_err
-    shapes = {None: ((6, 9), (9, 4)), 0: ((17, 5), (5, 30))}
-    for device_index in (None, 0, None, 0):
-        a, b = shapes[device_index]
-        A, B = rng.standard_normal(a), rng.standard_normal(b)
-        got = shadertune.matmul(A, B, config="default", device_index=device_index)
-        assert rel_err(got, A @ B) <= 1e-5
+    from shadertune import api
+    shapes = {None: [((6, 9), (9, 4)), ((8, 9), (9, 4))], 0: [((17, 5), (5, 30))]}
+    for step in (None, 0, None, 0, "clear", None, 0):
+        if step == "clear":      # releases both contexts' kernels, each in its own context
+            api.clear_cache()
+            continue
+        for a, b in shapes[step]:
+            A, B = rng.standard_normal(a), rng.standard_normal(b)
+            got = shadertune.matmul(A, B, config="default", device_index=step)
+            assert rel_err(got, A @ B) <= 1e-5

@@ -61,6 +61,22 @@ def run_call(backend, call, plan):
         return Backend.run_call(backend, call, plan)
 
 
+PRESETS = {
+    "fast": "the default config (the cost model's pick; what matmul runs untuned)",
+    "ffma": "the cost model's best FFMA kernel (MMA = 0: plain float32/float64 FMAs, no "
+            "tensor cores)",
+}
+
+
+def preset_config(backend, name: str, problem):
+    if name == "ffma":
+        for cfg in backend.candidates(problem, 8):
+            if cfg.get("MMA", 0) == 0:
+                return cfg
+        return {"MMA": 0}          # filled from the default, its other knobs moved to fit
+    return Backend.preset_config(backend, name, problem)
+
+
 def _forget_after_fork() -> None:
     global _locks, _locks_lock
     _locks = weakref.WeakKeyDictionary()

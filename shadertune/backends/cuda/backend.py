@@ -119,6 +119,14 @@ class CUDABackend(Backend):
         from .api import run_call
         return run_call(self, call, plan)
 
+    def presets(self) -> dict[str, str]:
+        from .api import PRESETS
+        return dict(PRESETS)
+
+    def preset_config(self, name: str, problem: Problem):
+        from .api import preset_config
+        return preset_config(self, name, problem)
+
     def matmul(self, A, B, out=None, **options):
         """shadertune.matmul on this backend (its kernel cache is matmul's)."""
         from ...api import matmul

@@ -36,11 +36,13 @@ class GLBackend(Backend):
 
     @property
     def ctx(self):
-        """The context, made in (and serving only) the thread of first use."""
-        from .context import get_context, state_of
+        """The context, made in (and serving only) the thread of first use, and made
+        current there (a thread may hold several; ContextError from another thread or a
+        forked child)."""
+        from .context import get_context, make_current
         if self._ctx is None:
             self._ctx = get_context(self.device_index, self.context_kind)
-        state_of(self._ctx)          # ContextError from another thread or a forked child
+        make_current(self._ctx)
         return self._ctx
 
     @contextlib.contextmanager

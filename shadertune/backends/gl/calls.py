@@ -18,9 +18,8 @@ from ...problem import Problem
 
 def run_call(backend, call, plan):
     """Run `call` on host arrays in float32, tiled under the texture limit."""
-    from .context import make_current
     limit = int(backend.device().limits.get("max_texture_size", 4096))
-    make_current(backend.ctx)     # a thread may hold several contexts (device indices)
+    backend.ctx                   # made current: a thread may hold several (device indices)
     return run_on_host(call, lambda A, B, C, dest: _product(plan, call, limit, A, B, C, dest))
 
 

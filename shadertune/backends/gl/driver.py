@@ -16,7 +16,7 @@ from ...errors import BuildError, RunError, TooSlow
 from ...problem import Problem
 from ...templates import read
 from ..base import Kernel
-from .context import state_of
+from .context import make_current, state_of
 from .layout import Layout
 from .pool import nearest_texture
 from .timing import timed
@@ -25,8 +25,10 @@ _FLOAT = "f4"
 
 
 def parking_framebuffer(ctx):
-    """A 1x1 framebuffer that lives as long as the context."""
+    """A 1x1 framebuffer that lives as long as the context, with ctx made current: its
+    callers bind it to release objects of ctx next, and a thread may hold several contexts."""
     st = state_of(ctx)
+    make_current(ctx)
     if st.parking is None:
         st.parking = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
     return st.parking
