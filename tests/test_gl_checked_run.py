@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from shadertune.backends.gl import driver
 from shadertune.backends.gl.codegen import plan_layout
+from shadertune.backends.gl.context import state_of
 from shadertune.backends.gl.driver import GLKernel
 from shadertune.config import Config
 from shadertune.errors import TooSlow
@@ -66,7 +66,7 @@ def test_poisoning_by_upload_where_a_clear_would_not_store_nan(gl_backend, data,
     A, B, _ = data
     with gl_backend.build(Problem(M, N, K), cfg()) as k:
         k.run(A, B)
-        monkeypatch.setitem(driver._CLEARS_NAN, id(k.ctx), False)
+        monkeypatch.setattr(state_of(k.ctx), "clears_nan", False)
         k.poison()
         assert np.isnan(k.read(0)).all() and np.isnan(k.read(1)).all()
 

@@ -1,8 +1,6 @@
 """CUDABackend: the Backend protocol over the CUDA GEMM template."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ...config import Config
@@ -16,6 +14,7 @@ from .tuning import candidates
 
 class CUDABackend(Backend):
     name = "cuda"
+    dtypes = ("float32", "float64")
 
     def __init__(self, device_id: int = 0):
         self.device_id = device_id
@@ -114,10 +113,25 @@ class CUDABackend(Backend):
                     hold_stream: bool = True) -> list[float]:
         return baseline.cublas_time(problem, repeats, operands_=operands, hold_stream=hold_stream)
 
-    def matmul(self, A, B, *, config=None, alpha=1.0, beta=0.0, out=None, C=None):
-        from . import api
-        return api.matmul(A, B, backend=self, config=config, alpha=alpha, beta=beta, out=out, C=C)
+    # --- matmul's seam --------------------------------------------------------
+    @classmethod
+    def on_device(cls, device_index: int | None) -> "CUDABackend":
+        return cls(device_id=device_index or 0)
 
-    @functools.lru_cache(maxsize=64)
-    def _kernel(self, problem: Problem, config: Config):
-        return self.build(problem, config)
+    def run_call(self, call, plan):
+        """On this backend's device (api.py)."""
+        from .api import run_call
+        return run_call(self, call, plan)
+
+    def presets(self) -> dict[str, str]:
+        from .api import PRESETS
+        return dict(PRESETS)
+
+    def preset_config(self, name: str, problem: Problem):
+        from .api import preset_config
+        return preset_config(self, name, problem)
+
+    def matmul(self, A, B, out=None, **options):
+        """shadertune.matmul on this backend (its kernel cache is matmul's)."""
+        from ...api import matmul
+        return matmul(A, B, out, backend=self, **options)

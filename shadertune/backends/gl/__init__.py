@@ -15,6 +15,7 @@ from .space import default_config, gl_space
 
 class GLBackend(Backend):
     name = "gl"
+    shared_by_threads = False     # its context is current in one thread (context.py)
 
     def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
         self.device_index = device_index
@@ -35,9 +36,13 @@ class GLBackend(Backend):
 
     @property
     def ctx(self):
+        """The context, made in (and serving only) the thread of first use, and made
+        current there (a thread may hold several; ContextError from another thread or a
+        forked child)."""
+        from .context import get_context, make_current
         if self._ctx is None:
-            from .context import get_context
             self._ctx = get_context(self.device_index, self.context_kind)
+        make_current(self._ctx)
         return self._ctx
 
     @contextlib.contextmanager
@@ -102,6 +107,19 @@ class GLBackend(Backend):
     def measure_ceilings(self, preset: str = "full") -> dict:
         from ...roofline import measure_gl
         return measure_gl(self.ctx, preset=preset)
+
+    def run_call(self, call, plan):
+        """Host arrays in float32, tiled under the texture limit (calls.py)."""
+        from .calls import run_call
+        return run_call(self, call, plan)
+
+    def presets(self) -> dict[str, str]:
+        from .calls import PRESETS
+        return dict(PRESETS)
+
+    def preset_config(self, name: str, problem: Problem):
+        from .calls import preset_config
+        return super().preset_config(name, problem) if name == "fast" else preset_config(name, problem)
 
 
 __all__ = ["GLBackend", "GLKernel"]

@@ -16,6 +16,7 @@ from ...errors import BuildError, RunError, TooSlow
 from ...problem import Problem
 from ...templates import read
 from ..base import Kernel
+from .context import make_current, state_of
 from .layout import Layout
 from .pool import nearest_texture
 from .timing import timed
@@ -23,22 +24,21 @@ from .timing import timed
 _FLOAT = "f4"
 
 
-_PARKING: dict = {}
-
-
 def parking_framebuffer(ctx):
-    """A 1x1 framebuffer that lives as long as the context."""
-    fbo = _PARKING.get(id(ctx))
-    if fbo is None:
-        fbo = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
-        _PARKING[id(ctx)] = fbo
-    return fbo
+    """A 1x1 framebuffer that lives as long as the context, with ctx made current: its
+    callers bind it to release objects of ctx next, and a thread may hold several contexts."""
+    st = state_of(ctx)
+    make_current(ctx)
+    if st.parking is None:
+        st.parking = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
+    return st.parking
 
 
 def clear_writes_nan(ctx) -> bool:
     """Whether clearing a float framebuffer to NaN stores NaN (checked once per context):
     poisoning by a clear costs no upload."""
-    ok = _CLEARS_NAN.get(id(ctx))
+    st = state_of(ctx)
+    ok = st.clears_nan
     if ok is None:
         tex = ctx.texture((2, 2), 4, dtype=_FLOAT)
         fbo = ctx.framebuffer(color_attachments=[tex])
@@ -49,11 +49,8 @@ def clear_writes_nan(ctx) -> bool:
             parking_framebuffer(ctx).use()
             fbo.release()
             tex.release()
-        _CLEARS_NAN[id(ctx)] = ok
+        st.clears_nan = ok
     return ok
-
-
-_CLEARS_NAN: dict = {}
 
 
 def _packed(cache, key, make) -> bytes:
@@ -69,13 +66,10 @@ def _packed(cache, key, make) -> bytes:
 def placeholder_texture(ctx):
     """A 1x1 texture, set up like every operand texture, for a sampler the shader
     does not read (C when beta == 0); it lives as long as the context."""
-    tex = _PLACEHOLDER.get(id(ctx))
-    if tex is None:
-        tex = _PLACEHOLDER[id(ctx)] = nearest_texture(ctx, (1, 1))
-    return tex
-
-
-_PLACEHOLDER: dict = {}
+    st = state_of(ctx)
+    if st.placeholder is None:
+        st.placeholder = nearest_texture(ctx, (1, 1))
+    return st.placeholder
 
 
 def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float = 0.0):
