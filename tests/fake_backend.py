@@ -25,7 +25,7 @@ import numpy as np
 from shadertune.backends.base import Backend, DeviceInfo, Kernel
 from shadertune.config import Config
 from shadertune.errors import BuildError, ContextError, InvalidConfig
-from shadertune.space import Space
+from shadertune.space import PhasePlan, Space
 
 NP_BEST = 22
 OUTER = {"glsl": {"330": 1.0, "450": 0.8}, "fetch": {"texelFetch": 1.0, "texture": 1.1},
@@ -33,8 +33,8 @@ OUTER = {"glsl": {"330": 1.0, "450": 0.8}, "fetch": {"texelFetch": 1.0, "texture
 MC = {"1x1": 1.6, "1x2": 1.2, "1x4": 0.9, "2x2": 1.0}
 MRT = {(1, 1): 1.5, (1, 2): 1.2, (2, 1): 1.25, (2, 2): 0.85, (1, 4): 1.1, (4, 1): 1.15,
        (2, 4): 0.95, (4, 2): 0.9, (4, 4): 1.0}
-PHASES = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-          "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+PHASES = PhasePlan(outer=("glsl", "fetch", "unroll"), refine="np",
+                   groups=(("mc",), ("mrt_h", "mrt_w")))
 
 
 def cost_ms(cfg) -> float:

@@ -34,15 +34,77 @@ def test_space_is_a_space_with_a_phase_plan():
     assert 1000 < len(s) < 50000          # pruned, but rich
 
 
-@pytest.mark.parametrize("p, kinds", [(Problem(16, 16, 33, "float64", True, False), {0}),
-                                      (Problem(16, 16, 40, "float32", False, True), {0, 3}),   # the mma.sync kernel
-                                      (Problem(64, 16, 24, "float32", True, False), {0, 3, 4})])   # and wgmma
-def test_fast_enumeration_equals_filtered_product(p, kinds):
-    s = make_space(p, L)
-    brute = {Config(dict(zip(s.knobs, v))) for v in itertools.product(*s.knobs.values())}
-    brute = {c for c in brute if s.why_invalid(c) is None}
-    assert set(s.configs()) == brute and brute
-    assert {c["MMA"] for c in brute} == kinds
+def _filtered_product(s):
+    pts = (Config(dict(zip(s.knobs, v))) for v in itertools.product(*s.knobs.values()))
+    return {c for c in pts if s.why_invalid(c) is None}
+
+
+def test_enumeration_equals_filtered_product_of_a_tiny_problem():
+    s = make_space(Problem(16, 16, 33, "float64", True, False), L)
+    got = s.configs()
+    assert len(got) == len(set(got)) and set(got) == _filtered_product(s) and got
+
+
+# Narrowed domains (two values a knob at most, some fixed) that exercise every rule:
+# both dtypes, all transposes, split-K, the three kernels, other architectures.
+_FP32 = dict(BM=(32, 128), BN=(64, 128), BK=(8, 32), TM=(4, 8), TN=(4, 8), WM=(32, 64), WN=(32, 64),
+             trans=(0, 1), VEC=(1, 4), PAD=(0, 4), DB=(0, 1), ST=(0, 2), KG=(1,), KL=(1, 2), KR=(0,), MMA=(0,))
+_NARROWED = [
+    (Problem(300, 200, 100), L, _FP32),                                     # FFMA: tiles, pipeline, K_L
+    (Problem(300, 200, 104, "float32", True, True), L,                      # tensor cores, TT
+     dict(_FP32, BM=(64, 256), BN=(128, 256), WM=(16, 64), WN=(32, 128), BK=(16, 32), ST=(0, 3),
+          VEC=(2, 4), KL=(1, 2), trans=(1, 0), PAD=(4, 0), TM=(4, 8), TN=(4,), MMA=(3, 4))),
+    (Problem(2560, 16, 2560, "float32", False, True), L,                    # split-K, both reductions
+     dict(_FP32, BM=(64, 256), BN=(16,), WM=(32, 64), WN=(8, 16), TN=(4,), BK=(8,), PAD=(4,), trans=(1, 0),
+          KG=(1, 32), KL=(1, 4), KR=(0, 1), MMA=(0, 3))),
+    (Problem(131, 70, 999, "float64", True, False), L,                      # float64, ragged M, K
+     dict(BM=(32, 256), BN=(32,), BK=(8, 32), TM=(2, 4), TN=(2, 8), WM=(16, 32), WN=(16, 32),
+          trans=(0, 1), VEC=(1, 2), PAD=(2,), DB=(0, 1), ST=(0, 4), KG=(1, 4), KL=(1,), KR=(0, 1), MMA=(0,))),
+    (Problem(64, 64, 4095), L, dict(_FP32, BM=(64,), BN=(64,), ST=(0,), PAD=(4,), trans=(1,))),   # K odd
+    (Problem(64, 64, 4096, "float32", True, False), dict(L, arch="sm_80", num_sms=108, max_smem_per_block_optin=163 * 1024),
+     dict(_FP32, BM=(32, 64), BN=(32, 64), WM=(32, 64), WN=(16, 32), BK=(16, 32), KG=(1, 16), KL=(1,), KR=(0, 1),
+          ST=(3, 4), MMA=(0, 4), TM=(4,), TN=(4,), DB=(1,))),
+    (Problem(64, 64, 256, "float32", False, False), dict(L, arch="sm_75", max_smem_per_block_optin=64 * 1024),
+     dict(_FP32, BM=(64,), BN=(64,), KG=(1,), MMA=(0, 3), ST=(0, 3))),
+]
+
+
+def test_enumeration_equals_filtered_product_on_narrowed_domains():
+    """The depth-first enumeration (each rule checked once the knobs it reads are
+    bound) yields exactly the product filtered by every rule, and every rule
+    rejects something in these cases: no rule is left untested."""
+    from shadertune.search.restrict import narrow
+    rejected = {}
+    for p, lim, fixed in _NARROWED:
+        sub = narrow(make_space(p, lim), fixed)
+        got = sub.configs()
+        valid = set()
+        for c in (Config(dict(zip(sub.knobs, v))) for v in itertools.product(*sub.knobs.values())):
+            verdicts = [_passes(rule, c, sub.constants) for rule in sub._rules]
+            if all(verdicts):
+                valid.add(c)
+            for rule, ok in zip(sub._rules, verdicts):
+                rejected[rule.source.__name__] = rejected.get(rule.source.__name__, 0) + (not ok)
+        assert len(got) == len(set(got)) and set(got) == valid, p.key
+    assert len(rejected) == 14 and all(rejected.values()), rejected
+
+
+def _passes(rule, cfg, constants):
+    try:
+        return rule.check(cfg, constants)
+    except ZeroDivisionError:        # (a rule that cannot be evaluated rejects)
+        return False
+
+
+def test_enumeration_time():
+    """Timing targets (printed, not asserted): 4096^3 in about 4 s before the
+    generic depth-first enumeration (and 256^3 in 42 s)."""
+    import time
+    for p in (Problem(4096, 4096, 4096), Problem(2560, 16, 2560)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        n = len(make_space(p, L).configs())
+        print(f"enumeration {p.key}: {n} configs in {time.perf_counter() - t0:.2f} s "
+              f"({time.process_time() - c0:.2f} s CPU)")
 
 
 @pytest.mark.parametrize("change, reason", [
@@ -59,7 +121,8 @@ def test_restrictions_reject(change, reason):
 
 def test_vector_width_needs_aligned_rows():
     s = make_space(Problem(4096, 4096, 4095), L)     # K odd: A's rows are not float4-aligned
-    assert s.knobs["VEC"] == (1,)
+    assert {c["VEC"] for c in s} == {1}
+    assert "aligned rows" in s.why_invalid(BIG) and "aligned rows" in s.why_invalid(BIG.replace(VEC=2))
     assert s.why_invalid(BIG.replace(VEC=1)) is None
 
 
@@ -436,3 +499,4 @@ def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
     r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "hold.cubin"), str(cu)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+

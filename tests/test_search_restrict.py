@@ -19,7 +19,7 @@ def test_narrowed_gl_space(gl_backend):
     sub = rb.space(p)
     assert 0 < len(sub) < len(full)
     assert all(c["glsl"] == "330" and c["fetch"] == "texelFetch" and c["unroll"] == 4 for c in sub)
-    assert sub.phases["start"] is None or sub.why_invalid(sub.phases["start"]) is None
+    assert sub.phases.start is None or sub.why_invalid(sub.phases.start) is None
     assert rb.name == "gl" and rb.device() == gl_backend.device()
     with pytest.raises(ValueError, match="unknown knobs"):
         narrow(full, {"colour": ("red",)})

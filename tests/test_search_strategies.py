@@ -10,7 +10,7 @@ from shadertune.problem import Problem
 from shadertune.result import OK, Result
 from shadertune.search import Budget, Evaluator, Tracker, get_strategy
 from shadertune.search.phased import powers_of_two
-from shadertune.space import Space
+from shadertune.space import PhasePlan, Space
 
 P = Problem(8, 8, 64)
 
@@ -84,8 +84,7 @@ def test_mrt_group_is_searched_jointly_over_both_knobs():
 
 def _line_space(domain, best, valid=lambda v: True):
     """A one-knob space whose cost is |np - best| + 1: for refinement tests."""
-    return Space({"np": domain}, [lambda c: valid(c["np"])],
-                 phases={"outer": [], "refine": "np", "groups": []}), \
+    return Space({"np": domain}, [lambda c: valid(c["np"])], phases=PhasePlan(refine="np")), \
         lambda cfg: _fake_result(cfg, abs(cfg["np"] - best) + 1.0)
 
 
@@ -107,8 +106,7 @@ def test_np_refinement_only_tries_values_the_space_accepts():
     def evaluate(cfg):
         seen.append(cfg["np"])
         return _fake_result(cfg, abs(cfg["np"] - 23) + 1.0)
-    space = Space({"np": tuple(range(1, 65))}, ["np % 3 != 0"],
-                  phases={"outer": [], "refine": "np", "groups": []})
+    space = Space({"np": tuple(range(1, 65))}, ["np % 3 != 0"], phases=PhasePlan(refine="np"))
     results = get_strategy("phased")(space, evaluate, Budget())
     assert all(v % 3 for v in seen)
     assert best_cfg(results)["np"] == 23
@@ -217,10 +215,10 @@ def test_budget_validation():
 
 
 def test_a_named_start_point_is_where_the_np_sweep_begins():
-    plan = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-            "groups": [["mc"], ["mrt_h", "mrt_w"]],
-            "start": {"glsl": "330", "fetch": "texelFetch", "unroll": 1, "np": 8, "mc": "1x2",
-                      "mrt_h": 2, "mrt_w": 1}}
+    plan = PhasePlan(outer=("glsl", "fetch", "unroll"), refine="np",
+                     groups=(("mc",), ("mrt_h", "mrt_w")),
+                     start=Config(glsl="330", fetch="texelFetch", unroll=1, np=8, mc="1x2",
+                                  mrt_h=2, mrt_w=1))
     _, results = run("phased", backend=FakeBackend(phases=plan))
     first = [r.config for r in results][:6]
     assert [c["np"] for c in first] == [2, 4, 8, 16, 32, 64]

@@ -1,12 +1,12 @@
-"""Phased search (Jiang, "ATLAS for GPU"), driven by `space.phases`.
+"""Phased search (Jiang, "ATLAS for GPU"), driven by `space.phases` (a PhasePlan).
 
 Jiang's order: for each compiler, for each profile, for each unroll: search
 np over powers of two; then each mc; then each mrt; evaluate; then
 recursively search np on both sides of the best power of two.  A backend
 states its plan as
 
-    space.phases = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-                    "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+    PhasePlan(outer=("glsl", "fetch", "unroll"), refine="np",
+              groups=(("mc",), ("mrt_h", "mrt_w")))
 
 and this module reads it as follows, for each combination of the outer knobs
 (first outer knob outermost, domain order):
@@ -46,7 +46,7 @@ from .budget import Budget, BudgetExhausted, Tracker, score
 def search(space: Space, evaluate, budget: Budget | None = None) -> list[Result]:
     run = Tracker(evaluate, budget)
     try:
-        if space.phases:
+        if space.phases is not None:
             _phased(space, run)
         else:
             _coordinate_descent(space, run)
@@ -59,9 +59,7 @@ def search(space: Space, evaluate, budget: Budget | None = None) -> list[Result]
 
 def _phased(space: Space, run: Tracker) -> None:
     plan = space.phases
-    outer = list(plan.get("outer", []))
-    refine = plan.get("refine")
-    groups = [list(g) for g in plan.get("groups", []) if g]
+    outer, refine, groups = list(plan.outer), plan.refine, [list(g) for g in plan.groups]
     for values in itertools.product(*(space.knobs[k] for k in outer)):
         fixed = dict(zip(outer, values))
         cur = _start(space, run, fixed)
@@ -86,14 +84,14 @@ def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
             return cand
     # A backend may name a start point (its safe default): the np sweep then runs with
     # a sensible mc/mrt instead of the slowest corner of the space.
-    start = (space.phases or {}).get("start")
-    if start:
-        cand = Config(start).replace(**fixed)
+    plan = space.phases
+    if plan is not None and plan.start is not None:
+        cand = plan.start.replace(**fixed)
         if cand in space:
             return cand
     # the refine knob varies fastest: the other knobs keep their first (simplest) values
     # when some small refine values need other ones (e.g. np=2 only with mc=2x2)
-    refine = (space.phases or {}).get("refine")
+    refine = plan.refine if plan is not None else None
     rest = [k for k in space.knobs if k not in fixed and k != refine]
     rest += [refine] if refine is not None and refine not in fixed else []
     for values in itertools.product(*(space.knobs[k] for k in rest)):

@@ -49,7 +49,7 @@ class CUDABackend(Backend):
             # of a 2560x128x2560 search (run I, 2026-11-22).
             first = candidates(problem, sp, self.limits(), 1)
             if first:
-                sp.phases = {**sp.phases, "start": first[0].to_dict()}
+                sp.phases = sp.phases.starting_at(first[0])
             self._spaces[problem] = sp
         return self._spaces[problem]
 
@@ -58,9 +58,9 @@ class CUDABackend(Backend):
         return candidates(problem, self.space(problem), self.limits(), n)
 
     def default_config(self, problem: Problem) -> Config:
-        start = self.space(problem).phases.get("start")   # candidates(problem, 1)[0], set by space()
-        if start:
-            return Config(start)
+        start = self.space(problem).phases.start   # candidates(problem, 1)[0], set by space()
+        if start is not None:
+            return start
         for cfg in self.space(problem):   # tiny or odd shapes: any valid point
             return cfg
         raise InvalidConfig(f"no valid CUDA config for {problem.key}")
