@@ -500,3 +500,43 @@ def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
+
+def test_model_strategy_on_the_cuda_space_without_a_gpu():
+    """The model strategy walks the real CUDA space (sm_90 limits, no GPU): the
+    'measured' time is the backend's own prediction, perturbed per config and
+    15% slower unless ST = 4 (a knob the model does not see), so the search must
+    rank, time the top, then climb through the coupled knobs to find ST = 4."""
+    import math
+    from shadertune.backends.cuda import CUDABackend
+    from shadertune.result import Result
+    from shadertune.search import Budget, SearchOptions, get_strategy
+    be = CUDABackend()
+    p = Problem(4096, 2048, 1000, trans_b=True)
+    space = be.space(p)
+    assert be.default_strategy == "model" and be.limits()["arch"] == "sm_90"
+    phases, seen = [], []
+
+    def evaluate(cfg):
+        assert space.why_invalid(cfg) is None
+        seen.append(cfg)
+        ms = be.predict_ms(p, [cfg])[0] * math.exp(random.Random(cfg.key).gauss(0, 0.05))
+        ms *= 1.0 if cfg["ST"] == 4 else 1.15
+        return Result("cuda", "sm_90 (no GPU)", p, cfg, "ok", times_ms=[ms])
+
+    from shadertune.search import FunctionEvaluator
+
+    class Recording(FunctionEvaluator):
+        def phase(self, label):
+            phases.append(label)
+    ev = Recording(evaluate)
+    options = SearchOptions(cost_model=lambda cs: be.predict_ms(p, cs))
+    results = get_strategy("model")(space, ev, Budget(max_evals=300), options)
+    assert len(results) == len(seen) == len(set(seen))
+    assert len(results) == 300 or phases[-1].startswith("converged")
+    assert results[0].config == space.phases.start                  # the untuned default first
+    assert phases[0] == "model: top 24" and "local search" in phases
+    best = min(results, key=lambda r: r.median_ms)
+    assert best.median_ms < results[0].median_ms and best.config["ST"] == 4
+    # the local search moved through more than one knob group of the plan
+    changed = {k for r in results[24:] for k in r.config if r.config[k] != results[0].config[k]}
+    assert {"BM", "BN", "WM", "WN"} & changed and {"ST", "VEC", "PAD"} & changed

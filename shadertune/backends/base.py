@@ -8,6 +8,9 @@ the default, which states what "nothing" means.
 Required (abstract): name, device(), space(problem), default_config(problem),
 build(problem, config) -> Kernel, source(problem, config), template_hash().
 
+Attribute with a default: default_strategy = "phased", the search strategy used
+when none is named.
+
 Optional hooks, with their defaults:
 - search_session()         context manager around one search (GL: a larger texture pool)
 - precompile(problem, cs)  build many configs ahead, in parallel (CUDA: NVRTC in a pool)
@@ -91,6 +94,9 @@ class Kernel(abc.ABC):
 
 class Backend(abc.ABC):
     name: str = ""
+    # the search strategy tune() and the CLI use when none is named
+    # (shadertune.search.STRATEGIES); a backend with a cost model may prefer "model"
+    default_strategy: str = "phased"
 
     # --- required ---------------------------------------------------------
     @abc.abstractmethod

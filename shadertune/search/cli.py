@@ -9,7 +9,7 @@ from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
 from .budget import Budget
 from .progress import Progress
-from .registry import STRATEGIES
+from .registry import DESCRIPTIONS, STRATEGIES
 from .report_json import make_report, write_report
 from .tune import tune
 
@@ -58,9 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--trans-a", action="store_true", help="A is stored transposed (K x M)")
     g.add_argument("--trans-b", action="store_true", help="B is stored transposed (N x K)")
     s = p.add_argument_group("search")
-    s.add_argument("--strategy", default="phased", choices=sorted(STRATEGIES),
-                   help="phased: Jiang's order with np refinement (default); exhaustive: every "
-                        "valid config; random: uniform without replacement")
+    s.add_argument("--strategy", choices=sorted(STRATEGIES),
+                   help="; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) +
+                        " (default: the backend's, phased for gl, model for cuda)")
     s.add_argument("--budget", type=int, metavar="N", help="at most N evaluations per problem")
     s.add_argument("--time-limit", type=float, metavar="S",
                    help="stop starting new evaluations after S seconds per problem")
@@ -181,7 +181,8 @@ def main(argv=None) -> int:
     print(f"store: {store.path}")
     if args.report:
         try:
-            write_report(args.report, make_report(backend.name, device, args.strategy, entries))
+            write_report(args.report, make_report(backend.name, device,
+                                                  args.strategy or backend.default_strategy, entries))
         except OSError as e:
             return fail(f"cannot write report {args.report}: {e}")
     failed = [f"{e['M']}x{e['N']}x{e['K']}" for e in entries if e["best"] is None]

@@ -16,6 +16,8 @@ from .tuning import candidates
 
 class CUDABackend(Backend):
     name = "cuda"
+    # the cost model ranks the space (tuning.model_cycles): search.model uses it
+    default_strategy = "model"
 
     def __init__(self, device_id: int = 0):
         self.device_id = device_id
@@ -44,9 +46,9 @@ class CUDABackend(Backend):
     def space(self, problem: Problem):
         if problem not in self._spaces:
             sp = make_space(problem, self.limits())
-            # The phased search starts from the model's first pick: a walk of the
-            # knob product for the first valid point took the whole 30 s budget
-            # of a 2560x128x2560 search (run I, 2026-11-22).
+            # The searches start from the candidate list's first pick (the
+            # model's, default_config): never from a walk of the knob product
+            # for the first valid point, which can take a whole budget.
             first = candidates(problem, sp, self.limits(), 1)
             if first:
                 sp.phases = sp.phases.starting_at(first[0])

@@ -14,7 +14,7 @@ import math
 
 from ...config import Config
 from ...problem import Problem
-from .space import WARP, derive
+from .space import KNOB_DEFAULTS, WARP, derive
 
 _TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32),
           (32, 32), (128, 32), (256, 32), (128, 16), (64, 16), (256, 16), (32, 16), (16, 16)]
@@ -93,6 +93,8 @@ def _raw_wgmma(problem: Problem, limits: dict):
 
 
 def model_cycles(problem: Problem, c, limits: dict) -> float:
+    # a plain dict: ranking a space reads ~20 knobs of each of ~10^5 configs
+    c = {**KNOB_DEFAULTS, **(c.to_dict() if isinstance(c, Config) else c)}
     d = derive(problem, c)
     sms = limits["num_sms"]
     regs = max(32, math.ceil(d.regs_est / 8) * 8)
