@@ -501,6 +501,18 @@ def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.parametrize("p", [Problem(0, 16, 16), Problem(16, 0, 16), Problem(0, 0, 0),
+                               Problem(0, 5, 7, "float64", True, True), Problem(16, 16, 0)])
+def test_empty_problems_have_a_space_a_default_and_predictions(p):
+    """M = 0 or N = 0 (an empty C) divided by zero in the cost model (issue 14, item 10)."""
+    from shadertune.backends.cuda import CUDABackend
+    be = CUDABackend()                   # no GPU here: the sm_90 limits
+    cands = be.candidates(p, 4)
+    assert cands and be.default_config(p) == cands[0] and be.space(p).phases.start == cands[0]
+    pred = be.predict_ms(p, cands)
+    assert len(pred) == len(cands) and all(0 < t < 1 for t in pred)
+
+
 def test_model_strategy_on_the_cuda_space_without_a_gpu():
     """The model strategy walks the real CUDA space (sm_90 limits, no GPU): the
     'measured' time is the backend's own prediction, perturbed per config and

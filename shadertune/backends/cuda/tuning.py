@@ -119,7 +119,8 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         eff = min(1.0, reuse / 4.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
         fma_rate = 128 if problem.dtype == "float32" else 64
     k_work = min(d.k_chunk, max(problem.K, 1))
-    compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff)
+    # an empty C (M or N = 0) has no blocks: no work and no efficiency to divide by
+    compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff) if busiest else 0.0
     # A stage cannot finish faster than a global load (~700 cycles); DB hides
     # one stage of it, blocks resident on one SM overlap theirs. (The model
     # ranks register-path configs only: candidates() adds the pipelines.)
