@@ -320,3 +320,24 @@ def test_tiny_float32_problems_have_configs(be):
     for p in (Problem(5, 7, 3), Problem(16, 16, 40, "float32", False, True)):
         cfg = be.default_config(p)
         _check(be, p, cfg, rng, alpha=2.0, beta=1.0)
+
+
+def test_default_strategy_tunes_into_the_store_that_auto_reads(be, tmp_path):
+    """tune() with the CUDA default strategy (model): the untuned default is timed
+    first, then the model's top batch (compiled in parallel), then the local search;
+    nothing wrong is ever best, and config='auto' picks the stored best."""
+    from shadertune.db import Store
+    from shadertune.search import Budget, tune
+    from shadertune.select import select_config
+    p = Problem(300, 77, 500)                      # odd N: no tile divides it, VEC = 1 only
+    labels = []
+    with Store(tmp_path / "t.sqlite") as s:
+        e = tune(be, p, budget=Budget(max_evals=40), store=s, repeats=3, on_phase=labels.append)
+        assert be.default_strategy == "model" and labels[0] == "model: top 24"
+        assert "local search" in labels and e["evaluated"] == 40
+        assert e["results"][0]["config"] == be.default_config(p).to_dict()
+        assert e["best"] is not None and e["best"]["error"] <= 1e-5
+        assert not [r for r in e["results"] if r["status"] == "wrong"]
+        cfg, how = select_config(be, p, s)
+        timed = {Config(r["config"]): r["median_ms"] for r in e["results"] if r["status"] == "ok"}
+        assert how == "exact" and timed[cfg] == e["best"]["median_ms"]      # (ties: any of them)
