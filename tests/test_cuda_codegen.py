@@ -541,8 +541,10 @@ def test_model_strategy_on_the_cuda_space_without_a_gpu():
         def phase(self, label):
             phases.append(label)
     ev = Recording(evaluate)
-    options = SearchOptions(cost_model=lambda cs: be.predict_ms(p, cs))
+    listed = be.candidates(p, 24)                  # what tune() passes as seeds
+    options = SearchOptions(cost_model=lambda cs: be.predict_ms(p, cs), seeds=listed)
     results = get_strategy("model")(space, ev, Budget(max_evals=300), options)
+    assert [r.config for r in results[:24]] == listed
     assert len(results) == len(seen) == len(set(seen))
     assert len(results) == 300 or phases[-1].startswith("converged")
     assert results[0].config == space.phases.start                  # the untuned default first

@@ -251,6 +251,25 @@ def test_tune_hands_the_cost_model_and_names_phases():
     assert be.predicted > 0 and labels[0] == "model: top 24" and e["evaluated"] == 30
 
 
+def test_tune_times_the_backends_candidates_first():
+    """Backend.candidates (CUDA: its curated list) are the model strategy's first
+    configs, in order; those outside the space are dropped; the ranking fills the batch."""
+    good = [Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2),
+            Config(glsl="330", fetch="texture", unroll=2, np=8, mc="1x2", mrt_h=1, mrt_w=1)]
+    outside = Config(glsl="330", fetch="texture", unroll=2, np=66, mc="1x2", mrt_h=1, mrt_w=1)
+
+    class Listing(FakeBackend):
+        def candidates(self, problem, n=24):
+            return [good[0], outside, good[1]][:n]
+    be = Listing(model=True)
+    e = tune(be, P, strategy="model", budget=Budget(max_evals=30), repeats=1, warmup=0)
+    assert [r["config"] for r in e["results"][:2]] == [c.to_dict() for c in good]
+    assert outside.to_dict() not in [r["config"] for r in e["results"]]
+    assert e["best"]["config"] == good[0].to_dict()           # (the fake's optimum)
+    # the base default: the untuned default config alone
+    assert FakeBackend().candidates(P) == [FakeBackend().default_config(P)]
+
+
 def test_tune_uses_the_backends_default_strategy():
     class ModelFirst(FakeBackend):
         default_strategy = "model"

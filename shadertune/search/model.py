@@ -6,10 +6,12 @@
    Configs the model cannot tell apart (the same prediction to 3 significant
    digits) are one candidate: the first of them in enumeration order; the local
    search then tries the knobs the model does not see.
-2. Time the top options.top candidates as one batch (the evaluator announces
-   it, so a backend compiles them in parallel); the space's start point (its
-   phase plan's, a backend's safe default) comes first, so the search never
-   ends worse than the untuned default.
+2. Time options.top candidates as one batch (the evaluator announces it, so a
+   backend compiles them in parallel): first options.seeds (a backend's
+   known-good list, its untuned default first; tune() asks Backend.candidates),
+   or without seeds the space's start point; then the best-ranked.  So the
+   search never ends worse than the untuned default, nor than the backend's
+   own list.
 3. Local search from the best, then restarts from the next-ranked candidates
    in batches of options.batch, until the budget or the convergence rule of
    local.py ends it.
@@ -42,8 +44,10 @@ def search(space: Space, evaluate, budget: Budget | None = None,
         else:
             source, what = iter(ranked), "model"
         start = space.phases.start if space.phases is not None else None
-        lead = [start] if start is not None else []
-        first = lead + list(itertools.islice((c for c in source if c != start), options.top - len(lead)))
+        lead = list(dict.fromkeys(c for c in options.seeds if c in space))[:options.top]
+        lead = lead or ([start] if start is not None else [])
+        first = lead + list(itertools.islice((c for c in source if c not in lead),
+                                             options.top - len(lead)))
         run.phase(f"{what}: top {len(first)}")
         run.many(first)
         improve(space, run, options, fresh_batches(source, options.batch, run))

@@ -23,6 +23,7 @@ CostModel = Callable[[Sequence[Config]], "Sequence[float] | None"]
 class SearchOptions:
     seed: int = 0                       # every random choice (random draws, restarts)
     cost_model: CostModel | None = None
+    seeds: tuple = ()                   # configs to time first, best first (a backend's list)
     top: int = 24                       # model: best-predicted configs timed first
     batch: int = 8                      # configs asked for at once (steps, restarts, draws)
     step_evals: int = 16                # local search with a model: neighbours timed per step
@@ -31,6 +32,7 @@ class SearchOptions:
     rank_limit: int = 200_000           # model: rank at most this many configs (a sample beyond)
 
     def __post_init__(self):
+        object.__setattr__(self, "seeds", tuple(Config(c) for c in self.seeds))
         for name in ("top", "batch", "step_evals", "patience", "rank_limit"):
             if getattr(self, name) < 1:
                 raise ValueError(f"SearchOptions.{name} must be at least 1, got {getattr(self, name)}")

@@ -21,15 +21,16 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     """Search `problem` on `backend`; return its report entry (see report_json).
 
     `strategy` None is the backend's default_strategy.  The strategy gets the
-    backend's cost model (Backend.predict_ms) as a function of configs, never
-    the backend.  Results go to `store` as they are measured; on_phase hears the
+    backend's cost model (Backend.predict_ms) as a function of configs and its
+    candidate list (Backend.candidates) as seeds, never the backend.  Results go to `store` as they are measured; on_phase hears the
     strategy's phase names; ContextError propagates."""
     search = get_strategy(strategy or backend.default_strategy)
     space = backend.space(problem)
     evaluate = Evaluator(backend, problem, store=store, retune=retune, tolerance=tolerance,
                          repeats=repeats, warmup=warmup, seed=seed, on_result=on_result,
                          on_phase=on_phase)
-    options = SearchOptions(seed=seed, cost_model=lambda configs: backend.predict_ms(problem, configs))
+    options = SearchOptions(seed=seed, cost_model=lambda configs: backend.predict_ms(problem, configs),
+                            seeds=backend.candidates(problem, SearchOptions.top))
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
     t0 = time.monotonic()
     with backend.search_session():

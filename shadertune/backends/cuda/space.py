@@ -276,11 +276,13 @@ def _domains(problem: Problem) -> dict:
         "TN": [t * FV for t in (1, 2, 4)],
         "WM": _pow2_upto(8, min(128, tile_max_m)),
         "WN": _pow2_upto(8, min(128, tile_max_n)),
+        # the usually fastest value first: ties in the cost model, and the first
+        # valid point, pick it
         "trans": [1, 0],
-        "VEC": [1, 2, 4] if fp32 else [1, 2],     # aligned_rows says which fit the problem
-        "PAD": [0, FV],
+        "VEC": [4, 2, 1] if fp32 else [2, 1],     # aligned_rows says which fit the problem
+        "PAD": [FV, 0],
         "DB": [1, 0],
-        "ST": [0, 2, 3, 4],
+        "ST": [3, 2, 4, 0],
         "KG": [g for g in _pow2_upto(1, 256) if g == 1 or k // g >= 64],
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
         "KR": [0, 1] if k // 2 >= 64 else [0],
