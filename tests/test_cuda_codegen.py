@@ -293,15 +293,15 @@ def test_sample_compiles_with_nvcc_without_spills(tmp_path):
         assert max(regs) <= min(255, 65536 // d.threads), (p.key, cfg.key, regs)
 
 
-# Run 2's (2026-11-21) DeepBench winners; the SASS check of 2026-11-22 (notes/cuda.md)
-RUN2_N16 = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
-RUN2_N64 = Config(BM=128, BN=64, BK=16, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=16, KL=1, KR=0)
+# Measured DeepBench winners (N = 16 and N = 64; their history: notes/cuda.md)
+DEEPBENCH_N16 = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
+DEEPBENCH_N64 = Config(BM=128, BN=64, BK=16, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=16, KL=1, KR=0)
 
 
 @pytest.mark.parametrize("p, cfg, grouped", [
-    (Problem(2560, 64, 2560), RUN2_N64, (False, False)),                  # KT = 16 rows: plain
-    (Problem(2560, 64, 2560, trans_a=True), RUN2_N64, (False, False)),
-    (Problem(2560, 16, 2560), RUN2_N16, (False, False)),
+    (Problem(2560, 64, 2560), DEEPBENCH_N64, (False, False)),                  # KT = 16 rows: plain
+    (Problem(2560, 64, 2560, trans_a=True), DEEPBENCH_N64, (False, False)),
+    (Problem(2560, 16, 2560), DEEPBENCH_N16, (False, False)),
     (Problem(32, 32, 60000, trans_b=True),                                # KT = 256 rows: grouped
      Config(BM=32, BN=32, BK=32, TM=8, TN=4, WM=32, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=128, KL=8, KR=0), (True, True)),
 ])
@@ -325,7 +325,7 @@ def test_plain_load_map_is_written_plainly(p, cfg, grouped):
 def test_split_bounds_divide_by_a_constant():
     """kbeg/kend: no run-time (64-bit) division by gridDim.z; 32-bit products
     where k_units * KG fits, and the same ranges as the 64-bit formula."""
-    src = codegen.source(Problem(2560, 16, 2560), RUN2_N16)
+    src = codegen.source(Problem(2560, 16, 2560), DEEPBENCH_N16)
     assert "/ gridDim.z" not in src and "(unsigned)blockIdx.z * k_units / KG" in src
     assert "constexpr int KGRAN = 8, KG = 32;" in src
     huge = Problem(32, 32, 2 ** 27, trans_b=True)                       # k_units * KG = 2^24 * 256
@@ -338,12 +338,12 @@ def test_split_bounds_divide_by_a_constant():
 
 
 @pytest.mark.parametrize("M, N, KG, rx_rz", [
-    (2560, 16, 32, (256, 1)),      # DeepBench: one thread per element, all 32 partials (run 2's kernel)
+    (2560, 16, 32, (256, 1)),      # DeepBench: one thread per element, all 32 partials
     (2560, 64, 16, (256, 1)),
     (300, 130, 8, (256, 1)),       # ragged: 39000 elements
     (128, 128, 8, (128, 2)),
     (203, 75, 4, (64, 4)),         # ragged: 15225 elements
-    (32, 32, 128, (32, 8)),        # ICA: 8 lanes of z (run 3's kernel)
+    (32, 32, 128, (32, 8)),        # ICA: 8 lanes of z
     (32, 32, 2, (128, 2)),
 ])
 def test_reduce_kernel_shape(M, N, KG, rx_rz):
@@ -374,12 +374,11 @@ def _sass_tool():
 @pytest.mark.parametrize("ta", [False, True])
 def test_prefetch_loads_are_issued_before_the_fmas(tmp_path, ta):
     """Double buffering only hides the global latency if the next stage's
-    LDGs issue before the stage's FFMAs. Run 2's N = 64/128 winner had them
-    there; the code of ad2628d got them after the FFMAs (ptxas placement, a
-    20-35% slowdown on the H200). A check of this toolkit's ptxas."""
+    LDGs issue before the stage's FFMAs (ptxas may place them after: a 20-35%
+    slowdown, notes/cuda.md). A check of this toolkit's ptxas."""
     p = Problem(2560, 64, 2560, trans_a=ta)
     cu = tmp_path / "k.cu"
-    cu.write_text(codegen.source(p, RUN2_N64))
+    cu.write_text(codegen.source(p, DEEPBENCH_N64))
     cubin = tmp_path / "k.cubin"
     subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(cubin), str(cu)], check=True,
                    capture_output=True)

@@ -168,7 +168,7 @@ def test_timing_and_cublas_baseline(be):
                                    (Problem(300, 130, 3000), 1), (Problem(203, 75, 2000, trans_b=True), 4)])
 def test_reduce_kernel_shapes(be, p, rz):
     """The second K_G kernel with one thread per element (RZ = 1, large M * N:
-    DeepBench, at run 2's winner config) and with RZ lanes of z, ragged tails."""
+    DeepBench, at its measured winner's config) and with RZ lanes of z, ragged tails."""
     from shadertune.backends.cuda.codegen import reduce_shape
     if p.N == 16:
         cfg = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
