@@ -363,53 +363,27 @@ class Space:
 def _bound_check(rule: _Rule, index: dict, order: list, cache: bool = True) -> Callable[[list], bool]:
     """A check on the enumeration's value list: the rule's verdict for the values
     it reads, cached (rules are pure); an exception rejects."""
-    cache: dict = {} if cache else _NoCache()
+    verdicts: dict = {} if cache else _NoCache()
+    names = sorted(rule.reads, key=order.index) if rule.takes_mapping else list(rule.args)
+    positions = [index[n] for n in names]
+    # the cache key: the values read (one value alone when the rule reads one)
+    key_of = operator.itemgetter(*positions) if positions else (lambda vals: ())
     if rule.takes_mapping:
-        knobs = sorted(rule.reads, key=order.index)
-        get = operator.itemgetter(*[index[k] for k in knobs])
-        one = len(knobs) == 1
+        call = lambda key: rule.call(dict(zip(names, (key,) if len(names) == 1 else key)))  # noqa: E731
+    elif len(positions) == 1:
+        call = rule.call
+    else:
+        call = lambda key: rule.call(*key)  # noqa: E731
 
-        def check(vals, fn=rule.call):
-            key = get(vals)
-            ok = cache.get(key)
-            if ok is None:
-                try:
-                    ok = cache[key] = bool(fn(dict(zip(knobs, (key,) if one else key))))
-                except Exception:
-                    ok = cache[key] = False
-            return ok
-        return check
-    if not rule.args:                                  # reads nothing: a constant verdict
-        def check0(vals, fn=rule.call):
-            ok = cache.get(())
-            if ok is None:
-                try:
-                    ok = cache[()] = bool(fn())
-                except Exception:
-                    ok = cache[()] = False
-            return ok
-        return check0
-    get = operator.itemgetter(*[index[a] for a in rule.args])
-    if len(rule.args) == 1:
-        def check1(vals, fn=rule.call):
-            key = get(vals)
-            ok = cache.get(key)
-            if ok is None:
-                try:
-                    ok = cache[key] = bool(fn(key))
-                except Exception:
-                    ok = cache[key] = False
-            return ok
-        return check1
-
-    def check(vals, fn=rule.call):
-        key = get(vals)
-        ok = cache.get(key)
+    def check(vals):
+        key = key_of(vals)
+        ok = verdicts.get(key)
         if ok is None:
             try:
-                ok = cache[key] = bool(fn(*key))
+                ok = bool(call(key))
             except Exception:
-                ok = cache[key] = False
+                ok = False
+            verdicts[key] = ok
         return ok
     return check
 
