@@ -19,9 +19,10 @@ them.  Convergence rule: the search ends when `options.patience` restarts in a
 row have not improved the best time by at least `options.min_gain`
 (relative), or when the restarts run out; the budget may end it anywhere
 (BudgetExhausted).  A restart that finds a gain resets the count, so a search
-that still improves keeps its budget; restarts before any config has passed
-verification do not count (a model whose best guesses all fail must not end
-the search).
+that still improves keeps its budget.  A restart counts only if it timed
+something new and some config has passed verification: restarts among
+configs already timed are no evidence, and a model whose best guesses all
+fail must not end the search.
 """
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
         batch = next(restarts, None)
         if not batch:
             return
-        before = score(run.best())
+        before, evaluated = score(run.best()), len(run.results)
         run.phase(f"restart {i}: {len(batch)} new starting point{'s' if len(batch) > 1 else ''}")
         ok = [r for r in run.many(batch) if r.ok]
         if ok:
@@ -118,8 +119,8 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
             climb(space, run, min(ok, key=score).config, options)
         if score(run.best()) < before * (1 - options.min_gain):
             stale = 0
-        elif run.best() is not None:      # no convergence before a correct config exists
-            stale += 1
+        elif run.best() is not None and len(run.results) > evaluated:
+            stale += 1    # (a restart that timed nothing new, or found nothing correct yet, is no evidence)
 
 
 def fresh_batches(source: Iterator[Config], size: int, run: Tracker) -> Iterator[list[Config]]:
