@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from ...config import Config
 from ...errors import ContextError, InvalidConfig
 from ...problem import Problem
@@ -56,7 +54,7 @@ class CUDABackend(Backend):
         return self._spaces[problem]
 
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
-        """A short, model-ranked list of valid configs for a quick tuning pass."""
+        """The curated, model-ranked list (tuning.candidates): what a search times first."""
         return candidates(problem, self.space(problem), self.limits(), n)
 
     def default_config(self, problem: Problem) -> Config:
