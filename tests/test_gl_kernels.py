@@ -126,4 +126,4 @@ def test_space_is_pruned_and_reported(gl_backend):
     assert 0 < len(s) < s.full_size
     assert all(c["mrt_h"] * c["mrt_w"] <= 8 for c in s)
     assert all(c["np"] <= 132 for c in s)
-    assert s.phases["refine"] == "np"
+    assert s.phases.refine == "np"

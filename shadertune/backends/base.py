@@ -8,9 +8,14 @@ the default, which states what "nothing" means.
 Required (abstract): name, device(), space(problem), default_config(problem),
 build(problem, config) -> Kernel, source(problem, config), template_hash().
 
+Attribute with a default: default_strategy = "phased", the search strategy used
+when none is named.
+
 Optional hooks, with their defaults:
 - search_session()         context manager around one search (GL: a larger texture pool)
 - precompile(problem, cs)  build many configs ahead, in parallel (CUDA: NVRTC in a pool)
+- candidates(problem, n)   up to n configs worth timing first, best first (CUDA: its
+                           curated, model-ranked list); default [default_config(problem)]
 - predict_ms(problem, cs)  a cost model: predicted milliseconds per config, or None
                            (no model); the model-guided strategy ranks by it
 - roofline(problem, config, ceilings)  the bound that applies to one config, or None
@@ -109,6 +114,9 @@ class Backend(abc.ABC):
     def on_device(cls, device_index: int | None) -> "Backend":
         """An instance on device `device_index` (None: the default device)."""
         return cls() if device_index is None else cls(device_index=device_index)
+    # the search strategy tune() and the CLI use when none is named
+    # (shadertune.search.STRATEGIES); a backend with a cost model may prefer "model"
+    default_strategy: str = "phased"
 
     # --- required ---------------------------------------------------------
     @abc.abstractmethod
@@ -145,6 +153,11 @@ class Backend(abc.ABC):
 
         A config that cannot compile says so when it is built; by default nothing
         is built ahead."""
+
+    def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
+        """Up to `n` configs a search should time first, best first; by default the
+        untuned default alone."""
+        return [self.default_config(problem)][:n]
 
     def predict_ms(self, problem: Problem, configs: Sequence[Config]) -> list[float] | None:
         """Predicted milliseconds of each config (a cost model), or None: no model."""

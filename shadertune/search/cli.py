@@ -14,7 +14,7 @@ from ..problem import Problem
 from ..texttable import text_table
 from .budget import Budget
 from .progress import Progress
-from .registry import STRATEGIES
+from .registry import DESCRIPTIONS, STRATEGIES
 from .report_json import make_report, problem_entry, write_report
 from .tune import tune
 
@@ -84,9 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--trans-a", action="store_true", help="A is stored transposed (K x M)")
     g.add_argument("--trans-b", action="store_true", help="B is stored transposed (N x K)")
     s = p.add_argument_group("search")
-    s.add_argument("--strategy", default="phased", choices=sorted(STRATEGIES),
-                   help="phased: Jiang's order with np refinement (default); exhaustive: every "
-                        "valid config; random: uniform without replacement")
+    s.add_argument("--strategy", choices=sorted(STRATEGIES),
+                   help="; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) +
+                        " (default: the backend's, phased for gl, model for cuda)")
     s.add_argument("--budget", type=int, metavar="N", help="at most N evaluations per problem")
     s.add_argument("--time-limit", type=float, metavar="S",
                    help="stop starting new evaluations after S seconds per problem (0: no "
@@ -354,7 +354,8 @@ def _search(args, problems, Store, StoreError) -> int:
         print(f"store: {store.path}")
     if args.report and entries:
         try:
-            write_report(args.report, make_report(backend.name, device, args.strategy, entries))
+            write_report(args.report, make_report(backend.name, device,
+                                                  args.strategy or backend.default_strategy, entries))
         except OSError as e:
             return fail(f"cannot write report {args.report}: {e}" +
                         (f" (and: {reason})" if reason else ""), code or 1)

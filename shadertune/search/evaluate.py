@@ -48,17 +48,25 @@ from ..errors import BuildError, ContextError, InvalidConfig, RunError, TooSlow
 from ..problem import Problem
 from ..result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG, Result
 from ..verdict import DEFAULT_TOLERANCE, over_tolerance, rejudge
+from .contract import BaseEvaluator
 from .operands import OperandCache
 
 
-def make_inputs(problem: Problem, seed: int = 0):
-    """Seeded random A, B as stored (trans flags say A is K x M, B is N x K) and
-    the float64 reference of op(A) @ op(B) from the very values the kernel gets."""
+def make_operands(problem: Problem, seed: int = 0):
+    """Seeded random A, B as stored (trans flags say A is K x M, B is N x K):
+    what every config of a search is verified on."""
     rng = np.random.default_rng(seed)
+    a_shape, b_shape = problem.stored_shapes
+    A = rng.uniform(-1.0, 1.0, a_shape).astype(problem.dtype)
+    B = rng.uniform(-1.0, 1.0, b_shape).astype(problem.dtype)
+    return A, B
+
+
+def make_inputs(problem: Problem, seed: int = 0):
+    """make_operands' A, B and the float64 reference of op(A) @ op(B) from the
+    very values the kernel gets."""
     p = problem
-    a_shape, b_shape = p.stored_shapes
-    A = rng.uniform(-1.0, 1.0, a_shape).astype(p.dtype)
-    B = rng.uniform(-1.0, 1.0, b_shape).astype(p.dtype)
+    A, B = make_operands(p, seed)
     a64, b64 = A.astype(np.float64), B.astype(np.float64)
     ref = (a64.T if p.trans_a else a64) @ (b64.T if p.trans_b else b64)
     return A, B, ref
@@ -105,15 +113,20 @@ def check_output(C: np.ndarray, ref: np.ndarray, ref_norm: float) -> tuple[int, 
     return bad, (diff / ref_norm if ref_norm > 0 else diff)
 
 
-class Evaluator:
-    """evaluate(config) -> Result for one backend and problem (what strategies call)."""
+class Evaluator(BaseEvaluator):
+    """evaluate(config) -> Result for one backend and problem (what strategies call).
+
+    A batch (many) is evaluated one config after another here, after the whole
+    batch is announced (prefetch); the strategy's phase names go to on_phase."""
 
     def __init__(self, backend, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
                  slow_ms: float = 1000.0, slow_factor: float = 3.0, slow_floor_ms: float = 20.0,
                  race_factor: float = 1.1, contend_factor: float = 1.02,
                  abandon_factor: float = 1.5, operand_cache_bytes: int = 2 << 30,
-                 race: bool | None = None, seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
+                 race: bool | None = None, seed: int = 0,
+                 on_result: Callable[[Result, bool], None] | None = None,
+                 on_phase: Callable[[str], None] | None = None):
         self.backend = backend
         self.problem = problem
         device = backend.device()
@@ -136,6 +149,7 @@ class Evaluator:
         self._best_ms: float | None = None       # best median of a correct config so far
         self.on_result = on_result
         self.seed = seed
+        self.on_phase = on_phase
         self.operands = OperandCache(operand_cache_bytes)   # A and B never change
         self.measured = 0
         self.cached = 0
@@ -176,6 +190,10 @@ class Evaluator:
             pass
         finally:
             self._clock("build", t0)
+
+    def phase(self, label: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(label)
 
     def _clock(self, stage: str, t0: float) -> float:
         now = time.perf_counter()

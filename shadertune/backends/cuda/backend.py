@@ -15,6 +15,8 @@ from .tuning import candidates
 class CUDABackend(Backend):
     name = "cuda"
     dtypes = ("float32", "float64")
+    # the cost model ranks the space (tuning.model_cycles): search.model uses it
+    default_strategy = "model"
 
     def __init__(self, device_id: int = 0):
         self.device_id = device_id
@@ -43,23 +45,23 @@ class CUDABackend(Backend):
     def space(self, problem: Problem):
         if problem not in self._spaces:
             sp = make_space(problem, self.limits())
-            # The phased search starts from the model's first pick: a walk of the
-            # knob product for the first valid point took the whole 30 s budget
-            # of a 2560x128x2560 search (run I, 2026-11-22).
+            # The searches start from the candidate list's first pick (the
+            # model's, default_config): never from a walk of the knob product
+            # for the first valid point, which can take a whole budget.
             first = candidates(problem, sp, self.limits(), 1)
             if first:
-                sp.phases = {**sp.phases, "start": first[0].to_dict()}
+                sp.phases = sp.phases.starting_at(first[0])
             self._spaces[problem] = sp
         return self._spaces[problem]
 
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
-        """A short, model-ranked list of valid configs for a quick tuning pass."""
+        """The curated, model-ranked list (tuning.candidates): what a search times first."""
         return candidates(problem, self.space(problem), self.limits(), n)
 
     def default_config(self, problem: Problem) -> Config:
-        start = self.space(problem).phases.get("start")   # candidates(problem, 1)[0], set by space()
-        if start:
-            return Config(start)
+        start = self.space(problem).phases.start   # candidates(problem, 1)[0], set by space()
+        if start is not None:
+            return start
         for cfg in self.space(problem):   # tiny or odd shapes: any valid point
             return cfg
         raise InvalidConfig(f"no valid CUDA config for {problem.key}")

@@ -12,7 +12,7 @@ import functools
 
 from ...config import Config
 from ...problem import Problem
-from ...space import Space
+from ...space import PhasePlan, Space
 from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
 from .layout import MC_SHAPES, Layout, packing
 
@@ -23,8 +23,8 @@ MRT_SIDES = (1, 2, 4)
 # 256 at 0.04x after a 2.5 s compile, 1024 at 0.01x after a 40 s compile.
 UNROLL_BUDGET = 128
 
-PHASES = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-          "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+PHASES = PhasePlan(outer=("glsl", "fetch", "unroll"), refine="np",
+                   groups=(("mc",), ("mrt_h", "mrt_w")))
 
 
 def np_values(K: int) -> list[int]:
@@ -111,7 +111,7 @@ def gl_space(problem: Problem, limits: dict) -> Space:
                  "max_texture_units": int(limits.get("max_texture_units", 16)),
                  "kpad": kpad, "M": M, "N": N, "K": K}
     space = Space(knobs, restrictions, constants, phases=PHASES)
-    space.phases["start"] = default_config(problem, space).to_dict()
+    space.phases = PHASES.starting_at(default_config(problem, space))
     return space
 
 
