@@ -39,7 +39,8 @@ def test_config_json_and_list_space():
     r = codegen("--size", "12,10,8", "--list-space")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(line) for line in r.stdout.splitlines()]
-    assert len(lines) > 10 and all(set(c) == set(cfg) for c in lines)
+    image_knobs = {"out", "block_h", "block_w", "a_src", "b_src"}
+    assert len(lines) > 10 and all(set(c) == set(cfg) | image_knobs for c in lines)
     assert all(c["np"] <= 8 and c["mrt_h"] * c["mrt_w"] <= 8 for c in lines)
     assert "valid of" in r.stderr
 

@@ -93,13 +93,27 @@ def test_timing_returns_every_repeat(gl_backend, data):
     assert len(times) == 4 and all(t > 0 for t in times)
 
 
+MRT_DEFAULT = Config(glsl="330", fetch="texelFetch", unroll=4, np=32, mc="1x4", mrt_h=4, mrt_w=2)
+
+
 def test_poisoned_output_shows_unwritten_elements(gl_backend, data):
     """The driver poisons its targets: skipping the passes leaves NaN, not stale results."""
     A, B, _ = data
-    with gl_backend.build(Problem(M, N, K), gl_backend.default_config(Problem(M, N, K))) as k:
+    with gl_backend.build(Problem(M, N, K), MRT_DEFAULT) as k:
         k.run(A, B)
         k.poison()
         assert np.isnan(k.read(0)).all() and np.isnan(k.read(1)).all()
+
+
+def test_configs_written_before_the_image_path_are_mrt_configs(gl_backend, data):
+    """A config without out/block/source knobs (stored or written before they existed)
+    means Jiang's MRT path, and the space says so."""
+    A, B, ref = data
+    p = Problem(M, N, K)
+    assert MRT_DEFAULT in gl_backend.space(p)
+    with gl_backend.build(p, MRT_DEFAULT) as k:
+        assert type(k) is GLKernel and k.config["out"] == "mrt" and k.config["block_h"] == 0
+        assert rel_err(k.run(A, B), ref) <= 1e-5
 
 
 def test_invalid_configs_are_refused_before_compiling(gl_backend):

@@ -90,6 +90,7 @@ def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
         assert c["mrt_h"] * c["mrt_w"] <= lim["max_draw_buffers"]
         assert c["np"] <= 20
     assert {k: s.phases[k] for k in ("outer", "refine", "groups")} == {
-        "outer": ["glsl", "fetch", "unroll"], "refine": "np", "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+        "outer": ["out", "glsl", "fetch", "unroll"], "refine": "np",
+        "groups": [["mc"], ["mrt_h", "mrt_w"], ["block_h", "block_w"], ["a_src", "b_src"]]}
     if "start" in s.phases:                    # an optional start point must be in the space
         assert s.why_invalid(s.phases["start"]) is None

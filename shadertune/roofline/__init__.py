@@ -5,8 +5,8 @@
     save("results/ceilings.json", ceil)
     gl_config_roofline(config, ceil) -> {"gflops", "bound", "flops_per_fetch"}
 """
-from .model import (best_gl_roofline, cuda_problem_roofline, flops_per_fetch, gl_config_roofline,
-                    gl_fetch_counts)
+from .model import (best_gl_roofline, ceilings_are_a_roofline, cuda_problem_roofline, flops_per_fetch,
+                    gl_config_roofline, gl_fetch_counts, gl_image_load_counts)
 from .store import UNITS, CeilingsError, load, merge, save
 
 
@@ -27,4 +27,4 @@ def cuda_available() -> tuple[bool, str]:
 
 __all__ = ["measure_gl", "measure_cuda", "cuda_available", "save", "load", "merge",
            "flops_per_fetch", "gl_fetch_counts", "gl_config_roofline", "cuda_problem_roofline",
-           "best_gl_roofline", "CeilingsError", "UNITS"]
+           "best_gl_roofline", "gl_image_load_counts", "ceilings_are_a_roofline", "CeilingsError", "UNITS"]

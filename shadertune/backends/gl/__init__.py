@@ -7,10 +7,11 @@ from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
-from .codegen import fragment_source, plan_layout, templates_hash
+from .codegen import fragment_source, is_image, plan_layout, templates_hash
 from .driver import GLKernel
+from .image_driver import ImageKernel
 from .pool import default_pool_bytes
-from .space import default_config, gl_space
+from .space import default_config, gl_space, with_defaults
 
 
 class GLBackend(Backend):
@@ -22,6 +23,7 @@ class GLBackend(Backend):
         self._ctx = ctx
         self._device: DeviceInfo | None = None
         self._pool = None
+        self._transfers = None
 
     @property
     def pool(self):
@@ -32,6 +34,15 @@ class GLBackend(Backend):
             from .pool import TexturePool
             self._pool = TexturePool(self.ctx)
         return self._pool
+
+    @property
+    def transfers(self):
+        """How operands reach the GPU and C comes back (backends/gl/transfer.py):
+        staging buffers kept for this backend's kernels."""
+        if self._transfers is None:
+            from .transfer import Transfers
+            self._transfers = Transfers(self.ctx)
+        return self._transfers
 
     @property
     def ctx(self):
@@ -73,18 +84,22 @@ class GLBackend(Backend):
         return default_config(problem, self.space(problem))
 
     def source(self, problem: Problem, config: Config) -> str:
-        config = Config(config)
+        config = with_defaults(config)
         self._check_problem(problem)
         return fragment_source(plan_layout(problem.M, problem.N, problem.K, config), config)
 
     def build(self, problem: Problem, config: Config) -> GLKernel:
-        config = Config(config)
+        """The kernel of `config` (a config without the image-path knobs is an MRT one)."""
+        config = with_defaults(config)
         self._check_problem(problem)
         why = self.space(problem).why_invalid(config)
         if why:
             raise InvalidConfig(f"config not in the GL space for {problem.key}: {why}")
         layout = plan_layout(problem.M, problem.N, problem.K, config)
         src = fragment_source(layout, config)
+        if is_image(config):
+            return ImageKernel(self.ctx, problem, config, layout, src, pool=self.pool,
+                               transfers=self.transfers)
         return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool)
 
     def template_hash(self) -> str:
@@ -100,4 +115,4 @@ class GLBackend(Backend):
         return measure_gl(self.ctx, preset=preset)
 
 
-__all__ = ["GLBackend", "GLKernel"]
+__all__ = ["GLBackend", "GLKernel", "ImageKernel"]

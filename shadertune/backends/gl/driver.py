@@ -17,7 +17,7 @@ from ...problem import Problem
 from ...templates import read
 from ..base import Kernel
 from .layout import Layout
-from .pool import nearest_texture
+from .pool import make_object, nearest_texture
 from .timing import timed
 
 _FLOAT = "f4"
@@ -56,12 +56,14 @@ def clear_writes_nan(ctx) -> bool:
 _CLEARS_NAN: dict = {}
 
 
-def _packed(cache, key, make) -> bytes:
+def _packed(cache, key, make):
+    """The bytes of make() (a packed array; no copy), kept in `cache` under `key`
+    when there is a cache (which counts len() as bytes)."""
     if cache is None:
         return make()
     data = cache.get(key)
     if data is None:
-        data = make()
+        data = memoryview(np.ascontiguousarray(make())).cast("B")
         cache[key] = data
     return data
 
@@ -76,6 +78,22 @@ def placeholder_texture(ctx):
 
 
 _PLACEHOLDER: dict = {}
+
+
+def output_array(out, M: int, N: int) -> np.ndarray:
+    """`out` if it can take the result as it is (float32, C-contiguous, (M, N),
+    writeable), else a ValueError that says what is wrong; a new array for None."""
+    if out is None:
+        return np.empty((M, N), np.float32)
+    if not isinstance(out, np.ndarray):
+        raise ValueError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.shape != (M, N) or out.dtype != np.float32 or not out.flags.c_contiguous \
+            or not out.flags.writeable:
+        raise ValueError(f"out must be a writeable C-contiguous float32 array of shape {(M, N)}, "
+                         f"got {out.dtype} {out.shape}"
+                         f"{'' if out.flags.c_contiguous else ', not C-contiguous'}"
+                         f"{'' if out.flags.writeable else ', read-only'}")
+    return out
 
 
 def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float = 0.0):
@@ -166,7 +184,7 @@ class GLKernel(Kernel):
         if self.pool is not None:
             tex, tag = self.pool.acquire(size)
         else:
-            tex, tag = nearest_texture(self.ctx, size), None
+            tex, tag = make_object(self.ctx, size), None
         self._textures[id(tex)] = (tex, size)
         return tex, tag
 
@@ -229,18 +247,25 @@ class GLKernel(Kernel):
         are the same, unchanged arrays at every call with that cache."""
         L = self.layout
         A, B, C = kernel_operands(self.problem, L, A, B, C, beta)
-        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key, lambda: L.pack_a(A), cache)
-        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key, lambda: L.pack_b(B), cache)
+
+        def packed(which, key, pack):
+            return lambda tex: tex.write(_packed(cache, (which,) + key, pack))
+        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key, packed("A", L.a_pack_key, lambda: L.pack_a(A)),
+                                  cache)
+        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key, packed("B", L.b_pack_key, lambda: L.pack_b(B)),
+                                  cache)
         if C is not None:
             if self.tex_c is None:
                 self.tex_c, _ = self._take(L.cfull_size)
-            self.tex_c.write(L.pack_c(C).tobytes())
+            self.tex_c.write(L.pack_c(C))
         self._alpha, self._beta = float(alpha), float(beta)
         self._loaded = True
 
-    def _upload(self, which: str, tex, key, pack, cache):
-        """The texture holding packed operand `which`: this kernel's, written (or left
-        as it is when it already holds it), or a pooled one that holds it already."""
+    def _upload(self, which: str, tex, key, write, cache):
+        """The object (texture or buffer) holding operand `which`: this kernel's, written
+        by write(obj) (or left as it is when it already holds it), or a pooled one that
+        holds it already.  `key` says what the object holds besides the inputs (their
+        packing); `cache` names the inputs (see load())."""
         tag = None if cache is None else (which, cache.token) + key
         if tag is not None and self._tags[which] == tag:
             self.uploads_skipped += 1
@@ -255,7 +280,7 @@ class GLKernel(Kernel):
                 self.uploads_skipped += 1
                 return other
         self._tags[which] = None            # a failed write leaves it unknown
-        tex.write(_packed(cache, (which,) + key, lambda: pack().tobytes()))
+        write(tex)
         self._tags[which] = tag
         return tex
 
@@ -303,17 +328,28 @@ class GLKernel(Kernel):
             src = dst
         return src
 
-    def read(self, which: int) -> np.ndarray:
+    def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
+        """C from texture set `which`, into `out` when given (see output_array)."""
+        out = output_array(out, self.layout.M, self.layout.N)
         w, h = self.layout.c_size
         arrs = [np.empty((h, w, 4), np.float32) for _ in self.partials[which]]
         for t, arr in zip(self.partials[which], arrs):
             t.read_into(arr)
-        return self.layout.unpack_c(arrs)
+        np.copyto(out, self.layout.unpack_c(arrs))
+        return out
 
-    def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    @property
+    def passes(self) -> int:
+        return self.layout.passes
+
+    def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0,
+            out: np.ndarray | None = None) -> np.ndarray:
+        """C = alpha * op(A) @ op(B) + beta * C, into `out` when given (a writeable
+        C-contiguous float32 (M, N) array; it may be C itself)."""
+        out = output_array(out, self.layout.M, self.layout.N)
         self.load(A, B, C, alpha=alpha, beta=beta)
         self.poison()
-        return self._finish_run(self._guarded(self.execute))
+        return self._finish_run(self._guarded(self.execute), out)
 
     def checked_run(self, A, B, *, limit_ms: float | None = None,
                     cache=None) -> tuple[np.ndarray, float]:
@@ -325,18 +361,21 @@ class GLKernel(Kernel):
         self.load(A, B, cache=cache)
         self.poison()
         q = self.ctx.query(time=True)
-        passes = self.layout.passes
+        passes = self.passes
         first = max(1, passes // 8) if limit_ms is not None and passes > 1 else passes
-        ms, self.timing_source = self._guarded(lambda: timed(self.ctx, q, lambda: self.execute(0, first)))
-        src = first % 2               # the texture set holding the first passes' sums
+        holder = [0]                  # what execute() returns: where the sums are
+
+        def run(start, stop):
+            holder[0] = self.execute(start, stop, holder[0])
+        ms, self.timing_source = self._guarded(lambda: timed(self.ctx, q, lambda: run(0, first)))
         if first < passes:
             projected = ms * passes / first
             if projected > limit_ms:
                 raise TooSlow(f"abandoned after {first} of {passes} passes: projected "
                               f"{projected:.4g} ms > limit {limit_ms:.4g} ms", projected)
-            rest, _ = self._guarded(lambda: timed(self.ctx, q, lambda: self.execute(first, passes, src)))
+            rest, _ = self._guarded(lambda: timed(self.ctx, q, lambda: run(first, passes)))
             ms += rest
-        return self._finish_run(passes % 2), ms
+        return self._finish_run(holder[0]), ms
 
     def _guarded(self, fn):
         try:
@@ -346,8 +385,8 @@ class GLKernel(Kernel):
         except Exception as e:
             raise RunError(f"GL execution failed: {e}") from None
 
-    def _finish_run(self, which: int) -> np.ndarray:
-        out = self._guarded(lambda: self.read(which))
+    def _finish_run(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
+        out = self._guarded(lambda: self.read(which, out))
         err = self.ctx.error
         if err != "GL_NO_ERROR":
             raise RunError(f"GL error after execution: {err}")
