@@ -1,7 +1,8 @@
 """Moving operands between the caller's arrays and GL objects, with no copy of our own.
 
-Two ways ($SHADERTUNE_GL_TRANSFER, default 'staged' where the driver has buffer
-storage, else 'direct'):
+Two ways ($SHADERTUNE_GL_TRANSFER; by default 'direct' on a software renderer,
+whose 'GPU copy' is one more host copy, else 'staged' where the driver has
+buffer storage):
 
 - direct: glTexSubImage2D / glBufferSubData from the array, glGetTexImage into
   it.  The driver copies through staging memory of its own, one call at a time.
@@ -30,8 +31,12 @@ _PARALLEL_BYTES = 8 << 20      # below this one thread copies faster than severa
 _EXECUTOR: ThreadPoolExecutor | None = None
 
 
-def transfer_mode() -> str:
-    mode = os.environ.get("SHADERTUNE_GL_TRANSFER", "staged")
+def transfer_mode(ctx=None) -> str:
+    """$SHADERTUNE_GL_TRANSFER, else the default for ctx (see the module docstring)."""
+    mode = os.environ.get("SHADERTUNE_GL_TRANSFER")
+    if mode is None:
+        from .timing import software_renderer
+        return "direct" if ctx is not None and software_renderer(ctx) else "staged"
     if mode not in MODES:
         raise ValueError(f"SHADERTUNE_GL_TRANSFER must be one of {MODES}, got {mode!r}")
     return mode
@@ -104,7 +109,7 @@ class Transfers:
 
     def __init__(self, ctx, mode: str | None = None):
         self.ctx = ctx
-        self.mode = transfer_mode() if mode is None else mode
+        self.mode = transfer_mode(ctx) if mode is None else mode
         if self.mode not in MODES:
             raise ValueError(f"transfer mode must be one of {MODES}, got {self.mode!r}")
         self._up: dict[str, _Staging] = {}
