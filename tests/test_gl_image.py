@@ -181,3 +181,21 @@ def test_glsl_330_with_the_extensions_compiles_the_same_kernel(gl_backend, opera
     assert "#extension GL_ARB_shader_storage_buffer_object : require" in src
     with ImageKernel(gl_backend.ctx, p, cfg, layout, src) as k:
         assert rel_err(k.run(A, B), ref) <= 1e-5
+
+
+@pytest.mark.parametrize("src", [("texture", "texture"), ("ssbo", "ssbo")], ids=lambda s: f"{s[0]}-{s[1]}")
+def test_padding_is_rewritten_in_pooled_objects(gl_backend, operands, src):
+    """K % 4 = 2 with N aligned: B goes up as it is and its rows past K are zeroed at
+    every load, also in pooled objects that held NaN before."""
+    A, B, _, ref = operands[SHAPES[1]]
+    p = Problem(*SHAPES[1])
+    cfg = image_cfg(a_src=src[0], b_src=src[1], np=8)
+    with gl_backend.build(p, cfg) as k:
+        assert not k.layout.bc_packed_on_gpu and k.layout.a_packed_on_gpu
+        for obj in (k.tex_a, k.tex_b):                              # NaN, then back to the pool
+            if src[0] == "ssbo":
+                obj.write(np.full(obj.size // 4, np.nan, np.float32))
+            else:
+                obj.write(np.full((obj.height, obj.width, 4), np.nan, np.float32))
+    with gl_backend.build(p, cfg) as k:
+        assert rel_err(k.run(A, B), ref) <= 1e-5

@@ -141,3 +141,25 @@ def test_space_is_pruned_and_reported(gl_backend):
     assert all(c["mrt_h"] * c["mrt_w"] <= 8 for c in s)
     assert all(c["np"] <= 132 for c in s)
     assert s.phases["refine"] == "np"
+
+
+@pytest.mark.parametrize("mrt", [(4, 2), (2, 4), (1, 1)], ids=lambda m: f"mrt{m[0]}x{m[1]}")
+@pytest.mark.parametrize("np_", [12, 40, 124])
+def test_row_major_operands_go_up_as_they_are(gl_backend, np_, mrt):
+    """1x4 with K and N multiples of 4: A and B are uploaded straight from the caller's
+    arrays into their textures' corners, the padding around them zeroed, also in pooled
+    textures that held NaN before."""
+    rng = np.random.default_rng(5)
+    M_, N_, K_ = 37, 64, 124                      # np 12 and 40 leave Kp > K; M leaves Mp > M
+    A = rng.standard_normal((M_, K_)).astype(np.float32)
+    B = rng.standard_normal((K_, N_)).astype(np.float32)
+    p = Problem(M_, N_, K_)
+    cfg = Config(glsl="330", fetch="texelFetch", unroll=1, np=np_, mc="1x4", mrt_h=mrt[0], mrt_w=mrt[1])
+    with gl_backend.build(p, cfg) as k:
+        assert k.layout.a_row_major and k.layout.b_row_major
+        for tex in (k.tex_a, k.tex_b):                                  # NaN, then back to the pool
+            tex.write(np.full((tex.height, tex.width, 4), np.nan, np.float32))
+    with gl_backend.build(p, cfg) as k:
+        out = np.empty((M_, N_), np.float32)
+        assert k.run(A, B, out=out) is out
+    assert rel_err(out, A.astype(np.float64) @ B) <= 1e-5

@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from shadertune.backends.gl.space import (IMAGE_BODY_BUDGET, REGISTER_BUDGET, default_config, gl_space,
-                                          with_defaults)
+                                          start_config, with_defaults)
 from shadertune.config import Config
 from shadertune.problem import Problem
 from shadertune.search.restrict import narrow
@@ -49,7 +49,7 @@ def test_no_storage_buffers_means_texture_operands_only():
         s = gl_space(P, limits)
         imgs = image_configs(s)
         assert imgs and {(c["a_src"], c["b_src"]) for c in imgs} == {("texture", "texture")}
-        assert default_config(P, s)["b_src"] == "texture"
+        assert start_config(P, s)["b_src"] == "texture"
     one = image_configs(gl_space(P, {**FULL, "max_fragment_ssbo_blocks": 1}))
     assert {(c["a_src"], c["b_src"]) for c in one} == {("texture", "texture"), ("ssbo", "texture"),
                                                        ("texture", "ssbo")}
@@ -108,8 +108,9 @@ def test_old_configs_read_as_mrt_configs():
     assert s.why_invalid(dict(old, out="image")) is not None      # no MRT knobs on the image path
 
 
-def test_the_phase_plan_starts_on_the_image_path():
+def test_the_phase_plan_starts_on_the_image_path_the_default_stays_mrt():
     s = gl_space(Problem(4096, 4096, 32), FULL)
+    assert default_config(Problem(4096, 4096, 32), s)["out"] == "mrt"
     start = Config(s.phases["start"])
     assert start in s and start["out"] == "image" and (start["block_h"], start["block_w"]) == (8, 16)
     assert start["b_src"] == "ssbo"

@@ -100,7 +100,7 @@ class GLBackend(Backend):
         if is_image(config):
             return ImageKernel(self.ctx, problem, config, layout, src, pool=self.pool,
                                transfers=self.transfers)
-        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool)
+        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool, transfers=self.transfers)
 
     def template_hash(self) -> str:
         return templates_hash()

@@ -117,9 +117,14 @@ class GLKernel(Kernel):
     """One compiled program + the textures of one problem shape."""
 
     def __init__(self, ctx, problem: Problem, config: Config, layout: Layout, source: str,
-                 pool=None):
+                 pool=None, transfers=None):
+        from .transfer import Transfers
         self.ctx = ctx
         self.pool = pool              # a TexturePool: textures come from it and go back to it
+        # how operands go up and C comes back (the backend's; a kernel made without one
+        # uses the driver's own calls and releases nothing it did not make)
+        self._own_transfers = transfers is None
+        self.transfers = transfers if transfers is not None else Transfers(ctx, mode="direct")
         self._textures: dict = {}     # id(tex) -> (tex, size) for the ones this kernel holds
         self._tags = {"A": None, "B": None}   # what tex_a / tex_b hold (an operand-cache tag)
         self.uploads_skipped = 0      # loads whose operand was on the GPU already
@@ -230,6 +235,8 @@ class GLKernel(Kernel):
                 pass
         self._textures.clear()
         self.tex_c = None
+        if self._own_transfers:
+            self.transfers.release()
 
     def __enter__(self):
         return self
@@ -250,16 +257,32 @@ class GLKernel(Kernel):
 
         def packed(which, key, pack):
             return lambda tex: tex.write(_packed(cache, (which,) + key, pack))
-        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key, packed("A", L.a_pack_key, lambda: L.pack_a(A)),
-                                  cache)
-        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key, packed("B", L.b_pack_key, lambda: L.pack_b(B)),
-                                  cache)
+
+        def row_major(which, X, rows, cols):
+            # X as it is into the texture's top-left corner, zeros around it
+            return lambda tex: self._write_corner(tex, np.ascontiguousarray(X), rows, cols, which)
+        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key,
+                                  row_major("A", A, L.M, L.K) if L.a_row_major else
+                                  packed("A", L.a_pack_key, lambda: L.pack_a(A)), cache)
+        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key,
+                                  row_major("B", B, L.K, L.N) if L.b_row_major else
+                                  packed("B", L.b_pack_key, lambda: L.pack_b(B)), cache)
         if C is not None:
             if self.tex_c is None:
                 self.tex_c, _ = self._take(L.cfull_size)
             self.tex_c.write(L.pack_c(C))
         self._alpha, self._beta = float(alpha), float(beta)
         self._loaded = True
+
+    def _write_corner(self, tex, X: np.ndarray, rows: int, cols: int, slot: str) -> None:
+        """tex <- X (rows x cols floats, 4 a texel) at texel (0, 0), the rest zero."""
+        w, h = self._textures[id(tex)][1]
+        cw = cols // 4
+        self.transfers.write_texture(tex, X, viewport=(0, 0, cw, rows), slot=slot)
+        if cw < w:
+            tex.write(np.zeros((rows, w - cw, 4), np.float32), viewport=(cw, 0, w - cw, rows))
+        if rows < h:
+            tex.write(np.zeros((h - rows, w, 4), np.float32), viewport=(0, rows, w, h - rows))
 
     def _upload(self, which: str, tex, key, write, cache):
         """The object (texture or buffer) holding operand `which`: this kernel's, written
@@ -330,12 +353,22 @@ class GLKernel(Kernel):
 
     def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
         """C from texture set `which`, into `out` when given (see output_array)."""
-        out = output_array(out, self.layout.M, self.layout.N)
-        w, h = self.layout.c_size
+        L = self.layout
+        out = output_array(out, L.M, L.N)
+        w, h = L.c_size
         arrs = [np.empty((h, w, 4), np.float32) for _ in self.partials[which]]
         for t, arr in zip(self.partials[which], arrs):
-            t.read_into(arr)
-        np.copyto(out, self.layout.unpack_c(arrs))
+            self.transfers.read_texture(t, arr)
+        if not L.c_row_major:
+            np.copyto(out, L.unpack_c(arrs))
+            return out
+        # 1x4: target (i, j) holds rows i*hc.. and columns 4*j*wc.. of C as they are
+        for t, arr in enumerate(arrs):
+            i, j = divmod(t, L.mrt_w)
+            r0, c0 = i * h, 4 * j * w
+            r, c = min(h, L.M - r0), min(4 * w, L.N - c0)
+            if r > 0 and c > 0:
+                out[r0:r0 + r, c0:c0 + c] = arr.reshape(h, 4 * w)[:r, :c]
         return out
 
     @property

@@ -34,16 +34,15 @@ class ImageKernel(GLKernel):
     def __init__(self, ctx, problem: Problem, config: Config, layout: ImageLayout, source: str,
                  pool=None, transfers: Transfers | None = None, carry: str = "rmw"):
         self.carry = carry
-        self._own_transfers = transfers is None
-        self.transfers = transfers if transfers is not None else Transfers(ctx, mode="direct")
-        self.packing = GpuPacking(ctx, self.transfers)
         self.a_src = config.get("a_src", "texture")
         self.b_src = config.get("b_src", "texture")
-        super().__init__(ctx, problem, config, layout, source, pool=pool)
+        self.packing = None
+        super().__init__(ctx, problem, config, layout, source, pool=pool, transfers=transfers)
 
     # --- resources ------------------------------------------------------
     def _make_textures(self):
         L = self.layout
+        self.packing = GpuPacking(self.ctx, self.transfers)
         self.tex_a, self._tags["A"] = self._take((L.a_bytes,) if self.a_src == "ssbo" else L.a_size)
         self.tex_b, self._tags["B"] = self._take((L.b_bytes,) if self.b_src == "ssbo" else L.b_size)
         self.images = [self._take(L.c_size)[0] for _ in range(1 if self.carry == "rmw" else 2)]
@@ -74,10 +73,9 @@ class ImageKernel(GLKernel):
             self.fbo.viewport = full
 
     def release(self) -> None:
+        if self.packing is not None:
+            self.packing.release()
         super().release()
-        self.packing.release()
-        if self._own_transfers:
-            self.transfers.release()
 
     # --- uploads --------------------------------------------------------
     def load(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, cache=None) -> None:

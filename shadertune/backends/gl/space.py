@@ -313,7 +313,7 @@ def gl_space(problem: Problem, limits: dict) -> Space:
                  "max_texture_units": max_texture_units,
                  "kpad": kpad, "M": M, "N": N, "K": K, "image_glsl": glsl_image}
     space = GLSpace(knobs, restrictions, constants, phases=PHASES)
-    space.phases["start"] = default_config(problem, space).to_dict()
+    space.phases["start"] = start_config(problem, space).to_dict()
     return space
 
 
@@ -337,13 +337,11 @@ def image_default(problem: Problem, space: Space) -> Config | None:
 
 
 def default_config(problem: Problem, space: Space) -> Config:
-    """A safe, usually fast config: the image path's default where the device has it,
-    else 1x4 packing on 4x2 targets, 128-k passes (the best MRT shape measured on an
-    H200, bench-gl), falling back to smaller blockings."""
-    if "image" in space.knobs.get("out", ()):
-        cfg = image_default(problem, space)
-        if cfg is not None:
-            return cfg
+    """A safe, usually fast config (what matmul runs untuned): 1x4 packing on 4x2
+    targets, 128-k passes (the best MRT shape measured on an H200, bench-gl), falling
+    back to smaller blockings.  It stays on the MRT path, which every GL 3.3 driver
+    runs, until the image path has been measured on the GPUs it would be the default
+    on; a search starts from the image default (start_config)."""
     kpad = -(-max(problem.K, 1) // 4) * 4
     np_ = min(128, kpad)
     for mc, mh, mw in (("1x4", 4, 2), ("1x4", 2, 2), ("1x4", 1, 1), ("1x1", 1, 1)):
@@ -356,3 +354,14 @@ def default_config(problem: Problem, space: Space) -> Config:
     if not configs:
         raise ValueError(f"the GL space for {problem.key} is empty")
     return configs[0]
+
+
+def start_config(problem: Problem, space: Space) -> Config:
+    """Where the phased search starts: the image default where the device has the
+    image path (its best config is then the bar the MRT path races against), else
+    the default config."""
+    if "image" in space.knobs.get("out", ()):
+        cfg = image_default(problem, space)
+        if cfg is not None:
+            return cfg
+    return default_config(problem, space)
