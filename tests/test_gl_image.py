@@ -199,3 +199,19 @@ def test_padding_is_rewritten_in_pooled_objects(gl_backend, operands, src):
                 obj.write(np.full((obj.height, obj.width, 4), np.nan, np.float32))
     with gl_backend.build(p, cfg) as k:
         assert rel_err(k.run(A, B), ref) <= 1e-5
+
+
+def test_a_search_records_image_kernels_that_fail_and_goes_on(gl_backend, monkeypatch):
+    """A driver that cannot compile the image path: every image config is recorded as
+    compile_failed with the compiler's reason, and the search carries on to the MRT path."""
+    from shadertune.backends.gl import codegen
+    from shadertune.search import Budget, tune
+    real = codegen._image_source
+    monkeypatch.setattr(codegen, "_image_source",
+                        lambda *a, **kw: real(*a, **kw).replace("imageStore(C, q,", "imageStore(C, q, q,"))
+    e = tune(gl_backend, Problem(8, 8, 8), strategy="phased", budget=Budget(max_evals=30), repeats=1,
+             warmup=0)
+    image = [r for r in e["results"] if r["config"]["out"] == "image"]
+    mrt = [r for r in e["results"] if r["config"]["out"] == "mrt"]
+    assert image and all(r["status"] == "compile_failed" and "GLSL" in r["message"] for r in image)
+    assert any(r["status"] == "ok" for r in mrt) and e["best"]["config"]["out"] == "mrt"

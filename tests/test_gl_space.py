@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from shadertune.backends.gl.space import (IMAGE_BODY_BUDGET, REGISTER_BUDGET, default_config, gl_space,
-                                          start_config, with_defaults)
+                                          with_defaults)
 from shadertune.config import Config
 from shadertune.problem import Problem
 from shadertune.search.restrict import narrow
@@ -21,6 +21,14 @@ P = Problem(32, 32, 16)
 
 def image_configs(space):
     return [c for c in space if c["out"] == "image"]
+
+
+def image_start(space, unroll=1):
+    """Where the phased search starts the image path (its first valid config in domain order)."""
+    from shadertune.search.budget import Tracker
+    from shadertune.search.phased import _start
+    fixed = {"out": "image", "glsl": space.constants["image_glsl"], "fetch": "texelFetch", "unroll": unroll}
+    return _start(space, Tracker(lambda c: None), fixed)
 
 
 def test_without_image_limits_the_knobs_drop_out_and_mrt_stays():
@@ -49,7 +57,7 @@ def test_no_storage_buffers_means_texture_operands_only():
         s = gl_space(P, limits)
         imgs = image_configs(s)
         assert imgs and {(c["a_src"], c["b_src"]) for c in imgs} == {("texture", "texture")}
-        assert start_config(P, s)["b_src"] == "texture"
+        assert image_start(s)["b_src"] == "texture"
     one = image_configs(gl_space(P, {**FULL, "max_fragment_ssbo_blocks": 1}))
     assert {(c["a_src"], c["b_src"]) for c in one} == {("texture", "texture"), ("ssbo", "texture"),
                                                        ("texture", "ssbo")}
@@ -108,11 +116,18 @@ def test_old_configs_read_as_mrt_configs():
     assert s.why_invalid(dict(old, out="image")) is not None      # no MRT knobs on the image path
 
 
-def test_the_phase_plan_starts_on_the_image_path_the_default_stays_mrt():
-    s = gl_space(Problem(4096, 4096, 32), FULL)
-    assert default_config(Problem(4096, 4096, 32), s)["out"] == "mrt"
-    start = Config(s.phases["start"])
-    assert start in s and start["out"] == "image" and (start["block_h"], start["block_w"]) == (8, 16)
-    assert start["b_src"] == "ssbo"
+def test_phased_starts_the_image_path_at_an_8x16_block_and_mrt_at_the_default():
+    p = Problem(4096, 4096, 32)
+    s = gl_space(p, FULL)
     assert s.phases["outer"][0] == "out" and s.knobs["out"][0] == "image"
     assert ["block_h", "block_w"] in s.phases["groups"] and ["a_src", "b_src"] in s.phases["groups"]
+    start = image_start(s)
+    assert start in s and (start["block_h"], start["block_w"]) == (8, 16)
+    assert (start["a_src"], start["b_src"]) == ("texture", "ssbo") and start["np"] == 4
+    default = default_config(p, s)
+    assert default["out"] == "mrt" and s.phases["start"] == default.to_dict()
+    # where no image config has the outer values, there is no start (and no scan of the product)
+    from shadertune.search.budget import Tracker
+    from shadertune.search.phased import _start
+    assert _start(s, Tracker(lambda c: None), {"out": "image", "glsl": "330", "fetch": "texelFetch",
+                                                "unroll": 1}) is None

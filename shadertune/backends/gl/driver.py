@@ -7,6 +7,7 @@ beta * C.
 """
 from __future__ import annotations
 
+import contextlib
 import time as _time
 
 import numpy as np
@@ -324,9 +325,31 @@ class GLKernel(Kernel):
         if name in self.program:
             self.program[name].value = value
 
-    def execute(self, start: int = 0, stop: int | None = None, src: int = 0) -> int:
+    @contextlib.contextmanager
+    def _rows(self, fbos, rows):
+        """Draws into `fbos` cover fragment rows [r0, r1) of their viewports only (all
+        for None): gl_FragCoord stays the window position, so a pass split into row
+        bands computes what the whole pass does."""
+        if rows is None:
+            yield
+            return
+        full = [fbo.viewport for fbo in fbos]
+        try:
+            for fbo, (x, y, w, _) in zip(fbos, full):
+                fbo.viewport = (x, y + rows[0], w, rows[1] - rows[0])
+            yield
+        finally:
+            for fbo, vp in zip(fbos, full):
+                fbo.viewport = vp
+
+    def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
         """Run passes start..stop-1 (all by default) reading partial sums from texture
-        set `src`; returns the index of the texture set holding the result."""
+        set `src`, over fragment rows `rows` = (r0, r1) (all by default); returns the
+        index of the texture set holding the result."""
+        with self._rows(self.fbos, rows):
+            return self._execute(start, stop, src)
+
+    def _execute(self, start: int, stop: int | None, src: int) -> int:
         if not self._loaded:
             raise RunError("no inputs loaded: call run() or load() first")
         L = self.layout
@@ -388,27 +411,40 @@ class GLKernel(Kernel):
                     cache=None) -> tuple[np.ndarray, float]:
         """run() for the evaluator: (C, milliseconds of its passes, timed like time()).
 
-        With `limit_ms`, the first eighth of the passes is timed on its own and the
-        run abandoned (TooSlow) when they project a total over limit_ms: a slow corner
-        of the space then costs a fraction of one run.  `cache` as in load()."""
+        With `limit_ms`, the first eighth of the work is timed on its own and the run
+        abandoned (TooSlow) when it projects a total over limit_ms: a slow corner of
+        the space then costs a fraction of one run.  The first eighth is the first
+        eighth of the passes, or of a single pass's fragment rows (a one-pass config
+        is no cheaper to abandon otherwise).  `cache` as in load()."""
         self.load(A, B, cache=cache)
         self.poison()
         q = self.ctx.query(time=True)
-        passes = self.passes
-        first = max(1, passes // 8) if limit_ms is not None and passes > 1 else passes
+        passes, height = self.passes, self.layout.hc
         holder = [0]                  # what execute() returns: where the sums are
 
-        def run(start, stop):
-            holder[0] = self.execute(start, stop, holder[0])
-        ms, self.timing_source = self._guarded(lambda: timed(self.ctx, q, lambda: run(0, first)))
-        if first < passes:
-            projected = ms * passes / first
-            if projected > limit_ms:
-                raise TooSlow(f"abandoned after {first} of {passes} passes: projected "
-                              f"{projected:.4g} ms > limit {limit_ms:.4g} ms", projected)
-            rest, _ = self._guarded(lambda: timed(self.ctx, q, lambda: run(first, passes)))
-            ms += rest
-        return self._finish_run(holder[0]), ms
+        def run(start, stop, rows=None):
+            src = 0 if rows is not None else holder[0]    # row bands of pass 0 all read set 0
+            holder[0] = self.execute(start, stop, src, rows)
+
+        def timed_run(*piece):
+            return self._guarded(lambda: timed(self.ctx, q, lambda: run(*piece)))
+        if limit_ms is None or (passes == 1 and height < 8):
+            ms, self.timing_source = timed_run(0, passes)
+            return self._finish_run(holder[0]), ms
+        if passes > 1:
+            first = max(1, passes // 8)
+            pieces, done, what = [(0, first), (first, passes)], first / passes, f"{first} of {passes} passes"
+        else:
+            band = height // 8
+            pieces = [(0, 1, (0, band)), (0, 1, (band, height))]
+            done, what = band / height, f"{band} of {height} fragment rows of its one pass"
+        ms, self.timing_source = timed_run(*pieces[0])
+        projected = ms / done
+        if projected > limit_ms:
+            raise TooSlow(f"abandoned after {what}: projected {projected:.4g} ms > limit {limit_ms:.4g} ms",
+                          projected)
+        rest, _ = timed_run(*pieces[1])
+        return self._finish_run(holder[0]), ms + rest
 
     def _guarded(self, fn):
         try:

@@ -1,8 +1,8 @@
 """TexturePool: textures and storage buffers kept between kernels, with what they hold.
 
-A search builds hundreds of kernels of one problem shape; at 4096 each needs
-about 256 MB of textures, and allocating and filling them was most of an
-evaluation's fixed cost on an H200.  Released objects wait here, tagged with
+A search builds hundreds of kernels of one problem shape, each needing the
+same large textures (at 4096, about 256 MB), and allocating and filling them
+would be most of an evaluation's fixed cost.  Released objects wait here, tagged with
 the packed operand they hold (or None), so the next kernel with the same sizes
 takes them back and skips the upload when the tag matches.  Bounded by bytes,
 oldest released first out.

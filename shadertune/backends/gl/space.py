@@ -32,9 +32,13 @@ image block, then the operand sources, then np refined recursively.  On one
 path the other path's groups hold one valid point, so they cost nothing.  The
 image path goes first because its best config is the bar every later config
 races against: MRT configs slower than 1.5x that bar are abandoned after their
-first passes (search/evaluate.py), which keeps the complete tune short.  Its
-start point is the image default; the MRT path then starts from its first valid
-config in domain order (the search then walks mc and the grid from there).
+first passes (search/evaluate.py), which keeps the complete tune short.  Start
+points: later combinations of a path start from the best config so far; the
+image path's first one from its first valid config in domain order (the
+domains are ordered for that: an 8 x 16 block, B from a storage buffer, the
+smallest np, which the np phase then sweeps), the MRT path's first one from the
+plan's start, the default config (an MRT config), since the best config so far
+is an image config then.
 """
 from __future__ import annotations
 
@@ -50,14 +54,18 @@ from .layout import MC_SHAPES, Layout, packing
 
 MRT_SIDES = (1, 2, 4)
 OUTS = ("image", "mrt")
-SOURCES = ("texture", "ssbo")
-BLOCK_ROWS = (1, 2, 4, 8, 12, 16)
-BLOCK_COLS = (4, 8, 12, 16)
+# Domain orders: the image path's first valid config in domain order is where the
+# phased search starts it (see the module docstring): an 8 x 16 block (128
+# accumulators, the register budget) reading A from a texture and B from a storage
+# buffer, the fastest shape of a first probe (notes/gl.md).
+A_SOURCES = ("texture", "ssbo")
+B_SOURCES = ("ssbo", "texture")
+BLOCK_ROWS = (8, 16, 12, 4, 2, 1)
+BLOCK_COLS = (16, 8, 12, 4)
 IMAGE_UNROLLS = (1, 2, 4)
 # Unrolled body budget (MRT): (steps per loop body) x (render targets), a proxy for
-# the instruction count of the generated loop body.  Measured on an H200 at 1024
-# (mc=1x4, 4x2 targets, unroll=full): a body of 64 runs at full speed, 128 at 0.6x,
-# 256 at 0.04x after a 2.5 s compile, 1024 at 0.01x after a 40 s compile.
+# the instruction count of the generated loop body: past it, compiles take seconds
+# and the kernel runs many times slower (notes/gl.md has the measurement).
 UNROLL_BUDGET = 128
 # The image path's loop body in scalar FMAs (steps x block_h x block_w x 4): the MRT
 # budget's 128 steps x targets of a 1x4 target, 16 FMAs each.
@@ -291,8 +299,8 @@ def gl_space(problem: Problem, limits: dict) -> Space:
         "mrt_w": MRT_SIDES,
         "block_h": (0,) + (BLOCK_ROWS if images else ()),
         "block_w": (0,) + (BLOCK_COLS if images else ()),
-        "a_src": SOURCES[:2 if n_ssbo else 1],
-        "b_src": SOURCES[:2 if n_ssbo else 1],
+        "a_src": A_SOURCES if n_ssbo else ("texture",),
+        "b_src": B_SOURCES if n_ssbo else ("texture",),
     }
     restrictions = [
         mrt_path_knobs,
@@ -313,35 +321,16 @@ def gl_space(problem: Problem, limits: dict) -> Space:
                  "max_texture_units": max_texture_units,
                  "kpad": kpad, "M": M, "N": N, "K": K, "image_glsl": glsl_image}
     space = GLSpace(knobs, restrictions, constants, phases=PHASES)
-    space.phases["start"] = start_config(problem, space).to_dict()
+    space.phases["start"] = default_config(problem, space).to_dict()
     return space
-
-
-def image_default(problem: Problem, space: Space) -> Config | None:
-    """The image path's start: an 8 x 16 block (128 accumulators, the register budget),
-    B from a storage buffer where there is one (a rough one-pass probe on an H200 ran it
-    at 914 GFLOP/s, past the MRT path's 676 roofline), 256-k passes, unroll 2; smaller
-    blocks where the shape or the device wants them.  None where no block is valid."""
-    kpad = -(-max(problem.K, 1) // 4) * 4
-    for b_src in ("ssbo", "texture"):
-        for bh, bw in ((8, 16), (8, 8), (4, 8), (4, 4), (2, 4), (1, 4)):
-            for np_ in (min(256, kpad), kpad):
-                for unroll in (2, 1):
-                    for g in space.knobs["glsl"]:
-                        cfg = Config(out="image", glsl=g, fetch="texelFetch", unroll=unroll, np=np_,
-                                     mc="1x4", mrt_h=1, mrt_w=1, block_h=bh, block_w=bw,
-                                     a_src="texture", b_src=b_src)
-                        if cfg in space:
-                            return cfg
-    return None
 
 
 def default_config(problem: Problem, space: Space) -> Config:
     """A safe, usually fast config (what matmul runs untuned): 1x4 packing on 4x2
-    targets, 128-k passes (the best MRT shape measured on an H200, bench-gl), falling
-    back to smaller blockings.  It stays on the MRT path, which every GL 3.3 driver
-    runs, until the image path has been measured on the GPUs it would be the default
-    on; a search starts from the image default (start_config)."""
+    targets, 128-k passes (the fastest MRT shape of bench-gl), falling back to smaller
+    blockings.  It is an MRT config, which every GL 3.3 driver runs: the image path
+    becomes the default only once it has been measured on the GPUs it would be the
+    default on (notes/gl.md)."""
     kpad = -(-max(problem.K, 1) // 4) * 4
     np_ = min(128, kpad)
     for mc, mh, mw in (("1x4", 4, 2), ("1x4", 2, 2), ("1x4", 1, 1), ("1x1", 1, 1)):
@@ -355,13 +344,3 @@ def default_config(problem: Problem, space: Space) -> Config:
         raise ValueError(f"the GL space for {problem.key} is empty")
     return configs[0]
 
-
-def start_config(problem: Problem, space: Space) -> Config:
-    """Where the phased search starts: the image default where the device has the
-    image path (its best config is then the bar the MRT path races against), else
-    the default config."""
-    if "image" in space.knobs.get("out", ()):
-        cfg = image_default(problem, space)
-        if cfg is not None:
-            return cfg
-    return default_config(problem, space)
