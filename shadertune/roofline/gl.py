@@ -124,22 +124,52 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
     import moderngl
     if pattern not in FETCH_PATTERNS:
         raise ValueError(f"fetch pattern must be one of {FETCH_PATTERNS}, got {pattern!r}")
+
+    def source(texels):
+        src = ctx.texture((tex_size, tex_size), 4, texels.tobytes(), dtype="f4")
+        src.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        src.use(0)
+        return src
+    r = _fragment_loads(ctx, "gl/roofline/fetch.frag", source, dict(pattern=pattern), size, tex_size,
+                        fetches, iters, target_ms, max_iters, repeats, return_output)
+    r["gtexels"] = r["rate"]
+    r["pattern"] = pattern
+    return r
+
+
+def fragment_ssbo_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_ms=20.0,
+                       max_iters=1 << 16, repeats=5, return_output=False) -> dict:
+    """G vec4 loads/s from a small (cache-resident) storage buffer in a fragment shader,
+    with fetch.frag's matmul-like addresses (the image path's second operand path).
+
+    return_output adds the framebuffer and the source vec4s (fetch_reference checks
+    them with pattern 'matmul': element [y, x] of the buffer's rows is texel (x, y))."""
+    def source(texels):
+        buf = ctx.buffer(texels)
+        buf.bind_to_storage_buffer(0)
+        return buf
+    r = _fragment_loads(ctx, "gl/roofline/ssbo.frag", source, {}, size, tex_size, fetches, iters,
+                        target_ms, max_iters, repeats, return_output)
+    r["gloads"] = r["rate"]
+    return r
+
+
+def _fragment_loads(ctx, shader, make_source, params, size, tex_size, fetches, iters, target_ms,
+                    max_iters, repeats, return_output) -> dict:
+    """Time `shader` (fetches from a tex_size^2 source of random vec4s, which
+    make_source(texels) uploads and binds) over a size^2 framebuffer: G loads/s as 'rate'."""
+    import moderngl
     if tex_size & (tex_size - 1):
         raise ValueError(f"tex_size must be a power of two (addresses wrap by masking), got {tex_size}")
     prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
-                       fragment_shader=templates.render("gl/roofline/fetch.frag",
-                                                        tex_size=tex_size, fetches=fetches,
-                                                        pattern=pattern))
+                       fragment_shader=templates.render(shader, tex_size=tex_size, fetches=fetches, **params))
     rng = np.random.default_rng(0)
     texels = rng.random((tex_size, tex_size, 4), dtype=np.float32)
-    src = ctx.texture((tex_size, tex_size), 4, texels.tobytes(), dtype="f4")
-    src.filter = (moderngl.NEAREST, moderngl.NEAREST)
+    src = make_source(texels)
     tex = ctx.texture((size, size), 4, dtype="f4")
     fbo = ctx.framebuffer([tex])
     vao = ctx.vertex_array(prog, [])
     try:
-        src.use(0)
-        prog["tex"].value = 0
         fbo.use()
         ctx.viewport = (0, 0, size, size)
         draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
@@ -151,47 +181,7 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
         vao.release(); fbo.release(); tex.release(); src.release(); prog.release()
     ms = statistics.median(times)
     n = size * size * it * fetches
-    r = {"gtexels": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
-         "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size, "pattern": pattern,
-         "gbytes_per_s": 16 * n / (ms * 1e-3) / 1e9}
-    if return_output:
-        r["output"], r["texels"] = out, texels
-    return r
-
-
-def fragment_ssbo_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_ms=20.0,
-                       max_iters=1 << 16, repeats=5, return_output=False) -> dict:
-    """G vec4 loads/s from a small (cache-resident) storage buffer in a fragment shader,
-    with fetch.frag's matmul-like addresses (the image path's second operand path).
-
-    return_output adds the framebuffer and the source vec4s (fetch_reference checks
-    them with pattern 'matmul': element [y, x] of the buffer's rows is texel (x, y))."""
-    import moderngl
-    if tex_size & (tex_size - 1):
-        raise ValueError(f"tex_size must be a power of two (addresses wrap by masking), got {tex_size}")
-    prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
-                       fragment_shader=templates.render("gl/roofline/ssbo.frag",
-                                                        tex_size=tex_size, fetches=fetches))
-    rng = np.random.default_rng(0)
-    texels = rng.random((tex_size, tex_size, 4), dtype=np.float32)
-    buf = ctx.buffer(texels)
-    tex = ctx.texture((size, size), 4, dtype="f4")
-    fbo = ctx.framebuffer([tex])
-    vao = ctx.vertex_array(prog, [])
-    try:
-        buf.bind_to_storage_buffer(0)
-        fbo.use()
-        ctx.viewport = (0, 0, size, size)
-        draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
-        it, times, timer = _calibrate_and_time(ctx, lambda n: _set(prog, n), draw,
-                                               iters, target_ms, max_iters, repeats)
-        out = np.frombuffer(tex.read(), dtype=np.float32).reshape(size, size, 4) if return_output else None
-    finally:
-        _park(ctx)
-        vao.release(); fbo.release(); tex.release(); buf.release(); prog.release()
-    ms = statistics.median(times)
-    n = size * size * it * fetches
-    r = {"gloads": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
+    r = {"rate": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
          "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size,
          "gbytes_per_s": 16 * n / (ms * 1e-3) / 1e9}
     if return_output:

@@ -346,12 +346,16 @@ class GLKernel(Kernel):
         """Run passes start..stop-1 (all by default) reading partial sums from texture
         set `src`, over fragment rows `rows` = (r0, r1) (all by default); returns the
         index of the texture set holding the result."""
-        with self._rows(self.fbos, rows):
-            return self._execute(start, stop, src)
-
-    def _execute(self, start: int, stop: int | None, src: int) -> int:
         if not self._loaded:
             raise RunError("no inputs loaded: call run() or load() first")
+        with self._rows(self._draw_targets(), rows):
+            return self._execute(start, stop, src)
+
+    def _draw_targets(self) -> list:
+        """The framebuffers the passes draw into."""
+        return self.fbos
+
+    def _execute(self, start: int, stop: int | None, src: int) -> int:
         L = self.layout
         stop = L.passes if stop is None else stop
         self.tex_a.use(0)

@@ -157,17 +157,12 @@ class ImageKernel(GLKernel):
                 obj.use(unit)
         (self.tex_c or placeholder_texture(self.ctx)).use(_UNIT_CIN)   # read only when beta != 0
 
-    def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
-        """Run passes start..stop-1 (all by default) over fragment rows `rows` (all by
-        default); `src` is the image holding the sums so far (ping-pong; always 0 for
-        read-modify-write).  Returns the image that holds the result."""
-        with self._rows([self.fbo], rows):
-            return self._execute(start, stop, src)
+    def _draw_targets(self) -> list:
+        return [self.fbo]
 
     def _execute(self, start: int, stop: int | None, src: int) -> int:
-        from ...errors import RunError
-        if not self._loaded:
-            raise RunError("no inputs loaded: call run() or load() first")
+        """Passes start..stop-1; `src` is the image holding the sums so far (ping-pong;
+        always 0 for read-modify-write).  Returns the image that holds the result."""
         L = self.layout
         stop = L.passes if stop is None else stop
         self._bind_operands()

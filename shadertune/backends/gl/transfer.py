@@ -130,26 +130,24 @@ class Transfers:
 
     def write_texture(self, tex, array: np.ndarray, viewport=None, slot: str = "A") -> None:
         """tex (or its viewport (x, y, w, h)) <- array, byte for byte."""
-        src = _bytes_of(array)
-        st = self._upload_staging(slot, src.size)
-        self.bytes_up += src.size
-        if st is None:
-            tex.write(src, viewport=viewport)
-            return
-        copy_bytes(st.view[:src.size], src)
-        tex.write(st.buffer, viewport=viewport)
-        st.busy = True
+        self._upload(array, slot, lambda src: tex.write(src, viewport=viewport),
+                     lambda st, n: tex.write(st.buffer, viewport=viewport))
 
     def write_buffer(self, buf, array: np.ndarray, offset: int = 0, slot: str = "A") -> None:
         """buf[offset:] <- array, byte for byte."""
+        self._upload(array, slot, lambda src: buf.write(src, offset=offset),
+                     lambda st, n: self.ctx.copy_buffer(buf, st.buffer, size=n, write_offset=offset))
+
+    def _upload(self, array, slot, direct, from_staging) -> None:
+        """direct(bytes), or: the bytes into slot's mapping, then from_staging(staging, n)."""
         src = _bytes_of(array)
         st = self._upload_staging(slot, src.size)
         self.bytes_up += src.size
         if st is None:
-            buf.write(src, offset=offset)
+            direct(src)
             return
         copy_bytes(st.view[:src.size], src)
-        self.ctx.copy_buffer(buf, st.buffer, size=src.size, write_offset=offset)
+        from_staging(st, src.size)
         st.busy = True
 
     def read_texture(self, tex, out: np.ndarray) -> None:
