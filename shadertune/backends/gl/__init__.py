@@ -54,7 +54,8 @@ class GLBackend(Backend):
     @contextlib.contextmanager
     def search_session(self):
         """A search builds hundreds of kernels of one shape: the texture pool may hold
-        2 GB meanwhile (operands stay on the GPU across layouts), all given back after."""
+        2 GB meanwhile (operands stay on the GPU across layouts), all given back after,
+        with the transfers' staging memory."""
         pool = self.pool
         before = pool.max_bytes
         pool.max_bytes = max(before, default_pool_bytes(searching=True))
@@ -63,6 +64,8 @@ class GLBackend(Backend):
         finally:
             pool.max_bytes = before
             pool.clear()
+            if self._transfers is not None:
+                self._transfers.release()
 
     def device(self) -> DeviceInfo:
         if self._device is None:

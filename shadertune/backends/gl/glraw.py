@@ -80,9 +80,25 @@ def _clear_errors(ctx, limit: int = 8) -> None:
             return
 
 
+MAX_TEXTURE_SIZE = 0x0D33
+
+
+def usable(ctx) -> bool:
+    """Whether the entry points found here reach ctx (the context current in this
+    thread): they must read ctx's own max texture size."""
+    ok = _get_integer(ctx, MAX_TEXTURE_SIZE) == int(ctx.info.get("GL_MAX_TEXTURE_SIZE", -2))
+    _clear_errors(ctx)                    # ctx.info's own probes may leave errors
+    return ok
+
+
 def get_integer(ctx, pname: int) -> int | None:
-    """glGetInteger64v(pname) on ctx, or None when the driver rejects the name (its
-    GL error is cleared, so it cannot be blamed on a later kernel)."""
+    """glGetInteger64v(pname) on ctx, or None when the driver rejects the name or these
+    entry points do not reach ctx (its GL error is cleared, so it cannot be blamed
+    on a later kernel)."""
+    return _get_integer(ctx, pname) if usable(ctx) else None
+
+
+def _get_integer(ctx, pname: int) -> int | None:
     fn = function("glGetInteger64v")
     if fn is None:
         return None
@@ -103,7 +119,10 @@ def persistent_buffer(ctx, nbytes: int, read: bool):
     source).  Host memory that the GPU copies to or from at DMA speed, and the
     host copies to or from with plain memcpy: no driver-side staging copy."""
     import numpy as np
-    if ctx.version_code < 450 and "GL_ARB_buffer_storage" not in ctx.extensions:
+    exts = set(ctx.extensions)
+    if ctx.version_code < 450 and not {"GL_ARB_buffer_storage", "GL_ARB_direct_state_access"} <= exts:
+        return None
+    if not usable(ctx):
         return None
     create, storage, mapr = (function(n) for n in ("glCreateBuffers", "glNamedBufferStorage",
                                                    "glMapNamedBufferRange"))

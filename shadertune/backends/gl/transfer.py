@@ -82,10 +82,10 @@ class _Staging:
 
     def take(self, nbytes: int) -> bool:
         """Make room for nbytes; False where the driver cannot map buffers."""
+        if self.busy:
+            glraw.wait_gpu(self.ctx)       # the host must not overwrite what the GPU copies
+            self.busy = False
         if self.buffer is not None and self.buffer.size >= nbytes:
-            if self.busy:
-                glraw.wait_gpu(self.ctx)   # the host must not overwrite what the GPU copies
-                self.busy = False
             return True
         self.release()
         made = glraw.persistent_buffer(self.ctx, max(nbytes, 1 << 16), self.read)
