@@ -90,7 +90,8 @@ def test_config_json_and_list_space(capsys):
     rc, out, err = codegen(capsys, "--size", "12,10,8", "--list-space")
     assert rc == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
-    assert len(lines) > 10 and all(set(c) == set(cfg) for c in lines)
+    image_knobs = {"out", "block_h", "block_w", "a_src", "b_src"}
+    assert len(lines) > 10 and all(set(c) == set(cfg) | image_knobs for c in lines)
     assert all(c["np"] <= 8 and c["mrt_h"] * c["mrt_w"] <= 8 for c in lines)
     assert "valid of" in err
 
@@ -99,7 +100,8 @@ def test_list_knobs(capsys):
     rc, out, _ = codegen(capsys, "--size", "256", "--list-knobs")
     assert rc == 0
     lines = {l.split()[0]: l for l in out.splitlines()}
-    assert set(lines) == {"--glsl", "--fetch", "--unroll", "--np", "--mc", "--mrt_h", "--mrt_w"}
+    assert set(lines) == {"--glsl", "--fetch", "--unroll", "--np", "--mc", "--mrt_h", "--mrt_w",
+                          "--out", "--block_h", "--block_w", "--a_src", "--b_src"}
     assert "1, 2, 4, 8, full" in lines["--unroll"] and "(default 4)" in lines["--unroll"]
 
 
@@ -118,8 +120,9 @@ def test_cuda_knobs_by_name_without_a_gpu(capsys):
     (["--size", "32", "-m", "4", "-n", "4"], "max_draw_buffers"),
     (["--size", "3,x"], "size must be"),
     (["--size", "32", "--config", "{not json"], "not valid JSON"),
-    (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: glsl, fetch, unroll, "
-                                       "np, mc, mrt_h, mrt_w); did you mean --unroll?"),
+    (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: out, glsl, fetch, "
+                                       "unroll, np, mc, mrt_h, mrt_w, block_h, block_w, a_src, b_src); "
+                                       "did you mean --unroll?"),
     (["--size", "32", "--config", '{"unrol": 4}'], "did you mean --unroll?"),
     (["--size", "32", "--mc", "3x3"], "--mc 3x3: not in its domain for this problem (1x1, 1x2, 1x3, 1x4, 2x2)"),
     (["--size", "32", "--unroll", "16"], "--unroll 16: not in its domain"),

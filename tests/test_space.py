@@ -202,6 +202,7 @@ def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
         assert c["mrt_h"] * c["mrt_w"] <= lim["max_draw_buffers"]
         assert c["np"] <= 20
     assert (s.phases.outer, s.phases.refine, s.phases.groups) == (
-        ("glsl", "fetch", "unroll"), "np", (("mc",), ("mrt_h", "mrt_w")))
+        ("out", "glsl", "fetch", "unroll"), "np",
+        (("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
     if s.phases.start is not None:             # an optional start point must be in the space
         assert s.why_invalid(s.phases.start) is None

@@ -10,7 +10,7 @@ Backend.ceiling_lines(ceilings) call the functions of model.py; a measurement
 taken on a software renderer is flagged (store.software_reason) and is no roofline.
 """
 from .model import (best_gl_roofline, cuda_ceiling_lines, cuda_problem_roofline, flops_per_fetch,
-                    gl_ceiling_lines, gl_config_roofline, gl_fetch_counts)
+                    gl_ceiling_lines, gl_config_roofline, gl_fetch_counts, gl_image_load_counts)
 from .store import UNITS, CeilingsError, load, mark_software, merge, save, software_reason
 
 
@@ -31,5 +31,5 @@ def cuda_available() -> tuple[bool, str]:
 
 __all__ = ["measure_gl", "measure_cuda", "cuda_available", "save", "load", "merge",
            "flops_per_fetch", "gl_fetch_counts", "gl_config_roofline", "cuda_problem_roofline",
-           "best_gl_roofline", "gl_ceiling_lines", "cuda_ceiling_lines", "mark_software",
-           "software_reason", "CeilingsError", "UNITS"]
+           "best_gl_roofline", "gl_ceiling_lines", "cuda_ceiling_lines", "gl_image_load_counts",
+           "mark_software", "software_reason", "CeilingsError", "UNITS"]

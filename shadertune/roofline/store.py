@@ -31,6 +31,7 @@ UNITS = {
     "fetch_gtexels": "G texel fetches/s",
     "fetch_gtexels_distinct": "G texel fetches/s",
     "fetch_gtexels_quad": "G texel fetches/s",
+    "ssbo_gloads": "G storage-buffer vec4 loads/s",
     "compute_fma_gflops": "GFLOP/s",
     "cuda_fma_gflops": "GFLOP/s",
     "cuda_fma64_gflops": "GFLOP/s",

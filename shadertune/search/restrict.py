@@ -43,7 +43,8 @@ def narrow(space: Space, fixed: dict) -> Space:
     unknown = set(fixed) - set(space.knobs)
     if unknown:
         raise ValueError(f"--fix names unknown knobs {sorted(unknown)}; knobs are {list(space.knobs)}")
-    sub = Space(knobs, space.restrictions, space.constants)
+    # the backend's own Space class (e.g. GL's, which enumerates per output path)
+    sub = type(space)(knobs, space.restrictions, space.constants)
     plan = space.phases
     if plan is not None and plan.start is not None and sub.why_invalid(plan.start):
         # keep a start point inside the subspace: the old one with the fixed values put in

@@ -7,10 +7,11 @@ from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
-from .codegen import fragment_source, plan_layout, templates_hash
+from .codegen import fragment_source, is_image, plan_layout, templates_hash
 from .driver import GLKernel
+from .image_driver import ImageKernel
 from .pool import default_pool_bytes
-from .space import default_config, gl_space
+from .space import default_config, gl_space, with_defaults
 
 
 class GLBackend(Backend):
@@ -23,6 +24,7 @@ class GLBackend(Backend):
         self._ctx = ctx
         self._device: DeviceInfo | None = None
         self._pool = None
+        self._transfers = None
 
     @property
     def pool(self):
@@ -33,6 +35,15 @@ class GLBackend(Backend):
             from .pool import TexturePool
             self._pool = TexturePool(self.ctx)
         return self._pool
+
+    @property
+    def transfers(self):
+        """How operands reach the GPU and C comes back (backends/gl/transfer.py):
+        staging buffers kept for this backend's kernels."""
+        if self._transfers is None:
+            from .transfer import Transfers
+            self._transfers = Transfers(self.ctx)
+        return self._transfers
 
     @property
     def ctx(self):
@@ -48,7 +59,8 @@ class GLBackend(Backend):
     @contextlib.contextmanager
     def search_session(self):
         """A search builds hundreds of kernels of one shape: the texture pool may hold
-        2 GB meanwhile (operands stay on the GPU across layouts), all given back after."""
+        2 GB meanwhile (operands stay on the GPU across layouts), all given back after,
+        with the transfers' staging memory."""
         pool = self.pool
         before = pool.max_bytes
         pool.max_bytes = max(before, default_pool_bytes(searching=True))
@@ -57,6 +69,8 @@ class GLBackend(Backend):
         finally:
             pool.max_bytes = before
             pool.clear()
+            if self._transfers is not None:
+                self._transfers.release()
 
     def device(self) -> DeviceInfo:
         if self._device is None:
@@ -78,19 +92,23 @@ class GLBackend(Backend):
         return default_config(problem, self.space(problem))
 
     def source(self, problem: Problem, config: Config) -> str:
-        config = Config(config)
+        config = with_defaults(config)
         self._check_problem(problem)
         return fragment_source(plan_layout(problem.M, problem.N, problem.K, config), config)
 
     def build(self, problem: Problem, config: Config) -> GLKernel:
-        config = Config(config)
+        """The kernel of `config` (a config without the image-path knobs is an MRT one)."""
+        config = with_defaults(config)
         self._check_problem(problem)
         why = self.space(problem).why_invalid(config)
         if why:
             raise InvalidConfig(f"config not in the GL space for {problem.key}: {why}")
         layout = plan_layout(problem.M, problem.N, problem.K, config)
         src = fragment_source(layout, config)
-        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool)
+        if is_image(config):
+            return ImageKernel(self.ctx, problem, config, layout, src, pool=self.pool,
+                               transfers=self.transfers)
+        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool, transfers=self.transfers)
 
     def template_hash(self) -> str:
         return templates_hash()
@@ -122,4 +140,4 @@ class GLBackend(Backend):
         return super().preset_config(name, problem) if name == "fast" else preset_config(name, problem)
 
 
-__all__ = ["GLBackend", "GLKernel"]
+__all__ = ["GLBackend", "GLKernel", "ImageKernel"]
