@@ -102,8 +102,9 @@ def test_invalid_mix_names_the_callers_shape_and_the_filled_knobs(gl):
         shadertune.matmul(np.ones((64, 64)), np.ones((64, 64)), config={"mrt_h": 4, "mrt_w": 4})
     msg = str(e.value)
     assert msg.startswith("matmul: config {'mrt_h': 4, 'mrt_w': 4} is not valid for "
-                          "A(64, 64) @ B(64, 64) on the gl backend: restriction 'mrt_h * mrt_w <= "
-                          "max_draw_buffers' not met (the knobs not given were taken from the default")
+                          "A(64, 64) @ B(64, 64) on the gl backend: restriction mrt_h * mrt_w <= "
+                          "max_draw_buffers (the MRT path) not met (the knobs not given were taken "
+                          "from the default")
 
 
 def test_explicit_config_fits_the_tiling_remainders(gl, rng, monkeypatch):
