@@ -219,6 +219,10 @@ def test_cli_writes_readable_figures_and_refuses_in_one_line(runs, tmp_path, cap
     assert names == ["landscape-gl-16x16x16-knobs.png", "landscape-gl-16x16x16-mrt_h-mrt_w.png",
                      "landscape-gl-16x16x16-np.png"]
     assert "48 configs" in text and "figure: " in text
+    only = tmp_path / "only"
+    assert main(["landscape", str(runs["store"]), "--views", "np", "--out", str(only)]) == 0
+    assert [p.name for p in only.iterdir()] == ["landscape-gl-16x16x16-np.png"]
+    capsys.readouterr()
     ls = L.landscape(measured(runs["exhaustive"], SPEC))
     for v in ls.views:
         check_readable(L.draw(ls, v))
@@ -226,7 +230,8 @@ def test_cli_writes_readable_figures_and_refuses_in_one_line(runs, tmp_path, cap
             (["landscape", str(runs["store"]), "--problem", "8x8x8"], "no results for '8x8x8'; it holds 16x16x16"),
             (["landscape", str(tmp_path / "none.json")], "no such file"),
             (["landscape", str(runs["exhaustive"]), "--problem", "16x16"], "expected MxNxK"),
-            (["landscape", str(runs["store"]), "--backend", "cuda"], "holds no results for backend cuda")):
+            (["landscape", str(runs["store"]), "--backend", "cuda"], "holds no results for backend cuda"),
+            (["landscape", str(runs["store"]), "--views", "np,KG"], "no view KG in these data; they have np")):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert msg in err and err.count("\n") == 1, err

@@ -344,6 +344,9 @@ def _suptitle(fig, ls: Landscape, view) -> None:
     fig.suptitle("\n".join(lines), fontsize=10)
 
 
+_MARKERS = "os^Dv<>P"
+
+
 def _draw_line(ls: Landscape, view: LineView):
     from . import figures as F
     fig = F.figure(10.0, 5.5)
@@ -352,7 +355,9 @@ def _draw_line(ls: Landscape, view: LineView):
     drawn, unverified = [], []
     for i, s in enumerate(view.series):
         ys = [c.value for c in s.cells]
-        ax.plot(xs, ys, marker="o", ms=4, lw=1.6, color=f"C{i % 10}", label=s.label)
+        # a marker shape per line: lines that coincide (two packings at equal speed) stay visible
+        ax.plot(xs, ys, marker=_MARKERS[i % len(_MARKERS)], ms=5, lw=1.6, alpha=0.85,
+                color=f"C{i % 10}", label=s.label)
         drawn += finite(ys)
         unverified += [x for x, c in zip(xs, s.cells) if c.state not in ("ok", "missing")]
     F.log2_axis(ax, xs)
@@ -371,9 +376,8 @@ def _draw_grid(ls: Landscape, view: GridView):
     import numpy as np
     from matplotlib import colors
     from . import figures as F
+    nrows, ncols = _grid_of(len(view.panels))
     n = len(view.panels)
-    ncols = min(n, 3)
-    nrows = math.ceil(n / ncols)
     width = 10.0 if ncols > 1 else 6.5
     fig = F.figure(width, 1.2 + 3.3 * nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False)
@@ -412,6 +416,13 @@ def _draw_grid(ls: Landscape, view: GridView):
     return fig
 
 
+def _grid_of(n: int) -> tuple[int, int]:
+    """Rows and columns for n small multiples: at most 3 a row, rows filled evenly
+    (4 panels are 2 x 2, not 3 and 1)."""
+    rows = math.ceil(n / 3)
+    return rows, math.ceil(n / rows)
+
+
 def _cmap():
     from matplotlib import colormaps
     # not run, or not verified: a pale cell with its word
@@ -420,9 +431,8 @@ def _cmap():
 
 def _draw_bars(ls: Landscape, view: BarView):
     from . import figures as F
+    nrows, ncols = _grid_of(len(view.panels))
     n = len(view.panels)
-    ncols = min(n, 3)
-    nrows = math.ceil(n / ncols)
     fig = F.figure(10.0, 1.6 + 2.9 * nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     nf = len(view.families)
