@@ -47,6 +47,8 @@ def test_study_writes_reports_tables_and_figures(gl, tmp_path):
     text = (out / "study.md").read_text()
     assert "| exhaustive | 16x16x16 f32 NN | exhaustive | 8 | 8 | 100% |" in text
     assert "python -m shadertune.report landscape" in text
+    # mc is fixed: one line, no family to name
+    assert "view np: GFLOP/s against np (k per pass), the other knobs at the best config" in text
     figures = sorted(f.name for f in out.glob("*.png"))
     assert figures == ["landscape-gl-16x16x16-mrt_h-mrt_w.png", "landscape-gl-16x16x16-np.png",
                        "trajectory.png"]

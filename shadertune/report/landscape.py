@@ -222,6 +222,11 @@ def _family_label(f: Mapping) -> str:
     return " ".join(f"{k}={value_name(k, v)}" for k, v in f.items())
 
 
+def _family_words(lay: Layout) -> str:
+    """'mc', 'output path and mc', 'kernel family'; '' where there is no family."""
+    return " and ".join(knob_name(x).split(" (")[0] for x in lay.family)
+
+
 def _held(lay: Layout, varying, exclude) -> list[str]:
     return [k for k in varying if k not in exclude and k not in lay.family]
 
@@ -239,12 +244,14 @@ def _line_view(kn, lay, families, labels, bases, varying, pairs) -> LineView:
         else:
             cells = kn.best_over(f, [k], [xs])
         series.append(Series(lab, [cells[(x,)] for x in xs]))
-    fam = " and ".join(knob_name(x).split(" (")[0] for x in lay.family) or "the data"
+    fam = _family_words(lay)
     if lay.hold == "slice":
-        title = (f"GFLOP/s against {knob_name(k)}: one line per {fam}, "
-                 f"the other knobs at that {fam}'s best config")
+        title = (f"GFLOP/s against {knob_name(k)}: one line per {fam}, the other knobs at that "
+                 f"{fam}'s best config" if fam else
+                 f"GFLOP/s against {knob_name(k)}, the other knobs at the best config")
     else:
-        title = f"Best GFLOP/s against {knob_name(k)}, per {fam} (the other knobs at their best)"
+        per = f", per {fam}" if fam else ""
+        title = f"Best GFLOP/s against {knob_name(k)}{per} (the other knobs at their best)"
     return LineView(k, title, k, xs, series)
 
 
@@ -269,10 +276,10 @@ def _grid_view(kn, lay, pair, families, labels, bases, varying, pairs) -> GridVi
         else:
             cells = kn.best_over(f, [a, b], [rows, cols])
         panels.append(GridPanel(lab, rows, cols, [[cells[(r, c)] for c in cols] for r in rows]))
-    fam = " and ".join(knob_name(x).split(" (")[0] for x in lay.family) or "the data"
-    how = (f"the other knobs at each {fam}'s best config" if lay.hold == "slice"
-           else "best config of each cell")
-    title = f"{pair_name(pair)} ({a} x {b}) per {fam}: GFLOP/s, {how}"
+    fam = _family_words(lay)
+    how = ((f"the other knobs at each {fam}'s best config" if fam else "the other knobs at the best config")
+           if lay.hold == "slice" else "best config of each cell")
+    title = f"{pair_name(pair)} ({a} x {b}){' per ' + fam if fam else ''}: GFLOP/s, {how}"
     return GridView(f"{a}-{b}", title, pair, panels)
 
 
@@ -290,9 +297,9 @@ def _bar_view(kn, lay, others, families, labels, bases) -> BarView:
                     row.append(kn.best_over({**f, k: v}, [], [])[()])
             cells.append(row)
         panels.append(BarPanel(k, values, cells))
-    fam = " and ".join(knob_name(x).split(" (")[0] for x in lay.family)
-    how = (f"the other knobs at each {fam or 'the'}'s best config" if lay.hold == "slice"
-           else "the best config with each value")
+    fam = _family_words(lay)
+    how = ((f"the other knobs at each {fam}'s best config" if fam else "the other knobs at the best config")
+           if lay.hold == "slice" else "the best config with each value")
     title = f"Each other knob's effect{' per ' + fam if fam else ''}: GFLOP/s, {how}"
     return BarView("knobs", title, labels, panels)
 
