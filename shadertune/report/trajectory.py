@@ -164,7 +164,9 @@ def table(rs: Sequence[Run]) -> str:
                      fmt_gflops(r.final), pct1(own), pct1(ref)])
     lines = [_md(header, body, right_from=3)]
     if not exs:
-        lines += ["", "Optimum unknown: no report searched its whole pruned space exhaustively."]
+        why = ("its exhaustive search verified no config" if any(r.complete_exhaustive for r in rs)
+               else "no report searched its whole pruned space exhaustively")
+        lines += ["", f"Optimum unknown: {why}."]
     return "\n".join(lines)
 
 
