@@ -9,7 +9,6 @@ import pathlib
 import pytest
 
 from shadertune.db import Store
-from shadertune.errors import ContextError
 from shadertune.problem import Problem
 from shadertune.search import Budget, make_report, tune, write_report
 from shadertune.search.restrict import RestrictedBackend, parse_fix
@@ -38,10 +37,6 @@ def study(backend, folder: pathlib.Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(gl_backend, tmp_path_factory):
+def runs(gl, tmp_path_factory):
     """The study's report paths (the test modules import this fixture)."""
-    try:
-        gl_backend.device()
-    except ContextError as e:
-        pytest.skip(f"no GL context: {e}")
-    return study(gl_backend, tmp_path_factory.getbasetemp() / "small-study")
+    return study(gl, tmp_path_factory.getbasetemp() / "small-study")

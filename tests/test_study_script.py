@@ -16,15 +16,6 @@ FIX = ["--fix", "glsl=330", "--fix", "fetch=texelFetch", "--fix", "unroll=1", "-
        "--fix", "mc=1x4", "--fix", "mrt_h=1,2", "--fix", "mrt_w=1,2"]
 
 
-@pytest.fixture(scope="module")
-def gl(gl_backend):
-    from shadertune.errors import ContextError
-    try:
-        gl_backend.device()
-    except ContextError as e:
-        pytest.skip(f"no GL context: {e}")
-
-
 def study(*args):
     return subprocess.run([sys.executable, str(STUDY), *args], cwd=ROOT, capture_output=True, text=True)
 
