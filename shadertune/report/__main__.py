@@ -1,8 +1,10 @@
-"""python -m shadertune.report {show,compare,roofline}
+"""python -m shadertune.report {show,compare,roofline,landscape,trajectory}
 
   show RUN.json [--plot OUT.png|.svg|.pdf] [--ceilings C.json]     Markdown table (+ plot)
   compare A.json B.json [C.json ...] [--plot OUT] [--ceilings C.json]   reports side by side
   roofline [--quick] [--backend NAME|all] [--out C.json]           measure the ceilings here
+  landscape STORE|REPORT --problem MxNxK [--out DIR]               GFLOP/s over the knobs
+  trajectory REPORT... [--out T.png]                               best so far per strategy
 
 Errors are one line on stderr and a non-zero exit status.
 """
@@ -101,6 +103,43 @@ def cmd_roofline(args) -> int:
     return 0
 
 
+def cmd_landscape(args) -> int:
+    from .landscape import landscape, render, summary
+    from .sources import measured
+    ls = landscape(measured(args.source, args.problem, backend=args.backend, device=args.device))
+    if args.views:
+        names = [v.name for v in ls.views]
+        want = [n.strip() for n in args.views.split(",") if n.strip()]
+        unknown = [n for n in want if n not in names]
+        if unknown:
+            raise ReportError(f"--views: no view {', '.join(unknown)} in these data; "
+                              f"they have {', '.join(names) or 'none'}")
+        ls.views = [v for v in ls.views if v.name in want]
+    print(summary(ls))
+    for path in render(ls, args.out, args.format):
+        print(f"figure: {path}")
+    return 0
+
+
+def cmd_trajectory(args) -> int:
+    from .trajectory import plot, runs, table
+    from .plots import plot_format
+    plot_format(args.out)
+    reports = [load(p) for p in args.reports]
+    rs = runs(reports, args.reports, args.problem)
+    if not rs:
+        raise ReportError("the reports hold no evaluated config")
+    print(table(rs))
+    plot(rs, args.out, args.title or _devices(reports))
+    print(f"\nfigure: {args.out}")
+    return 0
+
+
+def _devices(reports) -> str:
+    from .compare import short_device
+    return " / ".join(dict.fromkeys(f"{r['backend']} on {short_device(r)}" for r in reports))
+
+
 def parser() -> argparse.ArgumentParser:
     from ..backends import available
     ap = argparse.ArgumentParser(prog="python -m shadertune.report", description=__doc__.split("\n")[0])
@@ -122,6 +161,26 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", choices=(*available(), "all"), default="gl")
     r.add_argument("--out", metavar="C.json")
     r.set_defaults(fn=cmd_roofline)
+    ls = sub.add_parser("landscape", help="figures of GFLOP/s over the knobs of one problem")
+    ls.add_argument("source", metavar="STORE|REPORT", help="a store (.sqlite), a search report "
+                    "(.json) or a scripts/bench-cuda JSON")
+    ls.add_argument("--problem", metavar="MxNxK", help="the problem, e.g. 1024x1024x1024 or "
+                    "'2560x16x2560 TN' (needed where the source holds several)")
+    ls.add_argument("--backend", help="the backend's results (where a store holds several)")
+    ls.add_argument("--device", help="part of the device's name (where a store holds several)")
+    ls.add_argument("--out", metavar="DIR", default=".", help="folder for the figures (default .)")
+    ls.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
+    ls.add_argument("--views", metavar="NAME,...", help="only these views (the names ending the "
+                    "figures' file names: np, mrt_h-mrt_w, knobs, KG, BM-BN ...)")
+    ls.set_defaults(fn=cmd_landscape)
+    t = sub.add_parser("trajectory", help="best GFLOP/s so far against evaluations and seconds, "
+                                          "per report (strategy, seed)")
+    t.add_argument("reports", nargs="+", metavar="REPORT.json")
+    t.add_argument("--problem", metavar="MxNxK", help="only this problem of each report")
+    t.add_argument("--out", metavar="OUT", default="trajectory.png",
+                   help="the figure: .png, .svg or .pdf (default trajectory.png)")
+    t.add_argument("--title", help="the figure's title (default: backends and devices)")
+    t.set_defaults(fn=cmd_trajectory)
     return ap
 
 
