@@ -73,6 +73,12 @@ class Problem:
             d["batch"] = self.batch
         return d
 
+    @staticmethod
+    def batch_of_key(key: str) -> int:
+        """The batch count a key states (its ':b{n}' part; 1 without one)."""
+        last = key.rsplit(":", 1)[-1]
+        return int(last[1:]) if last[:1] == "b" and last[1:].isdigit() else 1
+
     @classmethod
     def from_dict(cls, d: dict) -> "Problem":
         return cls(int(d["M"]), int(d["N"]), int(d["K"]), d.get("dtype", "float32"),

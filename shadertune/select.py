@@ -8,15 +8,20 @@
   (renderer | driver), template hash and problem (shape, dtype, trans).
 - 'nearest': else, among stored problems with the same backend, device,
   template hash, dtype and trans flags, the one nearest in shape by
-      d = |log2(M'/M)| + |log2(N'/N)| + |log2(K'/K)|
-  (ties: the smaller M', N', K'), whose fastest stored config that is valid for
+      d = |log2(M'/M)| + |log2(N'/N)| + |log2(K'/K)| + |log2(B'/B)|
+  (B: the batch count, which fills the GPU as M does; ties: the smaller M',
+  N', K', B'), whose fastest stored config that is valid for
   the new problem (backend.space(problem).why_invalid(cfg) is None) is taken;
   a tuned shape with no such config is passed over for the next nearest.
 - 'default': else backend.default_config(problem).
 
+Only results correct under the default tolerance of the problem's dtype count
+(stored errors are judged again: shadertune.verdict).
+
 `db` is a Store, a path, or None for the default store (see shadertune.db).
-A missing store file is not created; an unusable one (other schema, not a
-database) warns and falls back to the default, since matmul must still work.
+A missing store file is not created; a read-only one is read; an unusable one
+(other schema, not a database, not a store's tables, an undecodable result)
+warns and falls back to the default, since matmul must still work.
 """
 from __future__ import annotations
 
@@ -30,9 +35,9 @@ from .problem import Problem
 
 
 def shape_distance(a: Problem, b: Problem) -> float:
-    """Sum of |log2| ratios of M, N, K (dimensions of 0 count as 1)."""
+    """Sum of |log2| ratios of M, N, K and the batch counts (dimensions of 0 count as 1)."""
     return sum(abs(math.log2(max(x, 1) / max(y, 1)))
-               for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K)))
+               for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch)))
 
 
 def select_config(backend, problem: Problem, db=None) -> tuple[Config, str]:
@@ -45,14 +50,20 @@ def select_config(backend, problem: Problem, db=None) -> tuple[Config, str]:
         try:
             store, owned = Store(path), True
         except StoreError as e:
-            warnings.warn(f"shadertune: ignoring the tuning store: {e}", RuntimeWarning, stacklevel=2)
-            return backend.default_config(problem), "default"
+            return _ignoring(e, backend, problem)
     try:
         found = _from_store(backend, problem, store)
+    except StoreError as e:
+        return _ignoring(e, backend, problem)
     finally:
         if owned:
             store.close()
     return found if found is not None else (backend.default_config(problem), "default")
+
+
+def _ignoring(e, backend, problem: Problem) -> tuple[Config, str]:
+    warnings.warn(f"shadertune: ignoring the tuning store: {e}", RuntimeWarning, stacklevel=3)
+    return backend.default_config(problem), "default"
 
 
 def _from_store(backend, problem: Problem, store) -> tuple[Config, str] | None:
@@ -60,7 +71,7 @@ def _from_store(backend, problem: Problem, store) -> tuple[Config, str] | None:
     space = None
     tuned = [p for p in store.tuned_problems(backend.name, device, th)
              if (p.dtype, p.trans_a, p.trans_b) == (problem.dtype, problem.trans_a, problem.trans_b)]
-    tuned.sort(key=lambda p: (shape_distance(p, problem), p.M, p.N, p.K))
+    tuned.sort(key=lambda p: (shape_distance(p, problem), p.M, p.N, p.K, p.batch))
     for p in tuned:
         if space is None:
             space = backend.space(problem)

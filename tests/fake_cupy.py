@@ -271,7 +271,8 @@ class FakeFunction:
 
 
 class FakeKernel:
-    """What call.execute needs of a kernel: enqueue(...) as CUDAKernel.enqueue."""
+    """What call.execute needs of a kernel: enqueue(...) as CUDAKernel.enqueue,
+    and release() (matmul's kernel cache releases what it drops)."""
 
     def __init__(self, problem):
         from shadertune.config import Config
@@ -280,8 +281,13 @@ class FakeKernel:
         self.fn = FakeFunction(problem, self.config, None)
         self.calls = []
 
+    released = False
+
+    def release(self):
+        self.released = True
+
     def enqueue(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, stream=None):
-        assert batch == self.problem.batch
+        assert batch == self.problem.batch and not self.released
         self.calls.append((a_ptr, b_ptr, c_ptr, sa, sb, batch, stream.ptr if stream else None))
         p = self.problem
         mt = -(-p.M // 32)

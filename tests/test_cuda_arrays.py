@@ -1,12 +1,20 @@
-"""CUDA front door without a GPU: what kind each operand is, which device
-views are used in place (the trans flags, batch strides) and which are
-copied, and the errors, on fake objects exposing __cuda_array_interface__
+"""CUDA front door without a GPU: what kind each operand is (device_arrays),
+that the front door's checks leave device arrays where they are, which device
+views the CUDA backend uses in place (the trans flags, batch strides) and which
+it copies, and the errors, on fake objects exposing __cuda_array_interface__
 and DLPack (their pointers are never dereferenced here)."""
 import numpy as np
 import pytest
 
+from shadertune import device_arrays
 from shadertune.backends.cuda import arrays, call
+from shadertune.inputs import check_call
 from shadertune.problem import Problem
+
+
+def plan(A, B, out=None, **kw):
+    """The front door's checks, then the CUDA backend's plan of the call."""
+    return call.prepare(check_call(A, B, out, dtypes=("float32", "float64"), **kw))
 
 
 class FakeCAI:
@@ -36,7 +44,7 @@ class FakeDLPack:
         raise AssertionError("consumed without a GPU")
 
     def __dlpack_device__(self):
-        return (arrays.DL_CUDA, self._dev)
+        return (device_arrays.DL_CUDA, self._dev)
 
 
 def aligned(shape, dtype=np.float32, order="C"):
@@ -49,15 +57,17 @@ def aligned(shape, dtype=np.float32, order="C"):
 
 
 def test_describe_kinds():
-    h = arrays.describe(np.ones((3, 4), np.float32), "A")
+    describe = device_arrays.describe
+    h = describe(np.ones((3, 4), np.float32))
     assert h.kind == "numpy" and h.strides == (4, 1) and not h.on_device
-    c = arrays.describe(FakeCAI(aligned((3, 4)), stream=7), "A")
+    assert device_arrays.describe_device(np.ones(3)) is None and describe([[1.0, 2.0]]).kind == "numpy"
+    c = describe(FakeCAI(aligned((3, 4)), stream=7))
     assert c.kind == "cai" and c.on_device and c.strides == (4, 1) and c.stream == 7 and c.dtype == np.float32
-    assert arrays.describe(FakeCAI(aligned((3, 4)), contiguous_none=True), "A").strides == (4, 1)
-    assert arrays.describe(FakeCAI(aligned((3, 4)), version=2), "A").stream is None   # CAI v2: no stream key
-    f = arrays.describe(FakeCAI(aligned((3, 4), order="F")), "A")
+    assert describe(FakeCAI(aligned((3, 4)), contiguous_none=True)).strides == (4, 1)
+    assert describe(FakeCAI(aligned((3, 4)), version=2)).stream is None   # CAI v2: no stream key
+    f = describe(FakeCAI(aligned((3, 4), order="F")))
     assert f.strides == (1, 3)
-    d = arrays.describe(FakeDLPack((3, 4), np.float64, device=1), "A")
+    d = describe(FakeDLPack((3, 4), np.float64, device=1))
     assert d.kind == "dlpack" and d.device == 1 and d.dtype == np.float64 and d.strides is None
 
     class HostDL:    # host memory through DLPack: read as numpy
@@ -69,7 +79,31 @@ def test_describe_kinds():
 
         def __dlpack_device__(self):
             return self.a.__dlpack_device__()
-    assert arrays.describe(HostDL(np.arange(6.0).reshape(2, 3)), "A").kind == "numpy"
+    assert describe(HostDL(np.arange(6.0).reshape(2, 3))).kind == "numpy"
+
+
+def test_the_front_door_leaves_device_arrays_in_place():
+    """inputs.check_call reads shapes and dtypes of CAI and DLPack objects
+    without converting them (a DLPack object without a shape cannot be checked)."""
+    A, B = FakeCAI(aligned((3, 4))), FakeDLPack((4, 5), np.float64)
+    c = check_call(A, B, dtypes=("float32", "float64"))
+    assert c.a.value is A and c.b.value is B and c.a.device and c.b.device
+    assert c.a.info.kind == "cai" and c.b.info.kind == "dlpack" and (c.M, c.N, c.K) == (3, 5, 4)
+    assert c.dtype == "float64"
+    out = FakeCAI(aligned((3, 5), np.float64))
+    assert check_call(A, B, out, dtypes=("float32", "float64")).out is out
+    with pytest.raises(ValueError, match="output array is read-only"):
+        check_call(A, B, FakeCAI(aligned((3, 5)), readonly=True))
+    with pytest.raises(TypeError, match="states no shape"):
+        check_call(A, FakeDLPack(None, np.float32))
+    with pytest.raises(ValueError, match="mismatch in its core dimension 0"):
+        check_call(A, FakeDLPack((5, 5), np.float32))
+
+
+def test_the_gl_path_says_why_it_cannot_read_a_foreign_device_array():
+    from shadertune.host import to_host
+    with pytest.raises(TypeError, match="FakeCAI lives on a GPU.*backend='cuda'"):
+        to_host(FakeCAI(aligned((3, 4))))
 
 
 @pytest.mark.parametrize("rows, cols, sr, sc, layout", [
@@ -92,83 +126,98 @@ def test_batch_stride(batch, shape, strides, expect):
 def test_views_in_place_by_trans_flags():
     A = aligned((64, 48))            # M x K row-major
     Bt = aligned((80, 48))           # N x K row-major: B = Bt.T is column-major
-    c = call.prepare(FakeCAI(A), FakeCAI(Bt.T))
+    c = plan(FakeCAI(A), FakeCAI(Bt.T))
     assert c.problem == Problem(64, 80, 48, "float32", False, True)
-    assert not c.a.copy and not c.b.copy and c.kind == "cupy"
+    assert not c.layout.a.copy and not c.layout.b.copy and c.layout.kind == "cupy"
     At = aligned((48, 64))           # K x M row-major: A = At.T is column-major
-    c = call.prepare(FakeCAI(At.T), FakeCAI(aligned((48, 80))))
-    assert c.problem == Problem(64, 80, 48, "float32", True, False) and not c.a.copy
+    c = plan(FakeCAI(At.T), FakeCAI(aligned((48, 80))))
+    assert c.problem == Problem(64, 80, 48, "float32", True, False) and not c.layout.a.copy
 
 
 def test_strided_misaligned_and_other_dtype_views_are_copied():
     S = aligned((64, 96))
-    c = call.prepare(FakeCAI(S[:, ::2]), FakeCAI(aligned((48, 16))))   # every other column
+    c = plan(FakeCAI(S[:, ::2]), FakeCAI(aligned((48, 16)))).layout   # every other column
     assert c.a.copy and not c.b.copy and not c.problem.trans_a
-    c = call.prepare(FakeCAI(S[1:, :48]), FakeCAI(aligned((48, 16))))  # rows padded to 96: not N, not T
+    c = plan(FakeCAI(S[1:, :48]), FakeCAI(aligned((48, 16)))).layout  # rows padded to 96: not N, not T
     assert c.a.copy
-    c = call.prepare(FakeCAI(aligned((64, 48)), offset=1), FakeCAI(aligned((48, 16))))   # 4-byte offset
+    c = plan(FakeCAI(aligned((64, 48)), offset=1), FakeCAI(aligned((48, 16)))).layout   # 4-byte offset
     assert c.a.copy
-    c = call.prepare(FakeCAI(aligned((64, 48), np.float64)), FakeCAI(aligned((48, 16))))
+    c = plan(FakeCAI(aligned((64, 48), np.float64)), FakeCAI(aligned((48, 16)))).layout
     assert c.dtype == np.float64 and not c.a.copy and c.b.copy      # float32 B cast once
-    c = call.prepare(np.ones((64, 48)), FakeCAI(aligned((48, 16), np.float64)))
+    c = plan(np.ones((64, 48)), FakeCAI(aligned((48, 16), np.float64))).layout
     assert c.a.copy and c.kind == "cupy" and c.problem.dtype == "float64"   # host A uploaded
+    c = plan(FakeCAI(aligned((64, 48), np.int32)), FakeCAI(aligned((48, 16)))).layout
+    assert c.a.copy and c.dtype == np.float64       # device integers: cast once (numpy's float64)
+
+
+def test_a_layout_is_planned_once_and_each_call_checks_its_own_overlap():
+    A, B = aligned((32, 16)), aligned((16, 16))
+    first = plan(FakeCAI(A), FakeCAI(B))
+    again = plan(FakeCAI(aligned((32, 16))), FakeCAI(aligned((16, 16))))
+    assert again.layout is first.layout and again.a.ptr != first.a.ptr
+    assert plan(FakeCAI(A, offset=1), FakeCAI(B)).layout is not first.layout   # alignment is layout
+    out = FakeCAI(aligned((32, 16)))
+    assert plan(FakeCAI(A), FakeCAI(B), out).out_in_place
+    sq = aligned((16, 16))
+    first = plan(FakeCAI(aligned((16, 16))), FakeCAI(sq), FakeCAI(aligned((16, 16))))
+    same = plan(FakeCAI(aligned((16, 16))), FakeCAI(sq), FakeCAI(sq))               # out is B
+    assert same.layout is first.layout and first.out_in_place and not same.out_in_place
 
 
 def test_batches_are_one_strided_launch():
     A, B = aligned((6, 32, 16)), aligned((16, 8))
-    c = call.prepare(FakeCAI(A), FakeCAI(B))
+    c = plan(FakeCAI(A), FakeCAI(B)).layout
     assert c.problem == Problem(32, 8, 16, "float32", batch=6) and c.shape == (6, 32, 8)
     assert (c.a.stride, c.b.stride) == (32 * 16, 0) and not c.a.copy and not c.b.copy
     # transposed stacks in place too
-    c = call.prepare(FakeCAI(aligned((6, 16, 32)).swapaxes(1, 2)), FakeCAI(aligned((1, 16, 8))))
+    c = plan(FakeCAI(aligned((6, 16, 32)).swapaxes(1, 2)), FakeCAI(aligned((1, 16, 8)))).layout
     assert c.problem.trans_a and c.problem.batch == 6 and (c.a.stride, c.b.stride) == (512, 0)
     # uneven spacing over broadcast dims: the operand is copied into a stack, the other stays
-    c = call.prepare(FakeCAI(aligned((2, 1, 32, 16))), FakeCAI(aligned((3, 16, 8))))
+    c = plan(FakeCAI(aligned((2, 1, 32, 16))), FakeCAI(aligned((3, 16, 8)))).layout
     assert c.problem.batch == 6 and c.shape == (2, 3, 32, 8)
     assert c.a.copy and c.a.stride == 32 * 16 and c.b.copy and c.b.stride == 16 * 8
     # numpy stacks: one problem too (uploaded once)
-    c = call.prepare(np.ones((5, 4, 3)), np.ones((3, 2)))
+    c = plan(np.ones((5, 4, 3)), np.ones((3, 2))).layout
     assert c.problem.batch == 5 and c.kind == "numpy" and c.b.stride == 0
+    # an out with more batch dimensions than the inputs: every product of it is computed
+    c = plan(FakeCAI(A), FakeCAI(B), FakeCAI(aligned((2, 6, 32, 8)))).layout
+    assert c.problem.batch == 12 and c.a.copy and c.a.stride == 32 * 16 and c.b.stride == 0
     # products of odd size packed (33 floats apart): in place; 35 apart (padded) are not aligned: copied
-    c = call.prepare(FakeCAI(aligned((4, 3, 11))), FakeCAI(aligned((11, 8))))
+    c = plan(FakeCAI(aligned((4, 3, 11))), FakeCAI(aligned((11, 8)))).layout
     assert not c.a.copy and c.a.stride == 33
-    c = call.prepare(FakeCAI(aligned((4, 5, 7))[:, :3, :]), FakeCAI(aligned((7, 8))))
+    c = plan(FakeCAI(aligned((4, 5, 7))[:, :3, :]), FakeCAI(aligned((7, 8)))).layout
     assert c.a.copy and c.a.stride == 21
 
 
 def test_one_d_operands_follow_numpy():
     v, M = aligned((16,)), aligned((16, 8))
-    c = call.prepare(FakeCAI(v), FakeCAI(M))
+    c = plan(FakeCAI(v), FakeCAI(M)).layout
     assert c.shape == (8,) and c.problem == Problem(1, 8, 16) and not c.a.copy
-    c = call.prepare(FakeCAI(aligned((8, 16))), FakeCAI(v))
+    c = plan(FakeCAI(aligned((8, 16))), FakeCAI(v)).layout
     assert c.shape == (8,) and c.problem == Problem(8, 1, 16) and not c.b.copy
 
 
 def test_out_and_errors():
     A, B = FakeCAI(aligned((32, 16))), FakeCAI(aligned((16, 8)))
     out = FakeCAI(aligned((32, 8)))
-    c = call.prepare(A, B, out=out)
-    assert c.out_in_place and c.kind == "cupy"
-    c = call.prepare(A, B, out=FakeCAI(aligned((8, 32)).T))       # column-major out: via a temporary
-    assert not c.out_in_place
+    c = plan(A, B, out)
+    assert c.out_in_place and c.layout.kind == "cupy"
+    assert not plan(A, B, FakeCAI(aligned((8, 32)).T)).out_in_place      # column-major out: via a temporary
+    assert not plan(A, B, FakeCAI(aligned((32, 8), np.float64))).out_in_place   # another dtype too
+    c = plan(A, B, out, beta=1.0)
+    assert c.c is c.out and c.beta == 1.0                                 # out is the C added
     with pytest.raises(ValueError, match=r"out has shape \(8, 32\), expected \(32, 8\)"):
-        call.prepare(A, B, out=FakeCAI(aligned((8, 32))))
-    with pytest.raises(TypeError, match="out must have dtype float32, got float64"):
-        call.prepare(A, B, out=FakeCAI(aligned((32, 8), np.float64)))
+        plan(A, B, FakeCAI(aligned((8, 32))))
     with pytest.raises(ValueError, match="read-only"):
-        call.prepare(A, B, out=FakeCAI(aligned((32, 8)), readonly=True))
-    with pytest.raises(TypeError, match="out must be a numpy.ndarray or a CUDA device array"):
-        call.prepare(A, B, out=[[0.0] * 8] * 32)
+        plan(A, B, FakeCAI(aligned((32, 8)), readonly=True))
+    with pytest.raises(TypeError, match="out must be an array"):
+        plan(A, B, [[0.0] * 8] * 32)
     with pytest.raises(ValueError, match="mismatch in its core dimension 0"):
-        call.prepare(A, FakeCAI(aligned((15, 8))))
+        plan(A, FakeCAI(aligned((15, 8))))
     with pytest.raises(ValueError, match="cannot be broadcast"):
-        call.prepare(FakeCAI(aligned((2, 32, 16))), FakeCAI(aligned((3, 16, 8))))
-    with pytest.raises(ValueError, match="beta != 0 needs C"):
-        call.prepare(A, B, beta=1.0)
-    with pytest.raises(ValueError, match="C has shape"):
-        call.prepare(A, B, C=FakeCAI(aligned((5, 8))), beta=1.0)
-    c = call.prepare(A, B, C=FakeCAI(aligned((1, 8))), beta=1.0)     # C broadcasts
-    assert c.c is not None and c.beta == 1.0
+        plan(FakeCAI(aligned((2, 32, 16))), FakeCAI(aligned((3, 16, 8))))
+    with pytest.raises(ValueError, match="beta != 0 adds beta \\* out"):
+        plan(A, B, beta=1.0)
 
 
 @pytest.mark.parametrize("x, what", [
@@ -177,31 +226,30 @@ def test_out_and_errors():
 ])
 def test_half_precision_is_a_clear_type_error(x, what):
     with pytest.raises(TypeError, match=f"{what}.*float32 and float64 only"):
-        call.prepare(x, FakeCAI(aligned((16, 8))))
+        plan(x, FakeCAI(aligned((16, 8))))
 
 
 def test_complex_and_strings_are_refused():
     with pytest.raises(TypeError, match="complex"):
-        call.prepare(FakeCAI(aligned((4, 4), np.complex64)), np.ones((4, 4)))
+        plan(FakeCAI(aligned((4, 4), np.complex64)), np.ones((4, 4)))
     with pytest.raises(TypeError, match="real numeric"):
-        call.prepare("abc", np.ones((4, 4)))
+        plan("abc", np.ones((4, 4)))
 
 
 def test_device_of_another_gpu_is_refused():
-    c = call.prepare(FakeCAI(aligned((32, 16))), FakeCAI(aligned((16, 8))))
+    c = plan(FakeCAI(aligned((32, 16))), FakeCAI(aligned((16, 8))))
     call.check_devices(c, 0, pointer_device=lambda ptr: 0)
     with pytest.raises(ValueError, match="A is on CUDA device 1, but this CUDA backend runs on device 0"):
-        call.check_devices(c, 0, pointer_device=lambda ptr: 1 if ptr == c.a.info.ptr else 0)
-    info = arrays.describe(FakeDLPack((32, 16), np.float32, device=2), "A")
-    c.a = call.Operand(info, (32, 16), (16, 1), False, 0, False)
-    with pytest.raises(ValueError, match="A is on CUDA device 2"):
+        call.check_devices(c, 0, pointer_device=lambda ptr: 1 if ptr == c.a.ptr else 0)
+    c.a = device_arrays.describe(FakeDLPack((32, 16), np.float32, device=2))
+    with pytest.raises(ValueError, match="A is on CUDA device 2.*device_index=2"):
         call.check_devices(c, 0, pointer_device=lambda ptr: 0)
 
 
 def test_empty_and_k_zero_need_no_kernel():
-    assert call.prepare(np.ones((0, 3)), np.ones((3, 4))).problem is None
-    assert call.prepare(np.ones((3, 0)), np.ones((0, 4))).problem is None
-    assert call.prepare(np.ones((0, 3, 2)), np.ones((2, 4))).problem is None
+    assert plan(np.ones((0, 3)), np.ones((3, 4))).problem is None
+    assert plan(np.ones((3, 0)), np.ones((0, 4))).problem is None
+    assert plan(np.ones((0, 3, 2)), np.ones((2, 4))).problem is None
 
 
 def test_problem_batch_is_part_of_the_key_only_when_above_one():
@@ -228,5 +276,6 @@ def test_search_inputs_for_a_batch():
 
 
 def test_host_half_precision_is_cast_as_on_the_gl_path():
-    c = call.prepare(np.ones((4, 3), np.float16), np.ones((3, 2), np.int32))
+    c = plan(np.ones((4, 3), np.float16), np.ones((3, 2), np.float16)).layout
     assert c.dtype == np.float32 and c.a.copy and c.b.copy
+    assert plan(np.ones((4, 3), np.float16), np.ones((3, 2), np.int32)).layout.dtype == np.float64

@@ -1,16 +1,18 @@
-"""The CUDA front door's execution path (call.execute) and the driver's
-launch path (CUDAKernel.enqueue) on a host-memory stand-in for CuPy
-(tests/fake_cupy.py), for machines without a GPU: which pointers, strides,
-trans flags, streams and grids reach the kernel, and that what the kernel's
-contract computes from them is numpy.matmul's answer. The GPU tests
-(test_cuda_gpu*.py) run the real kernels."""
+"""The CUDA backend behind shadertune.matmul's front door (api.run_call ->
+call.prepare / call.execute) and the driver's launch path
+(CUDAKernel.enqueue) on a host-memory stand-in for CuPy (tests/fake_cupy.py),
+for machines without a GPU: which pointers, strides, trans flags, streams and
+grids reach the kernel, and that what the kernel's contract computes from them
+is numpy.matmul's answer. The GPU tests (test_cuda_gpu*.py) run the real
+kernels."""
 import sys
 
 import numpy as np
 import pytest
 
 import fake_cupy
-from shadertune.backends.cuda import call
+import shadertune
+from shadertune.backends.cuda import CUDABackend, api, call
 from shadertune.backends.cuda.space import make_space
 from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
 from shadertune.config import Config
@@ -21,19 +23,40 @@ from shadertune.problem import Problem
 def cp(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     monkeypatch.setattr(call, "_STREAMS", {})     # no stand-in stream outlives the test
+    monkeypatch.setitem(api._visible, 0, True)    # the stand-in's device 0
     fake_cupy._STACK[:] = [fake_cupy._NULL]
     return fake_cupy
+
+
+class Backend(CUDABackend):
+    """The CUDA backend (its space, default configs, run_call) building fake kernels."""
+
+    def __init__(self):
+        super().__init__()
+        self.built = []
+
+    def build(self, problem, config):
+        self.built.append(fake_cupy.FakeKernel(problem))
+        return self.built[-1]
+
+
+@pytest.fixture(scope="module")
+def be():
+    return Backend()
 
 
 def dev(cp, a, dtype=np.float32):
     return cp.asarray(np.asarray(a, dtype))
 
 
-def run(A, B, **kw):
-    """call.prepare + a fake kernel + call.execute: (result, the kernel or None)."""
-    c = call.prepare(A, B, **kw)
-    k = fake_cupy.FakeKernel(c.problem) if c.problem is not None else None
-    return call.execute(c, k, 0), k, c
+def run(be, A, B, **kw):
+    """shadertune.matmul on the backend: (result, the kernel it launched or None, its problem)."""
+    for k in be.built:
+        k.calls.clear()
+    r = shadertune.matmul(A, B, backend=be, config="default", **kw)
+    used = [k for k in be.built if k.calls]
+    assert len(used) <= 1 and all(len(k.calls) == 1 for k in used)    # one launch a call
+    return r, (used[0] if used else None), (used[0].problem if used else None)
 
 
 def close(x, ref, tol=1e-5):
@@ -42,97 +65,105 @@ def close(x, ref, tol=1e-5):
     np.testing.assert_allclose(x, ref, rtol=tol, atol=tol)
 
 
-def test_device_arrays_in_device_arrays_out(cp, rng):
+def test_device_arrays_in_device_arrays_out(cp, rng, be):
     A, B = rng.uniform(-1, 1, (33, 20)), rng.uniform(-1, 1, (20, 17))
-    r, k, c = run(dev(cp, A), dev(cp, B))
+    r, k, c = run(be, dev(cp, A), dev(cp, B))
     assert isinstance(r, cp.ndarray) and r.dtype == np.float32
     close(r, A @ B)
-    r, k, c = run(A, B)                                          # numpy in, numpy out
+    r, k, c = run(be, A, B)                                          # numpy in, numpy out
     assert type(r) is np.ndarray
     close(r, A @ B)
-    r, k, c = run(A.astype(np.float32), dev(cp, B))              # mixed: the device kind
+    r, k, c = run(be, A.astype(np.float32), dev(cp, B))              # mixed: the device kind
     assert isinstance(r, cp.ndarray)
-    r, k, c = run(dev(cp, A), dev(cp, B, np.float64))            # float32 x float64: float64
+    r, k, c = run(be, dev(cp, A), dev(cp, B, np.float64))            # float32 x float64: float64
     assert r.dtype == np.float64
     close(r, A.astype(np.float32) @ B, 1e-12)
 
 
-def test_transposed_views_reach_the_kernel_in_place(cp, rng):
+def test_transposed_views_reach_the_kernel_in_place(cp, rng, be):
     At, Bt = dev(cp, rng.uniform(-1, 1, (20, 33))), dev(cp, rng.uniform(-1, 1, (17, 20)))
-    r, k, c = run(At.T, Bt.T)
-    assert c.problem.trans_a and c.problem.trans_b
+    r, k, c = run(be, At.T, Bt.T)
+    assert c.trans_a and c.trans_b
     assert k.calls[0][:2] == (At.data.ptr, Bt.data.ptr)          # no copies
     close(r, np.asarray(At).T @ np.asarray(Bt).T)
     S = dev(cp, rng.uniform(-1, 1, (40, 66)))
-    r, k, c = run(S[:33, ::3][:, :20], Bt.T)                      # strided: one copy
-    assert k.calls[0][0] != S.data.ptr and not c.problem.trans_a
+    r, k, c = run(be, S[:33, ::3][:, :20], Bt.T)                      # strided: one copy
+    assert k.calls[0][0] != S.data.ptr and not c.trans_a
     close(r, np.asarray(S)[:33, ::3][:, :20] @ np.asarray(Bt).T)
 
 
-def test_batches_are_one_launch(cp, rng):
+def test_batches_are_one_launch(cp, rng, be):
     A, B = rng.uniform(-1, 1, (6, 9, 5)), rng.uniform(-1, 1, (6, 5, 7))
-    r, k, c = run(dev(cp, A), dev(cp, B))
+    r, k, c = run(be, dev(cp, A), dev(cp, B))
     assert len(k.calls) == 1 and k.calls[0][3:6] == (45, 35, 6)
     close(r, A @ B)
-    r, k, c = run(dev(cp, A), dev(cp, B[0]))                     # broadcast B: stride 0, no copy
+    r, k, c = run(be, dev(cp, A), dev(cp, B[0]))                     # broadcast B: stride 0, no copy
     assert k.calls[0][3:5] == (45, 0)
     close(r, A @ B[0])
     a2, b3 = rng.uniform(-1, 1, (2, 1, 9, 5)), rng.uniform(-1, 1, (3, 5, 7))
-    r, k, c = run(dev(cp, a2), dev(cp, b3))                      # uneven: stacked copies
-    assert c.problem.batch == 6 and k.calls[0][3:5] == (45, 35)
+    r, k, c = run(be, dev(cp, a2), dev(cp, b3))                      # uneven: stacked copies
+    assert c.batch == 6 and k.calls[0][3:5] == (45, 35)
     close(r, a2 @ b3)
-    r, k, c = run(a2, b3)                                        # numpy stacks
+    r, k, c = run(be, a2, b3)                                        # numpy stacks
     close(r, a2 @ b3)
-    r, k, c = run(dev(cp, A).swapaxes(1, 2).swapaxes(1, 2), dev(cp, B))
+    r, k, c = run(be, dev(cp, A).swapaxes(1, 2).swapaxes(1, 2), dev(cp, B))
     close(r, A @ B)
     v = rng.uniform(-1, 1, 5)
     for a, b in [(v, dev(cp, B)), (dev(cp, A), v), (v, v)]:
-        r, k, c = run(a, b)
+        r, k, c = run(be, a, b)
         close(r, np.matmul(np.asarray(a, np.float32).astype(np.float64), np.asarray(b, np.float32)))
 
 
-def test_out_in_place_through_a_temporary_or_to_the_host(cp, rng):
+def test_out_in_place_through_a_temporary_or_to_the_host(cp, rng, be):
     A, B = rng.uniform(-1, 1, (33, 20)), rng.uniform(-1, 1, (20, 17))
     dA, dB = dev(cp, A), dev(cp, B)
     o = cp.empty((33, 17), np.float32)
-    r, k, c = run(dA, dB, out=o)
+    r, k, c = run(be, dA, dB, out=o)
     assert r is o and k.calls[0][2] == o.data.ptr
     close(o, A @ B)
     big = cp.zeros((33, 34), np.float32)
-    r, k, c = run(dA, dB, out=big[:, ::2])
+    r, k, c = run(be, dA, dB, out=big[:, ::2])
     assert k.calls[0][2] != big.data.ptr
     close(np.asarray(big)[:, ::2], A @ B)
     assert not np.asarray(big)[:, 1::2].any()
     h = np.zeros((33, 17), np.float32)
-    r, k, c = run(dA, dB, out=h)
+    r, k, c = run(be, dA, dB, out=h)
     assert r is h
     close(h, A @ B)
     C0 = rng.uniform(-1, 1, (33, 17))
     o = dev(cp, C0)
-    run(dA, dB, out=o, alpha=2.0, beta=-0.5)                     # beta reads out in place
+    run(be, dA, dB, out=o, alpha=2.0, beta=-0.5)                     # beta reads out in place
     close(o, 2 * A @ B - 0.5 * C0, 1e-4)
-    r, k, c = run(dA, dB, C=dev(cp, C0[:1]), alpha=1.0, beta=3.0)   # C broadcast into a new result
-    close(r, A @ B + 3 * C0[:1], 1e-4)
-    r, k, c = run(A, B, C=C0, beta=1.0)                           # host C
-    close(r, A @ B + C0, 1e-4)
+    o = cp.zeros((33, 34), np.float32)
+    o[:, ::2] = C0
+    run(be, dA, dB, out=o[:, ::2], alpha=1.0, beta=3.0)            # beta reads a strided out
+    close(np.asarray(o)[:, ::2], A @ B + 3 * C0, 1e-4)
+    h = C0.copy()
+    run(be, A, B, out=h, beta=1.0)                                 # host out, host C
+    close(h, A @ B + C0, 1e-4)
+    o = dev(cp, C0, np.float64)                                    # float64 out of a float32 product
+    assert run(be, dA, dB, out=o, beta=1.0)[0] is o
+    close(o, A.astype(np.float32) @ B.astype(np.float32) + C0, 1e-5)
 
 
-def test_empty_and_k_zero(cp, rng):
-    r, k, c = run(dev(cp, np.ones((0, 3))), dev(cp, np.ones((3, 4))))
+def test_empty_and_k_zero(cp, rng, be):
+    r, k, c = run(be, dev(cp, np.ones((0, 3))), dev(cp, np.ones((3, 4))))
     assert k is None and r.shape == (0, 4)
-    r, k, c = run(dev(cp, np.ones((3, 0))), dev(cp, np.ones((0, 4))))
+    r, k, c = run(be, dev(cp, np.ones((3, 0))), dev(cp, np.ones((0, 4))))
     assert k is None and not np.asarray(r).any() and r.shape == (3, 4)
     C0 = rng.uniform(-1, 1, (3, 4))
-    r, k, c = run(np.ones((3, 0)), np.ones((0, 4)), C=C0, beta=2.0)
-    close(r, 2 * C0)
+    h = C0.copy()
+    r, k, c = run(be, np.ones((3, 0)), np.ones((0, 4)), out=h, beta=2.0)
+    assert r is h and k is None
+    close(h, 2 * C0)
 
 
-def test_the_callers_stream_and_producer_streams(cp, rng):
+def test_the_callers_stream_and_producer_streams(cp, rng, be):
     A, B = rng.uniform(-1, 1, (16, 8)), rng.uniform(-1, 1, (8, 4))
     dA, dB = dev(cp, A), dev(cp, B)
     s = cp.cuda.Stream(non_blocking=True)
     with s:
-        r, k, c = run(dA, dB)
+        r, k, c = run(be, dA, dB)
     assert k.calls[0][6] == s.ptr                       # launched on CuPy's current stream
     close(r, A @ B)
 
@@ -140,7 +171,7 @@ def test_the_callers_stream_and_producer_streams(cp, rng):
         __cuda_array_interface__ = {"shape": (16, 8), "typestr": "<f4", "data": (dA.data.ptr, False),
                                     "strides": None, "version": 3, "stream": 4242}
     with s:
-        r, k, c = run(Produced(), dB)
+        r, k, c = run(be, Produced(), dB)
     assert 4242 in s.waited and k.calls[0][6] == s.ptr     # waited for by an event, on our stream
     assert isinstance(r, cp.ndarray)
     close(r, A @ B)
@@ -215,53 +246,38 @@ def test_enqueue_split_k_in_a_batch(cp, rng, kr):
         assert red["args"][2] == 3 * 45 * 37                         # the whole batch's elements
 
 
-def test_the_common_call_is_planned_once(cp, rng):
-    """call.fast: CuPy operands read in place, no out/C: one plan per layout,
-    then a dict look-up, an allocation and a launch; anything else (a
-    strided operand, another device) goes the general way (None)."""
+def test_the_common_call_is_planned_once(cp, rng, be):
+    """A call of a layout seen before (shapes, strides, dtypes, kinds, alignment)
+    reuses its plan, its config and its kernel: one launch, nothing copied."""
     A, B = rng.uniform(-1, 1, (33, 20)), rng.uniform(-1, 1, (20, 17))
-    dA, dB = dev(cp, A), dev(cp, B)
-    kernels = {}
-
-    def kernel_for(p):
-        return kernels.setdefault(p, fake_cupy.FakeKernel(p))
-    call._PLANS.clear()
-    r = call.fast(dA, dB, 2, 0, kernel_for)
-    assert isinstance(r, cp.ndarray) and len(call._PLANS) == 1
+    r = run(be, dev(cp, A), dev(cp, B), alpha=2)[0]
     close(r, 2 * A @ B, 1e-4)
-    r = call.fast(dev(cp, A), dev(cp, B), 1.0, 0, kernel_for)      # same layout: the same plan
-    assert len(call._PLANS) == 1 and len(kernels) == 1
+    layouts, kernels = len(call._LAYOUTS), len(be.built)
+    dA, dB = dev(cp, A), dev(cp, B)
+    r, k, p = run(be, dA, dB)
+    assert len(call._LAYOUTS) == layouts and len(be.built) == kernels
+    assert k.calls[0][:2] == (dA.data.ptr, dB.data.ptr)
     close(r, A @ B)
     At = dev(cp, A.T.copy())
-    r = call.fast(At.T, dB, 1.0, 0, kernel_for)                    # transposed: in place, its own plan
-    assert list(kernels)[-1].trans_a
+    r, k, p = run(be, At.T, dB)                                    # transposed: in place, its own plan
+    assert p.trans_a and len(call._LAYOUTS) == layouts + 1 and k.calls[0][0] == At.data.ptr
     close(r, A @ B)
-    S = dev(cp, rng.uniform(-1, 1, (33, 40)))
-    assert call.fast(S[:, ::2], dB, 1.0, 0, kernel_for) is None     # needs a copy: the general path
-    assert call.fast(dA, dB, 1.0, 1, kernel_for) is None             # another device
-    assert call.fast(A, B, 1.0, 0, kernel_for) is None               # numpy
     with pytest.raises(ValueError, match="core dimension"):
-        call.fast(dA, dev(cp, np.ones((19, 3))), 1.0, 0, kernel_for)
+        run(be, dA, dev(cp, np.ones((19, 3))))
 
 
-def test_the_common_call_with_out(cp, rng):
-    """call.fast with out=: written in place (no allocation); an out that
-    shares memory with A or B goes the general way, which computes into a
-    temporary first (as numpy.matmul buffers overlapping operands)."""
+def test_out_that_shares_memory_with_an_input(cp, rng, be):
+    """out= written in place (no allocation); an out that shares memory with A
+    or B is computed into a temporary first (as numpy.matmul buffers overlapping
+    operands), also when a call of the same layout wrote in place before."""
     A, B = rng.uniform(-1, 1, (16, 16)), rng.uniform(-1, 1, (16, 16))
     dA, dB = dev(cp, A), dev(cp, B)
-    kernels = {}
-
-    def kernel_for(p):
-        return kernels.setdefault(p, fake_cupy.FakeKernel(p))
     o = cp.empty((16, 16), np.float32)
-    assert call.fast(dA, dB, 1.0, 0, kernel_for, o) is o
+    r, k, p = run(be, dA, dB, out=o)
+    assert r is o and k.calls[0][2] == o.data.ptr
     close(o, A @ B)
-    assert call.fast(dA, dB, 1.0, 0, kernel_for, dA) is None        # out is A: not in place
-    c = call.prepare(dA, dB, out=dA)
-    assert not c.out_in_place
-    k = fake_cupy.FakeKernel(c.problem)
-    assert call.execute(c, k, 0) is dA and k.calls[0][2] != dA.data.ptr
+    r, k, p = run(be, dA, dB, out=dA)
+    assert r is dA and k.calls[0][2] != dA.data.ptr
     close(dA, A.astype(np.float32) @ B)
     with pytest.raises(ValueError, match="out has shape"):
-        call.fast(dA, dB, 1.0, 0, kernel_for, cp.empty((16, 8), np.float32))
+        run(be, dA, dB, out=cp.empty((16, 8), np.float32))

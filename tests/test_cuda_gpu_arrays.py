@@ -17,6 +17,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_ndev == 0, reason="no CUDA de
 from shadertune.backends.cuda import CUDABackend, call, matmul  # noqa: E402
 from shadertune.backends.cuda.hold import hold  # noqa: E402
 from shadertune.config import Config  # noqa: E402
+from shadertune.inputs import check_call  # noqa: E402
 from shadertune.problem import Problem  # noqa: E402
 
 # relative Frobenius error vs float64: float32 kernels, float64 kernels (the
@@ -28,6 +29,11 @@ SPIN_US = 200_000     # a spin long enough that a call returning under it did no
 @pytest.fixture(scope="module")
 def be():
     return CUDABackend()
+
+
+def plan(A, B):
+    """How the CUDA backend runs A @ B (call.Launch), without running it."""
+    return call.prepare(check_call(A, B, dtypes=CUDABackend.dtypes))
 
 
 def rel(x, ref):
@@ -51,11 +57,11 @@ def test_cupy_in_cupy_out_views_in_place_or_copied_once(be):
     assert isinstance(r, cupy.ndarray) and r.dtype == np.float32 and r.device.id == 0
     assert rel(r, A @ B) < TOL["float32"]
     At, Bt = cupy.ascontiguousarray(dA.T), cupy.ascontiguousarray(dB.T)   # stored transposed
-    c = call.prepare(At.T, Bt.T)
-    assert c.problem.trans_a and c.problem.trans_b and not c.a.copy and not c.b.copy
+    c = plan(At.T, Bt.T)
+    assert c.problem.trans_a and c.problem.trans_b and not c.layout.a.copy and not c.layout.b.copy
     assert rel(matmul(At.T, Bt.T), A @ B) < TOL["float32"]
     S = cupy.asarray(rng.uniform(-1, 1, (140, 180)), np.float32)
-    assert call.prepare(S[:130, ::2][:, :70], dB).a.copy      # strided: copied once
+    assert plan(S[:130, ::2][:, :70], dB).layout.a.copy      # strided: copied once
     assert rel(matmul(S[:130, ::2][:, :70], dB), cupy.asnumpy(S[:130, ::2][:, :70]).astype(np.float64) @ B) < TOL["float32"]
     # out= in place, non-contiguous out through a temporary, beta reads out
     o = cupy.empty((130, 90), np.float32)
@@ -83,7 +89,7 @@ def test_torch_in_torch_out_on_the_same_device(be):
         assert isinstance(r, torch.Tensor) and r.device == tA.device and r.dtype == dt
         assert rel(r.cpu().numpy(), A @ B) < tol
         tAt = tA.t().contiguous()
-        assert call.prepare(tAt.t(), tB).problem.trans_a       # .t() read in place
+        assert plan(tAt.t(), tB).problem.trans_a       # .t() read in place
         assert rel(matmul(tAt.t(), tB).cpu().numpy(), A @ B) < tol
         o = torch.empty((100, 48), dtype=dt, device="cuda:0")
         assert matmul(tA, tB, out=o) is o and rel(o.cpu().numpy(), A @ B) < tol
@@ -113,8 +119,8 @@ def test_cai_and_dlpack_objects_are_used_without_a_copy(be):
             return self.a.__dlpack_device__()
 
     ref = cupy.asnumpy(dA).astype(np.float64) @ cupy.asnumpy(dB)
-    c = call.prepare(CAI(dA), DL(dB))
-    assert not c.a.copy and not c.b.copy and c.a.info.ptr == dA.data.ptr and c.b.info.ptr == dB.data.ptr
+    c = plan(CAI(dA), DL(dB))
+    assert not c.layout.a.copy and not c.layout.b.copy and c.a.ptr == dA.data.ptr and c.b.ptr == dB.data.ptr
     r = matmul(CAI(dA), DL(dB))
     assert isinstance(r, cupy.ndarray) and rel(r, ref) < TOL["float32"]
 
@@ -181,7 +187,7 @@ def test_batches_run_as_one_launch(be):
     rng = np.random.default_rng(7)
     A, B = rng.uniform(-1, 1, (256, 32, 32)), rng.uniform(-1, 1, (256, 32, 32))
     dA, dB = cupy.asarray(A, np.float32), cupy.asarray(B, np.float32)
-    assert call.prepare(dA, dB).problem == Problem(32, 32, 32, batch=256)
+    assert plan(dA, dB).problem == Problem(32, 32, 32, batch=256)
     r = matmul(dA, dB)
     assert r.shape == (256, 32, 32) and rel(r, _ref(A, B)) < TOL["float32"]
     r = matmul(dA, dB[0])                                # broadcast B: stride 0

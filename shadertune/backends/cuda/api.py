@@ -1,59 +1,107 @@
-"""matmul() for backend="cuda": numpy.matmul semantics (shared checks in
-shadertune.inputs), device arrays in and out, stacks as one strided-batched
-launch (call.py)."""
+"""How CUDABackend executes one matmul call (Backend.run_call), behind
+shadertune.matmul's front door.
+
+On the backend's device (device_index = CUDA device id): device arrays are
+read and written where they lie and the result comes back in the caller's
+kind (CuPy, PyTorch; numpy for host inputs), a stack of products runs as one
+strided-batched launch, on the caller's current stream (call.py).  The config
+is resolved once per call for the launch's problem (its trans flags and batch
+count included) through the plan.  Calls on one backend are serialised (a
+kernel's KR counters and the last-run arguments are per kernel).  A process
+forked after this one used CUDA cannot use it (CUDA does not survive fork()):
+such a child gets a ContextError, not a driver error.
+"""
 from __future__ import annotations
 
-from ...config import Config
-from ...problem import Problem
-from . import call
+import os
+import threading
+import weakref
+
+from ...errors import ContextError
+from ..base import Backend
+from .call import execute, prepare
+from .device import import_cupy
+
+_cuda_pid: int | None = None     # the process that first ran a CUDA call here
+_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_locks_lock = threading.Lock()
 
 
-def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=None, db=None):
-    """C = alpha * A @ B + beta * C (C from `C=` or `out=`), float32 unless an
-    input is float64. Operands of any kind (numpy, CuPy, PyTorch CUDA tensors,
-    __cuda_array_interface__ or DLPack objects); the result comes back in the
-    caller's kind (call.py). `config`: None or "default" for the default,
-    "auto" for the best stored tuning result (shadertune.select), a Config,
-    dict or JSON; resolved once per call (a stack runs as one launch)."""
-    be = backend or _default_backend()
-    kernel_for = (lambda p: _default_kernel(be, p)) if config is None or config == "default" else \
-        (lambda p: be._kernel(p, _resolve(be, p, config, db)))
-    if C is None and beta == 0.0:
-        r = call.fast(A, B, alpha, be.device_id, kernel_for, out)
-        if r is not None:
-            return r
-    c = call.prepare(A, B, out=out, C=C, alpha=alpha, beta=beta)
-    return call.execute(c, kernel_for(c.problem) if c.problem is not None else None, be.device_id)
+def _lock_of(backend) -> threading.RLock:
+    with _locks_lock:
+        lock = _locks.get(backend)
+        if lock is None:
+            lock = _locks[backend] = threading.RLock()
+        return lock
 
 
-_DEFAULT_KERNELS: dict = {}   # (backend, problem) -> its default config's kernel, resolved once
+def check_not_forked() -> None:
+    if _cuda_pid is not None and _cuda_pid != os.getpid():
+        raise ContextError(f"CUDA cannot be used in this process (pid {os.getpid()}): it was forked "
+                           f"from pid {_cuda_pid} after that process had used CUDA, which does not "
+                           "survive fork(). Start worker processes with multiprocessing's 'spawn' "
+                           "or 'forkserver' method")
 
 
-def _default_kernel(be, p: Problem):
-    k = _DEFAULT_KERNELS.get((be, p))
-    if k is None:
-        if len(_DEFAULT_KERNELS) >= 64:     # as many as be._kernel's cache keeps
-            _DEFAULT_KERNELS.clear()
-        k = _DEFAULT_KERNELS[(be, p)] = be._kernel(p, be.default_config(p))
-    return k
+_visible: dict = {}     # device id -> checked visible (once per process: the count does not change)
 
 
-def _resolve(be, p: Problem, config, db) -> Config:
-    if isinstance(config, str) and config == "auto":
-        from ...select import select_config
-        return Config(select_config(be, p, db=db)[0])
-    if config is None or (isinstance(config, str) and config == "default"):
-        return be.default_config(p)
-    if isinstance(config, str):
-        config = Config.from_json(config)
-    return Config(config)
+def _device(cupy, device_id: int):
+    if device_id not in _visible:
+        try:
+            n = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:
+            raise ContextError(f"no CUDA GPU is usable: {e}") from None
+        if device_id >= n:
+            raise ContextError(f"device_index={device_id}, but {n} CUDA device(s) are visible")
+        _visible[device_id] = True
+    return cupy.cuda.Device(device_id)
 
 
-_BACKEND = []
+def run_call(backend, call, plan):
+    """Execute a checked call on `backend`'s device; the result in the caller's
+    kind (see Backend.run_call and call.py)."""
+    global _cuda_pid
+    check_not_forked()
+    launch = prepare(call)
+    if launch.problem is not None:
+        plan.config(launch.problem)    # a bad config is the caller's error, GPU or not
+    cupy = import_cupy()
+    with _lock_of(backend), _device(cupy, backend.device_id):
+        if _cuda_pid is None:
+            _cuda_pid = os.getpid()
+        kernel = plan.kernel(launch.problem) if launch.problem is not None else None
+        return execute(launch, kernel, backend.device_id)
 
 
-def _default_backend():
-    from .backend import CUDABackend
-    if not _BACKEND:
-        _BACKEND.append(CUDABackend())
-    return _BACKEND[0]
+PRESETS = {
+    "fast": "the default config (the cost model's pick; what matmul runs untuned)",
+    "ffma": "the cost model's best FFMA kernel (MMA = 0: plain float32/float64 FMAs, no "
+            "tensor cores)",
+}
+
+
+def preset_config(backend, name: str, problem):
+    if name == "ffma":
+        for cfg in backend.candidates(problem, 8):
+            if cfg.get("MMA", 0) == 0:
+                return cfg
+        return {"MMA": 0}          # filled from the default, its other knobs moved to fit
+    return Backend.preset_config(backend, name, problem)
+
+
+def _forget_after_fork() -> None:
+    global _locks, _locks_lock
+    _visible.clear()
+    _locks = weakref.WeakKeyDictionary()
+    _locks_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def matmul(A, B, out=None, **options):
+    """shadertune.matmul(..., backend='cuda')."""
+    from ...api import matmul as _matmul
+    return _matmul(A, B, out, **{"backend": "cuda", **options})

@@ -1,17 +1,20 @@
-"""One matmul call on the CUDA backend: operands of any kind in (arrays.py),
-the result in the caller's kind out.
+"""One checked matmul call (inputs.MatmulCall) on the CUDA backend: operands
+of any kind read where they lie, the result in the caller's kind.
 
-    call = prepare(A, B, out=..., C=..., alpha=..., beta=...)   # no GPU needed
-    kernel = ...build or look up a kernel for call.problem...
-    result = execute(call, kernel, device_id)
+    launch = prepare(call)                 # no GPU needed (but for DLPack-only operands)
+    kernel = ...the plan's kernel for launch.problem...
+    result = execute(launch, kernel, device_id)
 
-prepare() checks the arguments (numpy.matmul's shapes and errors, dtypes,
-`out`) and decides, per operand, whether it is used in place: a device matrix
-whose rows or columns are contiguous is read where it lies, the kernel's
-trans flag saying which (the Problem carries the flags); stacked operands
-whose products are evenly spaced (or broadcast: stride 0) run as one
-strided-batched launch. Anything else (host memory, other strides, another
+prepare() decides, per operand, whether the kernel reads it in place: a device
+matrix whose rows or columns are contiguous is read where it lies, the
+kernel's trans flag saying which (the Problem carries the flags); stacked
+operands whose products are evenly spaced (or broadcast: stride 0) run as one
+strided-batched launch.  Anything else (host memory, other strides, another
 dtype, a misaligned base) is copied once, on the device where it already is.
+`out` is written in place when the kernel can (C-contiguous, aligned, the
+compute dtype, sharing no memory with A or B), else through a temporary.
+These decisions depend only on the operands' layouts (shapes, strides, dtypes,
+alignment, kinds), so they are made once per layout (a Layout) and reused.
 
 execute() runs on the caller's framework's current stream (torch: its
 current stream on the tensor's device; else CuPy's current stream): every
@@ -28,28 +31,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...inputs import _scalar, core_shapes
+from ...device_arrays import ArrayInfo, describe_device, describe_host
+from ...inputs import MatmulCall, Operand
 from ...problem import Problem
-from .arrays import ArrayInfo, batch_stride, check_dtype, describe, matrix_layout, result_dtype
+from .arrays import batch_stride, check_device_dtype, matrix_layout
 
 ALIGN = 16   # bytes: the kernels' vector loads need 16-byte aligned matrix bases
-_DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
 _PROBLEMS: dict = {}     # Problem fields -> Problem: one validation per shape, not per call
+_LAYOUTS: dict = {}      # layout key -> Layout (see prepare)
+_CACHE_MAX = 4096
 
 
 def _problem(*fields) -> Problem:
     p = _PROBLEMS.get(fields)
     if p is None:
-        if len(_PROBLEMS) > 4096:
+        if len(_PROBLEMS) > _CACHE_MAX:
             _PROBLEMS.clear()
         p = _PROBLEMS[fields] = Problem(*fields[:6], batch=fields[6])
     return p
 
 
-@dataclass
-class Operand:
-    """One input as the kernel will read it."""
-    info: ArrayInfo
+@dataclass(frozen=True)
+class Matrix:
+    """How the kernel reads one input (of a given layout)."""
     shape: tuple             # (batch..., rows, cols) after numpy's 1-D promotion
     strides: tuple           # in elements, same length
     trans: bool              # stored transposed: column-major, read in place by the trans flag
@@ -57,24 +61,100 @@ class Operand:
     copy: bool               # copied first into a contiguous row-major stack (or one matrix)
 
 
-@dataclass
-class Call:
+@dataclass(frozen=True)
+class Layout:
+    """What a call of one operand layout runs: the same for every call whose
+    operands have these shapes, strides, dtypes, kinds and alignments."""
     problem: Problem | None  # None: nothing to compute (an empty result or K = 0)
-    a: Operand
-    b: Operand
+    a: Matrix
+    b: Matrix
     shape: tuple             # the result's shape (numpy.matmul's)
     batch: tuple             # the broadcast batch shape
-    dtype: np.dtype
-    kind: str                # the result's kind: numpy | cupy | torch (see arrays.py)
+    dtype: np.dtype          # the compute dtype
+    kind: str                # the result's kind: numpy | cupy | torch
+    out_fits: bool           # out can be the kernel's C (its overlap with A, B is per call)
+    spans: tuple             # [first, last) bytes of A, B, out from element 0
+
+
+@dataclass
+class Launch:
+    """One call: its Layout and the arrays of this call."""
+    layout: Layout
+    a: ArrayInfo
+    b: ArrayInfo
     out: ArrayInfo | None
     out_in_place: bool       # the kernel writes `out` directly
-    c: ArrayInfo | None      # the C read when beta != 0
     alpha: float
     beta: float
 
     @property
-    def products(self) -> int:
-        return math.prod(self.batch)
+    def problem(self) -> Problem | None:
+        return self.layout.problem
+
+    @property
+    def c(self) -> ArrayInfo | None:
+        """The C read when beta != 0: out (numpy's rule: out is also the C added)."""
+        return self.out if self.beta != 0.0 else None
+
+
+# --- planning (no GPU) -----------------------------------------------------------
+
+def _info(op: Operand, name: str) -> ArrayInfo:
+    info = op.info if op.device else describe_host(op.value)
+    if info.kind == "dlpack":
+        info = _consume_dlpack(info)
+    check_device_dtype(info, name)
+    return info
+
+
+def _consume_dlpack(info: ArrayInfo) -> ArrayInfo:
+    """A CUDA DLPack object as a zero-copy CuPy array (its producer makes
+    CuPy's current stream wait for it, the DLPack stream protocol)."""
+    from .device import import_cupy
+    return describe_device(import_cupy().from_dlpack(info.obj))
+
+
+def _key(info: ArrayInfo | None):
+    if info is None:
+        return None
+    return (info.kind, info.shape, info.strides, info.dtype, info.ptr % ALIGN == 0)
+
+
+def prepare(call: MatmulCall) -> Launch:
+    """The Launch of a checked call (see the module docstring)."""
+    ia, ib = _info(call.a, "A"), _info(call.b, "B")
+    io = None
+    if call.out is not None:
+        io = describe_device(call.out)
+        io = describe_host(call.out) if io is None else (_consume_dlpack(io) if io.kind == "dlpack" else io)
+    key = (_key(ia), _key(ib), _key(io), call.batch, call.dtype, call.squeeze_a, call.squeeze_b)
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        layout = _layout(call, ia, ib, io)
+        if len(_LAYOUTS) > _CACHE_MAX:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = layout
+    in_place = layout.out_fits and not _overlaps(layout.spans, ia.ptr, ib.ptr, io.ptr)
+    return Launch(layout, ia, ib, io, in_place, call.alpha, call.beta)
+
+
+def _layout(call: MatmulCall, ia: ArrayInfo, ib: ArrayInfo, io: ArrayInfo | None) -> Layout:
+    dtype = np.dtype(call.dtype)
+    a = _matrix(ia, "A", call.batch, dtype)
+    b = _matrix(ib, "B", call.batch, dtype)
+    if io is not None:
+        kind = "cupy" if io.kind == "cai" else io.kind
+    else:
+        kind = next((i.kind for i in (ia, ib) if i.on_device), "numpy")
+        kind = "cupy" if kind == "cai" else kind
+    out_fits = (io is not None and io.on_device and io.dtype == dtype and _contiguous(io, call.shape)
+                and io.ptr % ALIGN == 0)
+    nb = math.prod(call.batch)
+    empty = call.M == 0 or call.N == 0 or nb == 0 or call.K == 0
+    problem = None if empty else _problem(call.M, call.N, call.K, call.dtype, a.trans, b.trans, nb)
+    spans = tuple(span(i.shape, i.strides, 0, i.dtype.itemsize) if i is not None and i.on_device else None
+                  for i in (ia, ib, io))
+    return Layout(problem, a, b, call.shape, call.batch, dtype, kind, out_fits, spans)
 
 
 def _promote(info: ArrayInfo, which: str) -> tuple[tuple, tuple]:
@@ -86,7 +166,7 @@ def _promote(info: ArrayInfo, which: str) -> tuple[tuple, tuple]:
     return shape, strides
 
 
-def _operand(info: ArrayInfo, which: str, batch: tuple, dtype: np.dtype) -> Operand:
+def _matrix(info: ArrayInfo, which: str, batch: tuple, dtype: np.dtype) -> Matrix:
     shape, strides = _promote(info, which)
     rows, cols = shape[-2:]
     layout = matrix_layout(rows, cols, strides[-2], strides[-1])
@@ -101,56 +181,7 @@ def _operand(info: ArrayInfo, which: str, batch: tuple, dtype: np.dtype) -> Oper
     if copy:   # a contiguous stack, or one matrix where every product reads the same
         layout = "N"
         stride = 0 if stride == 0 else rows * cols
-    return Operand(info, shape, strides, layout == "T", stride, copy)
-
-
-def _consume_dlpack(info: ArrayInfo) -> ArrayInfo:
-    """A CUDA DLPack object as a zero-copy CuPy array (its producer makes
-    CuPy's current stream wait for it, the DLPack stream protocol)."""
-    from .device import import_cupy
-    return describe(import_cupy().from_dlpack(info.obj), "dlpack")
-
-
-def prepare(A, B, *, out=None, C=None, alpha=1.0, beta=0.0) -> Call:
-    """Check the arguments and plan the call (see the module docstring)."""
-    ia, ib = describe(A, "A"), describe(B, "B")
-    check_dtype(ia, "A")
-    check_dtype(ib, "B")
-    alpha, beta = _scalar(alpha, "alpha"), _scalar(beta, "beta")
-    ia = _consume_dlpack(ia) if ia.kind == "dlpack" else ia
-    ib = _consume_dlpack(ib) if ib.kind == "dlpack" else ib
-    sh = core_shapes(ia.shape, ib.shape)
-    dtype = result_dtype(ia, ib)
-    a, b = _operand(ia, "A", sh.batch, dtype), _operand(ib, "B", sh.batch, dtype)
-    io = _check_out(out, sh.shape, dtype) if out is not None else None
-    ic = None
-    if beta != 0.0:
-        src = C if C is not None else out
-        if src is None:
-            raise ValueError("matmul: beta != 0 needs C (pass it as `out=` or `C=`)")
-        ic = io if src is out and io is not None else describe(src, "C")
-        check_dtype(ic, "C")
-        try:
-            fits = np.broadcast_shapes(tuple(ic.shape), sh.shape) == sh.shape
-        except ValueError:
-            fits = False
-        if not fits and ic.shape != sh.shape:
-            raise ValueError(f"matmul: C has shape {tuple(ic.shape)}, expected {sh.shape} "
-                             f"for A{tuple(ia.shape)} @ B{tuple(ib.shape)}")
-    if io is not None:
-        kind = io.kind if io.kind != "cai" else "cupy"
-    else:
-        kind = next((i.kind for i in (ia, ib) if i.on_device), "numpy")
-        kind = "cupy" if kind in ("cai", "dlpack") else kind
-    # out is written in place unless the kernel cannot (other strides, a
-    # misaligned base) or it shares memory with A or B (the kernel would read
-    # what it already wrote; numpy.matmul buffers such calls, so do we)
-    in_place = (io is not None and io.on_device and _contiguous(io, sh.shape) and io.ptr % ALIGN == 0
-                and not _overlap(io, ia) and not _overlap(io, ib))
-    nb = math.prod(sh.batch)
-    empty = sh.M == 0 or sh.N == 0 or nb == 0 or sh.K == 0
-    problem = None if empty else _problem(sh.M, sh.N, sh.K, _DTYPE_NAMES[dtype], a.trans, b.trans, nb)
-    return Call(problem, a, b, sh.shape, sh.batch, dtype, kind, io, in_place, ic, alpha, beta)
+    return Matrix(shape, strides, layout == "T", stride, copy)
 
 
 def span(shape, strides, ptr: int, itemsize: int) -> tuple[int, int]:
@@ -162,12 +193,17 @@ def span(shape, strides, ptr: int, itemsize: int) -> tuple[int, int]:
     return ptr + lo * itemsize, ptr + (hi + 1) * itemsize
 
 
-def _overlap(x: ArrayInfo, y: ArrayInfo) -> bool:
-    if not (x.on_device and y.on_device) or y.strides is None:
+def _overlaps(spans, pa: int, pb: int, po: int) -> bool:
+    """Whether out (at po) shares memory with a device A or B (at pa, pb) this
+    call: a layout's spans are relative to element 0, the addresses per call.
+    out shares memory with A or B as numpy's in-place `a @= b` does: the
+    kernel would read what it already wrote, so (as numpy buffers such calls)
+    the product goes through a temporary."""
+    sa, sb, so = spans
+    if so is None:
         return False
-    a0, a1 = span(x.shape, x.strides, x.ptr, x.dtype.itemsize)
-    b0, b1 = span(y.shape, y.strides, y.ptr, y.dtype.itemsize)
-    return a0 < b1 and b0 < a1
+    o0, o1 = po + so[0], po + so[1]
+    return any(s is not None and o0 < p + s[1] and p + s[0] < o1 for s, p in ((sa, pa), (sb, pb)))
 
 
 def _contiguous(info: ArrayInfo, shape: tuple) -> bool:
@@ -176,103 +212,6 @@ def _contiguous(info: ArrayInfo, shape: tuple) -> bool:
         expect.append(acc)
         acc *= n
     return all(s == e for s, e, n in zip(info.strides, reversed(expect), shape) if n > 1)
-
-
-def _check_out(out, shape: tuple, dtype: np.dtype) -> ArrayInfo:
-    """numpy-style errors for `out=` (host: a numpy array; or a device array)."""
-    if not isinstance(out, np.ndarray) and not _is_device(out):
-        raise TypeError(f"matmul: out must be a numpy.ndarray or a CUDA device array, got {type(out).__name__}")
-    io = describe(out, "out")
-    if io.kind == "dlpack":
-        io = _consume_dlpack(io)
-    if tuple(io.shape) != shape:
-        raise ValueError(f"matmul: out has shape {tuple(io.shape)}, expected {shape}")
-    if io.dtype != dtype:
-        raise TypeError(f"matmul: out must have dtype {dtype}, got {io.dtype}")
-    if io.readonly:
-        raise ValueError("matmul: out is read-only")
-    return io
-
-
-def _is_device(x) -> bool:
-    return (hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack_device__")
-            or (type(x).__module__.split(".", 1)[0] in ("cupy", "torch")))
-
-
-# --- the common call, planned once per layout -----------------------------------
-
-_PLANS: dict = {}    # operand layouts -> (problem, result shape, dtype, sa, sb, products) or None
-
-
-def fast(A, B, alpha, device_id: int, kernel_for, out=None):
-    """The common call in few microseconds: A and B (and out, if given) all
-    CuPy arrays or all PyTorch CUDA tensors on `device_id` (the current
-    device), A and B read and out written in place, no C. The plan (problem,
-    strides, spans) is made once per layout by prepare(). None when the call
-    is not of that kind (the caller takes prepare/execute, which also gives
-    the errors)."""
-    if type(alpha) not in (float, int):
-        return None
-    cp = sys.modules.get("cupy")
-    if cp is not None and type(A) is cp.ndarray and type(B) is cp.ndarray and (out is None or type(out) is cp.ndarray):
-        da, db = A.data, B.data
-        pa, pb = da.ptr, db.ptr
-        po = out.data.ptr if out is not None else 0
-        if da.device_id != device_id or db.device_id != device_id or \
-                (out is not None and out.data.device_id != device_id):
-            return None
-        key = (A.shape, A.strides, A.dtype, B.shape, B.strides, B.dtype, pa % ALIGN == 0, pb % ALIGN == 0,
-               None if out is None else (out.shape, out.strides, out.dtype, po % ALIGN == 0))
-        plan = _plan(key, A, B, alpha, out)
-        if plan is None or cp.cuda.runtime.getDevice() != device_id or (out is not None and _overlaps(plan, pa, pb, po)):
-            return None
-        r = cp.empty(plan[1], plan[2]) if out is None else out
-        kernel_for(plan[0]).enqueue(pa, pb, r.data.ptr, plan[3], plan[4], plan[5], alpha, 0.0)
-        return r
-    torch = sys.modules.get("torch")
-    if torch is not None and type(A) is torch.Tensor and type(B) is torch.Tensor and A.is_cuda and B.is_cuda \
-            and (out is None or (type(out) is torch.Tensor and out.is_cuda)):
-        pa, pb = A.data_ptr(), B.data_ptr()
-        po = out.data_ptr() if out is not None else 0
-        if A.device.index != device_id or B.device.index != device_id or \
-                (out is not None and out.device.index != device_id):
-            return None
-        key = ("torch", A.shape, A.stride(), A.dtype, B.shape, B.stride(), B.dtype, pa % ALIGN == 0, pb % ALIGN == 0,
-               None if out is None else (out.shape, out.stride(), out.dtype, po % ALIGN == 0))
-        plan = _plan(key, A, B, alpha, out)
-        if plan is None or cp is None or cp.cuda.runtime.getDevice() != device_id or \
-                (out is not None and _overlaps(plan, pa, pb, po)):
-            return None
-        r = torch.empty(plan[1], dtype=A.dtype, device=A.device) if out is None else out
-        st = _external_stream(cp, torch.cuda.current_stream(device_id).cuda_stream, device_id)
-        kernel_for(plan[0]).enqueue(pa, pb, r.data_ptr(), plan[3], plan[4], plan[5], alpha, 0.0, stream=st)
-        return r
-    return None
-
-
-def _plan(key, A, B, alpha, out):
-    """(problem, result shape, dtype, sa, sb, products, byte extents of A, B,
-    out from their first elements), or None: not a call for fast()."""
-    plan = _PLANS.get(key, 0)
-    if plan == 0:
-        c = prepare(A, B, alpha=alpha, out=out)
-        ok = (c.problem is not None and not c.a.copy and not c.b.copy
-              and (out is None or (c.out_in_place and c.kind == c.out.kind)))
-        plan = None
-        if ok:
-            ext = [span(i.shape, i.strides, 0, i.dtype.itemsize) for i in (c.a.info, c.b.info, c.out) if i is not None]
-            plan = (c.problem, c.shape, c.dtype, c.a.stride, c.b.stride, c.problem.batch, ext)
-        if len(_PLANS) > 4096:
-            _PLANS.clear()
-        _PLANS[key] = plan
-    return plan
-
-
-def _overlaps(plan, pa: int, pb: int, po: int) -> bool:
-    """Whether out (at po) shares memory with A or B this call (a plan is per
-    layout, the addresses are per call)."""
-    (a0, a1), (b0, b1), (o0, o1) = plan[6]
-    return (po + o0 < pa + a1 and pa + a0 < po + o1) or (po + o0 < pb + b1 and pb + b0 < po + o1)
 
 
 # --- execution (needs a GPU) -------------------------------------------------
@@ -291,33 +230,34 @@ def _torch_stream(device_id: int) -> int:
     return sys.modules["torch"].cuda.current_stream(device_id).cuda_stream
 
 
-def _launch_stream(cp, call: Call, device_id: int):
+def _launch_stream(cp, launch: Launch, device_id: int):
     """The caller's current stream: torch's when the result is a tensor, else CuPy's."""
-    if call.kind == "torch":
+    if launch.layout.kind == "torch":
         return _external_stream(cp, _torch_stream(device_id), device_id)
     return cp.cuda.get_current_stream()
 
 
-def _producer_streams(call: Call, device_id: int) -> set:
+def _producer_streams(launch: Launch, device_id: int) -> set:
     """Streams (handles) the inputs were produced on, where known: CAI v3's
     'stream', or the current stream of the framework that owns them."""
     out = set()
-    for info in (call.a.info, call.b.info, call.c, call.out):
+    kind = launch.layout.kind
+    for info in (launch.a, launch.b, launch.out):
         if info is None:
             continue
         if info.kind == "cai" and info.stream is not None:
             out.add(info.stream)
-        elif info.kind == "torch" and call.kind != "torch":
+        elif info.kind == "torch" and kind != "torch":
             out.add(_torch_stream(device_id))
-        elif info.kind == "cupy" and call.kind == "torch":
+        elif info.kind == "cupy" and kind == "torch":
             out.add(sys.modules["cupy"].cuda.get_current_stream().ptr)
     return out
 
 
-def check_devices(call: Call, device_id: int, pointer_device=None) -> None:
+def check_devices(launch: Launch, device_id: int, pointer_device=None) -> None:
     """A clear ValueError for a device array on another GPU than the backend's.
     `pointer_device(ptr)` finds a CAI array's device (the interface does not say)."""
-    for name, info in (("A", call.a.info), ("B", call.b.info), ("C", call.c), ("out", call.out)):
+    for name, info in (("A", launch.a), ("B", launch.b), ("out", launch.out)):
         if info is None or not info.on_device:
             continue
         dev = info.device
@@ -325,7 +265,7 @@ def check_devices(call: Call, device_id: int, pointer_device=None) -> None:
             dev = pointer_device(info.ptr)
         if dev is not None and dev != device_id:
             raise ValueError(f"matmul: {name} is on CUDA device {dev}, but this CUDA backend runs on "
-                             f"device {device_id} (CUDABackend(device_id={dev}) runs there)")
+                             f"device {device_id} (matmul(..., device_index={dev}) runs there)")
 
 
 def _view(cp, info: ArrayInfo, device_id: int):
@@ -341,20 +281,20 @@ def _view(cp, info: ArrayInfo, device_id: int):
                       strides=tuple(s * it for s in info.strides))
 
 
-def _materialize(cp, op: Operand, batch: tuple, dtype, device_id: int):
+def _materialize(cp, m: Matrix, info: ArrayInfo, batch: tuple, dtype, device_id: int):
     """(device address, keep-alive) of an operand as the kernel reads it."""
-    if not op.copy:
-        return op.info.ptr, None
-    rows, cols = op.shape[-2:]
-    if op.info.on_device:
-        x = _view(cp, op.info, device_id).reshape(op.shape)
+    if not m.copy:
+        return info.ptr, None
+    rows, cols = m.shape[-2:]
+    if info.on_device:
+        x = _view(cp, info, device_id).reshape(m.shape)
     else:
-        x = op.info.obj.reshape(op.shape)
-    if op.stride == 0:       # every product reads the same matrix
+        x = info.obj.reshape(m.shape)
+    if m.stride == 0:        # every product reads the same matrix
         x = x.reshape((-1, rows, cols))[0]
     else:
-        x = (cp if op.info.on_device else np).broadcast_to(x, tuple(batch) + (rows, cols))
-    if op.info.on_device:
+        x = (cp if info.on_device else np).broadcast_to(x, tuple(batch) + (rows, cols))
+    if info.on_device:
         d = cp.ascontiguousarray(x.astype(dtype, copy=False))
     else:                    # one upload of a contiguous host copy
         d = cp.asarray(np.ascontiguousarray(x, dtype=dtype))
@@ -363,56 +303,55 @@ def _materialize(cp, op: Operand, batch: tuple, dtype, device_id: int):
     return d.data.ptr, d
 
 
-def _empty(cp, call: Call, device_id: int):
-    """(the result array in the caller's kind, its CuPy view): a fresh
-    contiguous array of the result's shape."""
-    if call.kind == "torch":
+def _empty(cp, layout: Layout, device_id: int):
+    """(the result array in the caller's kind, its CuPy view or None, its
+    address): a fresh contiguous array of the result's shape."""
+    if layout.kind == "torch":
         torch = sys.modules["torch"]
-        t = torch.empty(call.shape, dtype=getattr(torch, call.dtype.name), device=f"cuda:{device_id}")
-        info = describe(t, "out")
-        return t, None, info.ptr
-    r = cp.empty(call.shape, dtype=call.dtype)
+        t = torch.empty(layout.shape, dtype=getattr(torch, layout.dtype.name), device=f"cuda:{device_id}")
+        return t, None, t.data_ptr()
+    r = cp.empty(layout.shape, dtype=layout.dtype)
     return r, r, r.data.ptr
 
 
-def execute(call: Call, kernel, device_id: int):
-    """Run a prepared call with `kernel` (built for call.problem; unused when
-    call.problem is None) and return the result in the caller's kind."""
+def execute(launch: Launch, kernel, device_id: int):
+    """Run a prepared call with `kernel` (built for launch.problem; unused when
+    launch.problem is None) and return the result in the caller's kind."""
     from .device import import_cupy
     cp = import_cupy()
-    with cp.cuda.Device(device_id):
-        st = _launch_stream(cp, call, device_id)
-        with st:
-            check_devices(call, device_id, lambda p: cp.cuda.runtime.pointerGetAttributes(p).device)
-            for handle in _producer_streams(call, device_id):
-                if handle != st.ptr:
-                    ev = cp.cuda.Event(disable_timing=True)
-                    ev.record(_external_stream(cp, handle, device_id))
-                    st.wait_event(ev)
-            if call.out_in_place:
-                result, res_view, c_ptr = call.out.obj, None, call.out.ptr
-            else:
-                result, res_view, c_ptr = _empty(cp, call, device_id)
-            beta = call.beta
-            if beta != 0.0 and not (call.out_in_place and call.c is call.out):
-                _fill(cp, call, c_ptr, device_id)
-            if call.problem is None:
-                if 0 not in call.shape and (beta == 0.0):
-                    _view_of(cp, c_ptr, call, device_id)[...] = 0
-                elif 0 not in call.shape:   # K = 0: an empty sum, C = beta * C
-                    v = _view_of(cp, c_ptr, call, device_id)
-                    v *= call.dtype.type(beta)
-            else:
-                a_ptr, keep_a = _materialize(cp, call.a, call.batch, call.dtype, device_id)
-                b_ptr, keep_b = _materialize(cp, call.b, call.batch, call.dtype, device_id)
-                kernel.enqueue(a_ptr, b_ptr, c_ptr, call.a.stride, call.b.stride, call.problem.batch,
-                               call.alpha, beta, stream=st)
-            return _deliver(cp, call, result, res_view, c_ptr, device_id)
+    lay = launch.layout
+    st = _launch_stream(cp, launch, device_id)
+    with st:
+        check_devices(launch, device_id, lambda p: cp.cuda.runtime.pointerGetAttributes(p).device)
+        for handle in _producer_streams(launch, device_id):
+            if handle != st.ptr:
+                ev = cp.cuda.Event(disable_timing=True)
+                ev.record(_external_stream(cp, handle, device_id))
+                st.wait_event(ev)
+        if launch.out_in_place:
+            result, res_view, c_ptr = launch.out.obj, None, launch.out.ptr
+        else:
+            result, res_view, c_ptr = _empty(cp, lay, device_id)
+        beta = launch.beta
+        if beta != 0.0 and not launch.out_in_place:
+            _fill(cp, launch, c_ptr, device_id)
+        if lay.problem is None:
+            if 0 not in lay.shape and beta == 0.0:
+                _view_of(cp, c_ptr, lay, device_id)[...] = 0
+            elif 0 not in lay.shape:   # K = 0: an empty sum, C = beta * C
+                v = _view_of(cp, c_ptr, lay, device_id)
+                v *= lay.dtype.type(beta)
+        else:
+            a_ptr, keep_a = _materialize(cp, lay.a, launch.a, lay.batch, lay.dtype, device_id)
+            b_ptr, keep_b = _materialize(cp, lay.b, launch.b, lay.batch, lay.dtype, device_id)
+            kernel.enqueue(a_ptr, b_ptr, c_ptr, lay.a.stride, lay.b.stride, lay.problem.batch,
+                           launch.alpha, beta, stream=st)
+        return _deliver(cp, launch, result, res_view, c_ptr, device_id)
 
 
-def _view_of(cp, ptr: int, call: Call, device_id: int):
+def _view_of(cp, ptr: int, layout: Layout, device_id: int):
     """A CuPy view of a contiguous result buffer at `ptr`."""
-    info = ArrayInfo("cai", None, call.shape, _c_strides(call.shape), call.dtype, ptr=ptr)
+    info = ArrayInfo("cai", None, layout.shape, _c_strides(layout.shape), layout.dtype, ptr=ptr)
     return _view(cp, info, device_id)
 
 
@@ -424,24 +363,25 @@ def _c_strides(shape: tuple) -> tuple:
     return tuple(reversed(out))
 
 
-def _fill(cp, call: Call, c_ptr: int, device_id: int) -> None:
-    """Copy C (broadcast to the result's shape) into the kernel's C buffer."""
-    dst = _view_of(cp, c_ptr, call, device_id)
-    c = call.c
+def _fill(cp, launch: Launch, c_ptr: int, device_id: int) -> None:
+    """Copy C (out's values) into the kernel's C buffer."""
+    dst = _view_of(cp, c_ptr, launch.layout, device_id)
+    c = launch.c
     src = _view(cp, c, device_id) if c.on_device else c.obj
-    dst[...] = cp.asarray(src, dtype=call.dtype).reshape(c.shape)
+    dst[...] = cp.asarray(src, dtype=launch.layout.dtype)
 
 
-def _deliver(cp, call: Call, result, res_view, c_ptr: int, device_id: int):
-    if call.out is not None and not call.out_in_place:
-        o = call.out
+def _deliver(cp, launch: Launch, result, res_view, c_ptr: int, device_id: int):
+    o = launch.out
+    if o is not None and not launch.out_in_place:
+        res = _view_of(cp, c_ptr, launch.layout, device_id)
         if o.on_device:
-            _view(cp, o, device_id)[...] = _view_of(cp, c_ptr, call, device_id)
+            _view(cp, o, device_id)[...] = res
         else:
-            o.obj[...] = cp.asnumpy(_view_of(cp, c_ptr, call, device_id))
+            o.obj[...] = cp.asnumpy(res)
         return o.obj
-    if call.out is not None:
-        return call.out.obj
-    if call.kind == "numpy":
+    if o is not None:
+        return o.obj
+    if launch.layout.kind == "numpy":
         return cp.asnumpy(res_view)
     return result

@@ -7,7 +7,7 @@ from ...config import Config
 from ...problem import Problem
 from ...templates import render, template_hash as _template_hash
 from . import dmma
-from .space import complete, derive, scatters
+from .space import batch_regs, complete, derive, scatters
 
 TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_dmma.cu", "cuda/signature.cu",
              "cuda/block_range.cu", "cuda/mma_prologue.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu",
@@ -171,7 +171,7 @@ def source(problem: Problem, config: Config) -> str:
         return render("cuda/gemm_wgmma.cu", **params_wgmma(problem, config))
     if mma == dmma.MMA:
         c = complete(config)
-        return render("cuda/gemm_dmma.cu", **params_mma(problem, c), **dmma.params(problem, c, derive(problem, c)))
+        return render("cuda/gemm_dmma.cu", **params_mma(problem, c), **dmma.params(c, derive(problem, c), batch_regs(problem)))
     if mma:
         return render("cuda/gemm_mma.cu", **params_mma(problem, config))
     return render("cuda/gemm.cu", **params(problem, config))

@@ -1,7 +1,8 @@
 """The FP64 tensor-core kernel (MMA = 1, shaders/cuda/gemm_dmma.cu): its
-derived launch shape, its restriction, its candidate product and its rate in
-the cost model. space.py, tuning.py and codegen.py call these; the FFMA
-DGEMM (MMA = 0) stays in the same space.
+constants (mma shapes, row padding, register estimate, copy and warp bounds),
+its candidate product and its rate in the cost model.  space.py states its
+rules and derives its launch shape with the other kernels'; tuning.py and
+codegen.py call the rest.  The FFMA DGEMM (MMA = 0) stays in the same space.
 
 The kernel: a warp's WM x WN tile is (WM/16) x (WN/8) fragments of
 mma.sync m16n8k16 or m16n8k4 .f64 (Hopper, sm_90+: the m16n8 f64 shapes are
@@ -37,76 +38,38 @@ MIN_WARPS = 4
 FMA_RATE = 128
 
 
-def row_length(n: int) -> int:
-    """A shared-memory row of n doubles padded to 4 mod 16 doubles (8 mod 32
-    words): a warp's fragment read (8 rows x 4 k, or 4 k x 8 columns, 8 bytes
-    a lane) then touches each 8-byte bank pair exactly twice."""
-    return n + (4 - n) % 16
+# Shared-memory rows are padded by this many doubles (space._stage_layout): the
+# space's rows (BK a multiple of 16, BM and BN powers of two >= 16) are then 4
+# mod 16 doubles (8 mod 32 words), and a warp's fragment read (8 rows x 4 k, or
+# 4 k x 8 columns, 8 bytes a lane) touches each 8-byte bank pair exactly twice.
+ROW_PAD = 4
 
 
-def regs_estimate(c: dict, mma_k: int, copies: int) -> int:
+def regs_estimate(WM: int, WN: int, mma_k: int, copies: int) -> int:
     """Registers of a thread: accumulators (4 doubles a fragment), A's
     fragments of one k-step and one column of B's (two registers a double),
     the overhead and the copies' addresses."""
-    mi, ni, kv = c["WM"] // 16, c["WN"] // 8, mma_k // 4
+    mi, ni, kv = WM // 16, WN // 8, mma_k // 4
     return 8 * mi * ni + 4 * kv * mi + 2 * kv + REG_OVERHEAD + REGS_PER_COPY * copies
 
 
-def mma_k(c: dict, threads: int, copies: int) -> int:
+def mma_k(WM: int, WN: int, threads: int, copies: int, extra: int = 0) -> int:
     """The mma shape's k: 16 (a quarter of the instructions of k = 4) where
-    its fragments fit the registers a thread may have, else 4 (A's fragments
-    of one step take 4x fewer registers: 512-thread blocks of 32 x 32 warp
-    tiles spilled with k = 16 and fit with k = 4)."""
+    its fragments (and `extra` registers, a batch's) fit the registers a thread
+    may have, else 4 (A's fragments of one step take 4x fewer registers:
+    512-thread blocks of 32 x 32 warp tiles spilled with k = 16 and fit with
+    k = 4)."""
     cap = min(255, REGS_PER_SM // threads)
     for k in MMA_KS:
-        if regs_estimate(c, k, copies) <= cap:
+        if regs_estimate(WM, WN, k, copies) + extra <= cap:
             return k
     return MMA_KS[-1]
 
 
-def derive(problem: Problem, c: dict, derived_type):
-    """`derived_type`(...) (space.Derived) of a DMMA config: operands in shared
-    memory in their stored orientation; K_G splits on a 4-double (32-byte) grain."""
-    warps_m, warps_n = c["BM"] // c["WM"], c["BN"] // c["WN"]
-    threads = WARP * warps_m * warps_n
-    KT = c["BK"]
-    loads_a = (c["BM"] * KT) // (c["VEC"] * threads)
-    loads_b = (c["BN"] * KT) // (c["VEC"] * threads)
-    if problem.trans_a:
-        lda_s = row_length(c["BM"])
-        stage_a = KT * lda_s
-    else:
-        lda_s = row_length(KT)
-        stage_a = c["BM"] * lda_s
-    if problem.trans_b:
-        ldb_s = row_length(KT)
-        stage_b = c["BN"] * ldb_s
-    else:
-        ldb_s = row_length(c["BN"])
-        stage_b = KT * ldb_s
-    smem = c["ST"] * (stage_a + stage_b) * 8 + (16 if c.get("KR", 0) else 0)
-    copies = loads_a + loads_b
-    regs = regs_estimate(c, mma_k(c, threads, copies), copies)
-    if copies > MAX_COPIES:
-        regs = 256   # out: more registers than any thread has
-    kgran = 4
-    units = -(-problem.K // kgran)
-    k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
-    grid = (-(-problem.N // c["BN"]), -(-problem.M // c["BM"]) * problem.batch, c["KG"])
-    return derived_type(FV, 0, 0, warps_m, warps_n, threads, threads, KT, loads_a, loads_b,
-                        lda_s, ldb_s, stage_a, stage_b, smem, regs, k_chunk, units, kgran, grid)
-
-
-def restriction(problem: Problem, cc: int):
-    """The space's rule for MMA = 1, a function of a config."""
-    def dmma(c):
-        "MMA = 1 (FP64 tensor cores) needs float64, sm_90+, the cp.async pipeline, BK a multiple of 16, at least 4 warps and the canonical TM = TN = PAD = 2, trans = DB = KL = 1"
-        return c["MMA"] != MMA or (problem.dtype == "float64" and cc >= 90 and c["ST"] >= 2
-                                   and c["BK"] % MMA_KS[0] == 0
-                                   and (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) >= MIN_WARPS
-                                   and c["TM"] == FV and c["TN"] == FV and c["PAD"] == FV
-                                   and c["trans"] == 1 and c["DB"] == 1 and c["KL"] == 1)
-    return dmma
+def regs(WM: int, WN: int, threads: int, copies: int, extra: int = 0) -> int:
+    """The space's register estimate of a DMMA thread with the mma shape it
+    gets, `extra` included."""
+    return regs_estimate(WM, WN, mma_k(WM, WN, threads, copies, extra), copies) + extra
 
 
 def available(problem: Problem, arch: str) -> bool:
@@ -142,7 +105,7 @@ def efficiency(c, warps: int, block_reuse: float) -> float:
     return min(1.0, reuse / 16.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 32.0)
 
 
-def params(problem: Problem, c: dict, d) -> dict:
+def params(c, d, extra: int) -> dict:
     """What gemm_dmma.cu needs beyond the tensor-core kernels' common values
-    (`d`: the config's Derived)."""
-    return {"MMA_K": mma_k(c, d.threads, d.loads_a + d.loads_b)}
+    (`d`: the config's space.Derived; `extra`: space.batch_regs)."""
+    return {"MMA_K": mma_k(c["WM"], c["WN"], d.threads, d.loads_a + d.loads_b, extra)}
