@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import pathlib
 import sys
 
 from ..errors import ContextError, ShadertuneError
@@ -72,6 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="seed of the inputs and of random (default 0)")
     s.add_argument("--retune", action="store_true",
                    help="measure every config afresh instead of reusing stored results")
+    c = p.add_argument_group("several GPUs or hosts (Dask distributed: pip install "
+                             "'shadertune[cluster]'; see docs/cluster.md)")
+    c.add_argument("--workers", type=int, metavar="N",
+                   help="N worker processes on this machine, one per GPU (GL: EGL device index, "
+                        "CUDA: device id 0..N-1); the problems and evaluations spread over them")
+    c.add_argument("--gpus", metavar="LIST",
+                   help="the GPU of each local worker, e.g. 1,2 (default 0..N-1)")
+    c.add_argument("--cluster", metavar="ADDRESS",
+                   help="use the workers of the Dask scheduler at ADDRESS (started on each GPU "
+                        "host with: python -m shadertune.cluster worker ADDRESS --gpus 0,1)")
     o = p.add_argument_group("output")
     o.add_argument("--db", metavar="PATH", help="SQLite store (default: $SHADERTUNE_DB or the cache dir)")
     o.add_argument("--report", metavar="PATH", help="write the JSON report here")
@@ -155,21 +166,32 @@ def main(argv=None) -> int:
     if args.time_limit is not None and not args.time_limit > 0:
         parser.error("--time-limit must be positive")
     budget = Budget(args.budget, args.time_limit)
-    entries: list[dict] = []
+    from ..cluster.cli import check_args, clustered
+    check_args(args, parser)
     store = None
+    summary = None
     try:
-        backend = load_backend(args.backend)
-        device = backend.device()
-        store = Store(args.db)
-        for pr in problems:
-            bar = Progress(f"{pr.M}x{pr.N}x{pr.K}", total=args.budget,
-                           enabled=None if not args.quiet else False)
-            try:
-                entries.append(tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
-                                    retune=args.retune, repeats=args.repeats, warmup=args.warmup,
-                                    seed=args.seed, tolerance=args.tolerance, on_result=bar.update))
-            finally:
-                bar.close()
+        if clustered(args):
+            from ..cluster.cli import tune_on_cluster
+            store = Store(args.db)
+            run = tune_on_cluster(args, problems, budget, store.path)
+            runs, summary = run.runs, run.summary
+        else:
+            backend = load_backend(args.backend)
+            device = backend.device()
+            store = Store(args.db)
+            entries: list[dict] = []
+            for pr in problems:
+                bar = Progress(f"{pr.M}x{pr.N}x{pr.K}", total=args.budget,
+                               enabled=None if not args.quiet else False)
+                try:
+                    entries.append(tune(backend, pr, strategy=args.strategy, budget=budget,
+                                        store=store, retune=args.retune, repeats=args.repeats,
+                                        warmup=args.warmup, seed=args.seed,
+                                        tolerance=args.tolerance, on_result=bar.update))
+                finally:
+                    bar.close()
+            runs = [(backend.name, device, entries)]
     except KeyboardInterrupt:
         return fail("interrupted; results measured so far are in the store, rerun to resume", 130)
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:
@@ -177,14 +199,25 @@ def main(argv=None) -> int:
     finally:
         if store is not None:
             store.close()
-    print(table(entries))
+    for backend_name, device, entries in runs:
+        if len(runs) > 1:
+            print(f"device: {device.key}")
+        print(table(entries))
+    if summary:
+        print(summary)
     print(f"store: {store.path}")
-    if args.report:
-        try:
-            write_report(args.report, make_report(backend.name, device, args.strategy, entries))
-        except OSError as e:
-            return fail(f"cannot write report {args.report}: {e}")
-    failed = [f"{e['M']}x{e['N']}x{e['K']}" for e in entries if e["best"] is None]
+    for i, (backend_name, device, entries) in enumerate(runs):
+        path = args.report
+        if path and len(runs) > 1:      # one report per device: report.json -> report.1.json
+            p = pathlib.Path(path)
+            path = str(p.with_name(f"{p.stem}.{i}{p.suffix}"))
+        if path:
+            try:
+                write_report(path, make_report(backend_name, device, args.strategy, entries))
+            except OSError as e:
+                return fail(f"cannot write report {path}: {e}")
+    failed = [f"{e['M']}x{e['N']}x{e['K']}" for _, _, entries in runs for e in entries
+              if e["best"] is None]
     if failed:
         return fail(f"no config passed verification for {', '.join(failed)} "
                     f"(see the statuses in the store or --report)")

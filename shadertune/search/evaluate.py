@@ -160,6 +160,11 @@ class Evaluator:
         finally:
             self._clock("build", t0)
 
+    def set_best(self, median_ms: float | None) -> None:
+        """The best median so far, as known elsewhere: a cluster's coordinator keeps it
+        per device and search, and each worker races against it (None: no best yet)."""
+        self._best_ms = median_ms
+
     def _clock(self, stage: str, t0: float) -> float:
         now = time.perf_counter()
         self.stage_seconds[stage] += now - t0

@@ -15,13 +15,16 @@ from .report_json import problem_entry
 def tune(backend, problem: Problem, *, strategy: str = "phased", budget: Budget | None = None,
          store=None, retune: bool = False, repeats: int = 10, warmup: int = 2, seed: int = 0,
          tolerance: float | None = None,
-         on_result: Callable[[Result, bool], None] | None = None) -> dict:
+         on_result: Callable[[Result, bool], None] | None = None, evaluator=None) -> dict:
     """Search `problem` on `backend`; return its report entry (see report_json).
 
-    Results go to `store` as they are measured; ContextError propagates."""
+    Results go to `store` as they are measured; ContextError propagates.  `evaluator`
+    replaces the local Evaluator (made from the arguments above otherwise): a
+    cluster's, which evaluates on its workers (shadertune.cluster)."""
     space = backend.space(problem)
-    evaluate = Evaluator(backend, problem, store=store, retune=retune, tolerance=tolerance,
-                         repeats=repeats, warmup=warmup, seed=seed, on_result=on_result)
+    evaluate = evaluator if evaluator is not None else Evaluator(
+        backend, problem, store=store, retune=retune, tolerance=tolerance, repeats=repeats,
+        warmup=warmup, seed=seed, on_result=on_result)
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
     t0 = time.monotonic()
     with backend.search_session():

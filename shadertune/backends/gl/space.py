@@ -8,8 +8,6 @@ instruction budget for unrolled code, all before anything compiles.
 """
 from __future__ import annotations
 
-import functools
-
 from ...config import Config
 from ...problem import Problem
 from ...space import Space
@@ -69,10 +67,15 @@ def gl_space(problem: Problem, limits: dict) -> Space:
         body = _steps(cfg) if u == "full" else int(u)
         return body * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
 
-    @functools.lru_cache(maxsize=None)
+    layouts: dict = {}
+
     def layout(mc, mrt_h, mrt_w, np_) -> Layout:
-        # the same layout serves several restrictions and every glsl/fetch/unroll value
-        return Layout.plan(M, N, K, mc=mc, mrt_h=mrt_h, mrt_w=mrt_w, np=np_)
+        # the same layout serves several restrictions and every glsl/fetch/unroll value;
+        # memoised in a plain dict so that the space pickles (a cluster ships it)
+        key = (mc, mrt_h, mrt_w, np_)
+        if key not in layouts:
+            layouts[key] = Layout.plan(M, N, K, mc=mc, mrt_h=mrt_h, mrt_w=mrt_w, np=np_)
+        return layouts[key]
 
     def layout_of(cfg: Config) -> Layout:
         return layout(cfg["mc"], cfg["mrt_h"], cfg["mrt_w"], cfg["np"])

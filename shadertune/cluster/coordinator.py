@@ -1,0 +1,168 @@
+"""The coordinator's view of a cluster for one backend: its workers, grouped by device.
+
+A device group is the workers whose backend opened on the same device (same
+backend, device key and template hash: one Dask resource, see worker.py).  A
+search runs on one group: its evaluations ask for the group's resource, so
+Dask spreads them over exactly these workers, and its racing bar and its store
+rows are those of its one device.  Two identical GPUs make one group (the
+evaluations split between them); two different GPUs make two groups, and each
+tunes the table for its own device.
+
+Flow control, not scheduling: a group lets at most as many evaluations be in
+flight as it has live workers (shared by the searches running on it), and Dask
+places each on an idle worker.  An evaluation therefore starts with the
+freshest racing bar, and a worker that dies holds at most the one evaluation
+it was running.
+
+Faults: a worker that dies is restarted by its nanny and rejoins its group by
+itself (its plugin opens the backend and offers the resource again).  A worker
+whose backend does not open is reported and gets no work; one whose GPU
+context fails mid-search is reported and retired from the cluster.  A group
+with no live worker for NO_WORKER_SECONDS ends its searches with ContextError.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from ..errors import ContextError
+from .worker import BackendPlugin, WorkerStatus, call_task, worker_status
+
+REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
+NO_WORKER_SECONDS = 120.0        # a group without a live worker this long gives up
+
+
+class Cancelled(Exception):
+    """The table was stopped (another search failed, or the user interrupted)."""
+
+
+class DeviceGroup:
+    def __init__(self, coordinator: "Coordinator", status: WorkerStatus):
+        self.coordinator = coordinator
+        self.spec = coordinator.spec
+        self.resource = status.resource
+        self.device = status.device
+        self.backend = status.backend
+        self.template_hash = status.template_hash
+        self.live: dict[str, str] = {}           # address -> worker name
+        self._in_flight = 0
+        self._cond = threading.Condition()
+
+    # --- flow control -------------------------------------------------------
+    def acquire(self) -> bool:
+        """Take one evaluation slot if a live worker is free for it."""
+        self.coordinator.refresh()
+        with self._cond:
+            if self._in_flight < len(self.live):
+                self._in_flight += 1
+                return True
+            return False
+
+    def release(self) -> None:
+        with self._cond:
+            self._in_flight -= 1
+            self._cond.notify_all()
+
+    def wait_for_slot(self, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait(timeout)
+        self.coordinator.check_cancelled()
+
+    # --- backend calls on one of the group's workers --------------------------
+    def call(self, method: str, problem, *args):
+        """backend.<method>(problem, *args) on a worker of this group (space, source, ...)."""
+        fut = self.coordinator.client.submit(call_task, self.spec, method, problem, *args,
+                                             pure=False, priority=10,
+                                             resources={self.resource: 1})
+        return fut.result()
+
+    def __repr__(self) -> str:
+        return f"DeviceGroup({self.device.key!r}, workers={sorted(self.live.values())})"
+
+
+class Coordinator:
+    """Registers the backend's plugin on every worker (present and future) and keeps
+    the device groups' live workers up to date."""
+
+    def __init__(self, client, spec: str, on_event: Callable[[str], None] | None = None):
+        self.client = client
+        self.spec = spec
+        self.on_event = on_event or (lambda message: None)
+        self.groups: dict[str, DeviceGroup] = {}          # resource -> group
+        self.statuses: dict[str, WorkerStatus] = {}        # address -> status
+        self.excluded: dict[str, str] = {}                 # address -> reason
+        self._reported: set[str] = set()
+        self._lock = threading.Lock()
+        self._checked = 0.0
+        self.cancelled = threading.Event()
+        client.register_plugin(BackendPlugin(spec))        # waits for setup on present workers
+        self.refresh(force=True)
+        if not self.groups:
+            reasons = "; ".join(f"{s.name}: {s.error}" for s in self.statuses.values()) or \
+                "the cluster has no workers"
+            raise ContextError(f"no worker could open backend {spec!r}: {reasons}")
+
+    def check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
+
+    def refresh(self, force: bool = False) -> None:
+        """Live workers per group, from the scheduler (at most every REFRESH_SECONDS)."""
+        with self._lock:
+            if not force and time.monotonic() - self._checked < REFRESH_SECONDS:
+                return
+            self._checked = time.monotonic()
+            workers = self.client.scheduler_info()["workers"]
+            ours = {addr: w for addr, w in workers.items() if addr not in self.excluded}
+            unknown = [addr for addr, w in ours.items()
+                       if not any(r in self.groups for r in w.get("resources", {}))
+                       and addr not in self._reported]
+            if unknown:
+                self._learn(unknown)
+            for g in self.groups.values():
+                live = {addr: str(w.get("name", addr)) for addr, w in ours.items()
+                        if w.get("resources", {}).get(g.resource, 0) >= 1}
+                with g._cond:
+                    g.live = live
+                    g._cond.notify_all()
+            for addr in [a for a in self.statuses if a not in workers]:
+                del self.statuses[addr]
+
+    def _learn(self, addresses: list[str]) -> None:
+        """Ask new workers how their backend opened: a new device makes a new group
+        (at start), a failure is reported once."""
+        try:
+            found = self.client.run(worker_status, self.spec, workers=addresses,
+                                    on_error="return")
+        except OSError:
+            return                       # gone already: asked again if they come back
+        for addr, st in found.items():
+            if not isinstance(st, WorkerStatus):
+                continue
+            self.statuses[addr] = st
+            if st.resource is not None:
+                if st.resource not in self.groups:
+                    self.groups[st.resource] = DeviceGroup(self, st)
+            elif st.error is not None and "not set up" not in st.error:
+                self._reported.add(addr)
+                self.on_event(f"worker {st.name} (GPU {st.gpu}) excluded: {st.error}")
+
+    def exclude(self, address: str, name: str, reason: str) -> None:
+        """A worker's GPU context failed mid-search: report it and retire it (its
+        queued work moves to the others)."""
+        with self._lock:
+            if address in self.excluded:
+                return
+            self.excluded[address] = reason
+            self._reported.add(address)
+        self.on_event(f"worker {name} excluded: {reason}")
+        try:
+            self.client.retire_workers([address], close_workers=True)
+        except Exception:                # it may be gone already; it gets no more work either way
+            pass
+        self.refresh(force=True)
+
+    def names(self) -> list[str]:
+        return sorted({n for g in self.groups.values() for n in g.live.values()})
+

@@ -1,0 +1,69 @@
+"""Fake backends on a 'GPU' for the cluster tests (a cluster constructs a module:Class
+backend as Class(device_index=gpu)).
+
+Faults are armed per test through files in $CLUSTER_FAKE_DIR, which the workers
+inherit from the test process:
+- 'hang': the first build that finds it renames it to 'hung-<pid>', writes its
+  config's key there and never returns (a stuck evaluation; the test then kills
+  that worker process);
+- 'lose-<gpu>': every build on that GPU raises ContextError (its context is gone);
+- 'sleep': every build sleeps that many seconds (a slow search, to kill its coordinator).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from fake_backend import FakeBackend
+
+from shadertune.backends.base import DeviceInfo
+from shadertune.errors import ContextError
+
+
+def _control(name: str) -> str:
+    return os.path.join(os.environ.get("CLUSTER_FAKE_DIR", "/nonexistent"), name)
+
+
+class OneKind(FakeBackend):
+    """Identical GPUs: every device_index has the same device key."""
+
+    def __init__(self, device_index: int = 0):
+        super().__init__()
+        self.device_index = device_index
+
+    def build(self, problem, config):
+        if os.path.exists(_control(f"lose-{self.device_index}")):
+            raise ContextError(f"fake GPU {self.device_index} fell off the bus")
+        try:
+            with open(_control("sleep")) as f:
+                time.sleep(float(f.read()))
+        except OSError:
+            pass
+        hung = _control(f"hung-{os.getpid()}")
+        try:
+            os.rename(_control("hang"), hung)
+        except OSError:
+            pass                         # not armed, or another worker took it
+        else:
+            with open(hung, "w") as f:
+                f.write(config.key)
+            while True:
+                time.sleep(1)
+        return super().build(problem, config)
+
+
+class TwoKinds(OneKind):
+    """Two kinds of GPU: even and odd device indices differ."""
+
+    def device(self):
+        return DeviceInfo("fake", "shadertune", f"fake gpu kind {self.device_index % 2}", "1.0",
+                          {"max_draw_buffers": 8})
+
+
+class OddHasNoContext(OneKind):
+    """The odd GPUs cannot open a context."""
+
+    def device(self):
+        if self.device_index % 2:
+            raise ContextError(f"no EGL device {self.device_index}")
+        return super().device()
