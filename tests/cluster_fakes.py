@@ -7,7 +7,9 @@ inherit from the test process:
   config's key there and never returns (a stuck evaluation; the test then kills
   that worker process);
 - 'lose-<gpu>': every build on that GPU raises ContextError (its context is gone);
-- 'sleep': every build sleeps that many seconds (a slow search, to kill its coordinator).
+- 'sleep': every build sleeps that many seconds (a slow search, to kill its coordinator);
+- 'crash': every build of the config whose key the file holds ends its process at once
+  (a kernel that takes the driver down with it).
 """
 from __future__ import annotations
 
@@ -37,6 +39,12 @@ class OneKind(FakeBackend):
         try:
             with open(_control("sleep")) as f:
                 time.sleep(float(f.read()))
+        except OSError:
+            pass
+        try:
+            with open(_control("crash")) as f:
+                if f.read() == config.key:
+                    os._exit(1)
         except OSError:
             pass
         hung = _control(f"hung-{os.getpid()}")

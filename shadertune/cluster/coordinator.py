@@ -15,10 +15,11 @@ freshest racing bar, and a worker that dies holds at most the one evaluation
 it was running.
 
 Faults: a worker that dies is restarted by its nanny and rejoins its group by
-itself (its plugin opens the backend and offers the resource again).  A worker
-whose backend does not open is reported and gets no work; one whose GPU
-context fails mid-search is reported and retired from the cluster.  A group
-with no live worker for NO_WORKER_SECONDS ends its searches with ContextError.
+itself (its plugin opens the backend and offers the resource again as it
+registers).  A worker whose backend does not open is reported and gets no
+work; one whose GPU context fails mid-search is reported and retired from the
+cluster.  A group with no live worker for NO_WORKER_SECONDS ends its searches
+with ContextError.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import time
 from typing import Callable
 
 from ..errors import ContextError
-from .worker import BackendPlugin, WorkerStatus, call_task, worker_status
+from .worker import WorkerStatus, call_task, worker_status
 
 REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
 NO_WORKER_SECONDS = 120.0        # a group without a live worker this long gives up
@@ -82,8 +83,9 @@ class DeviceGroup:
 
 
 class Coordinator:
-    """Registers the backend's plugin on every worker (present and future) and keeps
-    the device groups' live workers up to date."""
+    """The device groups of the workers that serve backend `spec` (workers started with
+    its plugin: engine.local_cluster, python -m shadertune.cluster worker), kept up to
+    date as workers die, restart and join."""
 
     def __init__(self, client, spec: str, on_event: Callable[[str], None] | None = None):
         self.client = client
@@ -92,16 +94,17 @@ class Coordinator:
         self.groups: dict[str, DeviceGroup] = {}          # resource -> group
         self.statuses: dict[str, WorkerStatus] = {}        # address -> status
         self.excluded: dict[str, str] = {}                 # address -> reason
-        self._reported: set[str] = set()
         self._lock = threading.Lock()
         self._checked = 0.0
         self.cancelled = threading.Event()
-        client.register_plugin(BackendPlugin(spec))        # waits for setup on present workers
         self.refresh(force=True)
         if not self.groups:
-            reasons = "; ".join(f"{s.name}: {s.error}" for s in self.statuses.values()) or \
-                "the cluster has no workers"
-            raise ContextError(f"no worker could open backend {spec!r}: {reasons}")
+            failed = [f"{s.name}: {s.error}" for s in self.statuses.values() if s.serves]
+            if failed:
+                raise ContextError(f"no worker could open backend {spec!r}: {'; '.join(failed)}")
+            raise ContextError(f"no worker of the cluster serves backend {spec!r} (start them "
+                               f"with: python -m shadertune.cluster worker ADDRESS --gpus 0,1 "
+                               f"--backends {spec})")
 
     def check_cancelled(self) -> None:
         if self.cancelled.is_set():
@@ -115,9 +118,7 @@ class Coordinator:
             self._checked = time.monotonic()
             workers = self.client.scheduler_info()["workers"]
             ours = {addr: w for addr, w in workers.items() if addr not in self.excluded}
-            unknown = [addr for addr, w in ours.items()
-                       if not any(r in self.groups for r in w.get("resources", {}))
-                       and addr not in self._reported]
+            unknown = [addr for addr in ours if addr not in self.statuses]
             if unknown:
                 self._learn(unknown)
             for g in self.groups.values():
@@ -130,22 +131,21 @@ class Coordinator:
                 del self.statuses[addr]
 
     def _learn(self, addresses: list[str]) -> None:
-        """Ask new workers how their backend opened: a new device makes a new group
-        (at start), a failure is reported once."""
+        """Ask new workers how their backend opened: a new device makes a new group,
+        a failure is reported once."""
         try:
             found = self.client.run(worker_status, self.spec, workers=addresses,
                                     on_error="return")
         except OSError:
-            return                       # gone already: asked again if they come back
+            return                       # gone already
         for addr, st in found.items():
             if not isinstance(st, WorkerStatus):
-                continue
+                continue                 # it went away meanwhile: asked again if it is back
             self.statuses[addr] = st
             if st.resource is not None:
                 if st.resource not in self.groups:
                     self.groups[st.resource] = DeviceGroup(self, st)
-            elif st.error is not None and "not set up" not in st.error:
-                self._reported.add(addr)
+            elif st.serves:
                 self.on_event(f"worker {st.name} (GPU {st.gpu}) excluded: {st.error}")
 
     def exclude(self, address: str, name: str, reason: str) -> None:
@@ -155,7 +155,6 @@ class Coordinator:
             if address in self.excluded:
                 return
             self.excluded[address] = reason
-            self._reported.add(address)
         self.on_event(f"worker {name} excluded: {reason}")
         try:
             self.client.retire_workers([address], close_workers=True)

@@ -49,11 +49,15 @@ def worker_names(gpus, prefix: str = "") -> list[str]:
     return [f"{prefix}gpu{g}" + (f"-{rank}" if g in repeated else "") for rank, g in enumerate(gpus)]
 
 
-def worker_options(gpu: int, name: str, host: str | None, env: dict | None = None) -> dict:
+def worker_options(gpu: int, name: str, backends, host: str | None, env: dict | None = None,
+                   silence: int = logging.ERROR) -> dict:
     """A Nanny's options for the worker of `gpu`: one thread, its GPU in its environment
-    (with `env`: set again whenever the nanny restarts the worker)."""
+    (with `env`: set again whenever the nanny restarts the worker), and a BackendPlugin
+    for each of `backends` ('gl', 'cuda', module:Class), set up before it registers."""
+    from .worker import BackendPlugin
     return {"nthreads": 1, "name": name, "env": {**(env or {}), GPU_ENV: str(gpu)},
-            "host": host, "silence_logs": logging.ERROR}
+            "host": host, "silence_logs": silence,
+            "plugins": tuple(BackendPlugin(spec) for spec in backends)}
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -68,17 +72,20 @@ def parse_gpus(text: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def local_cluster(gpus, host: str = "127.0.0.1", env: dict | None = None):
-    """A scheduler and one worker per entry of `gpus` on this machine, listening on
-    `host` only; yields a Client.  `env`: more environment for the workers."""
+def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = None):
+    """A scheduler and one worker per entry of `gpus` serving `backends` on this machine,
+    listening on `host` only; yields a Client.  `env`: more environment for the workers."""
     require_distributed()
     import dask
     from distributed import Client, Nanny, Scheduler, SpecCluster
     dask.config.set(DASK_CONFIG)         # read again whenever a nanny restarts its worker
     gpus = list(gpus)
-    specs = {name: {"cls": Nanny, "options": worker_options(g, name, host, env)}
+    # the coordinator reports what matters (exclusions, failed evaluations) in its own
+    # words: a local cluster's log lines would break the CLI's one-line errors
+    specs = {name: {"cls": Nanny,
+                    "options": worker_options(g, name, backends, host, env, logging.CRITICAL)}
              for g, name in zip(gpus, worker_names(gpus))}
-    cluster = SpecCluster(workers=specs, silence_logs=logging.ERROR,
+    cluster = SpecCluster(workers=specs, silence_logs=logging.CRITICAL,
                           scheduler={"cls": Scheduler,
                                      "options": {"host": host, "dashboard_address": None,
                                                  "dashboard": False}})
@@ -109,9 +116,10 @@ def connect(address: str, timeout: float = 30.0):
         client.close()
 
 
-def run_workers(address: str, gpus, host: str | None = None, name_prefix: str | None = None) -> None:
-    """Serve `address` with one worker per GPU of this host until they are closed
-    (python -m shadertune.cluster worker)."""
+def run_workers(address: str, gpus, backends, host: str | None = None,
+                name_prefix: str | None = None) -> None:
+    """Serve `address` with one worker per GPU of this host, each serving `backends`,
+    until they are closed (python -m shadertune.cluster worker)."""
     require_distributed()
     import dask
     from distributed import Nanny
@@ -120,7 +128,7 @@ def run_workers(address: str, gpus, host: str | None = None, name_prefix: str | 
     gpus = list(gpus)
 
     async def serve():
-        nannies = [Nanny(address, **worker_options(g, name, host))
+        nannies = [Nanny(address, **worker_options(g, name, backends, host))
                    for g, name in zip(gpus, worker_names(gpus, prefix))]
         try:
             await asyncio.gather(*nannies)           # start them all

@@ -155,6 +155,11 @@ class ClusterEvaluator:
                     f = finished.get(timeout=0.5)
                 except queue.Empty:
                     continue
+                if f.status not in ("finished", "error", "cancelled"):
+                    # its result was lost with its worker before it reached us: Dask
+                    # computes it again, and the callback fires again when it is done
+                    f.add_done_callback(finished.put)
+                    continue
                 c = running.pop(f)
                 self.group.release()
                 r = self._outcome(f, c)
@@ -189,7 +194,9 @@ class ClusterEvaluator:
             return out["result"]
         if f.status == "cancelled":
             self.group.coordinator.check_cancelled()
-            raise ShadertuneError(f"the evaluation of {config.key} was cancelled by the cluster")
+            raise ShadertuneError(f"the cluster dropped the evaluation of {config.key} (its "
+                                  f"scheduler was lost or restarted); results so far are in the "
+                                  f"store, rerun to resume")
         e = f.exception()
         if isinstance(e, KilledWorker):
             r = Result(self.backend, self.device, self.problem, config, RUN_FAILED,

@@ -2,14 +2,19 @@
 evaluates configs with the search's own Evaluator, without a store (workers
 send Results; the coordinator alone writes the store).
 
-BackendPlugin, registered by the coordinator for one backend, opens the
-backend on the worker's GPU (GL: EGL device_index; CUDA: device id; a
-module:Class backend: Class(device_index=gpu)) and offers one unit of the
-resource named after (backend, device key, template hash).  Every evaluation
-asks for one unit of its device's resource, so it runs only on a worker with
-that very device and templates, one at a time per worker: kernels never time
-side by side on one GPU.  A worker whose backend does not open offers no such
-resource, gets no work, and reports its error through worker_status().
+A worker is started with one BackendPlugin per backend it serves (engine.py).
+Set up as the worker starts, before it registers with the scheduler, the plugin
+opens the backend on the worker's GPU (GL: EGL device_index; CUDA: device id;
+a module:Class backend: Class(device_index=gpu)) and offers one unit of the
+resource named after (backend, device key, template hash) in the worker's
+registration.  Every evaluation asks for one unit of its device's resource, so
+it runs only on a worker with that very device and templates, one at a time per
+worker: kernels never time side by side on one GPU.  Offered at registration,
+not later: a worker restarted after a crash is given the evaluations waiting
+for its device as it joins (Dask does not re-place waiting tasks when a joined
+worker adds resources, dask/distributed#6677).  A worker whose backend does not
+open offers no such resource, gets no work, and reports its error through
+worker_status().
 
 All GPU work of a process runs on one thread of its own (gpu_thread): a GL
 context is current on the thread that made it, and Dask's task threads are not
@@ -105,6 +110,7 @@ class WorkerStatus:
     address: str
     name: str
     gpu: int | None
+    serves: bool = True                  # started with this backend's plugin
     backend: str | None = None           # Backend.name (the store's backend column)
     device: DeviceInfo | None = None
     template_hash: str | None = None
@@ -113,9 +119,8 @@ class WorkerStatus:
 
 
 class BackendPlugin(WorkerPlugin):
-    """Opens backend `spec` once per worker process and evaluates on it."""
-
-    idempotent = True                    # a second coordinator does not reopen it
+    """Opens backend `spec` once per worker process and evaluates on it (given to the
+    worker when it is made: Worker(plugins=...))."""
 
     def __init__(self, spec: str):
         self.spec = spec
@@ -136,7 +141,9 @@ class BackendPlugin(WorkerPlugin):
         await asyncio.get_running_loop().run_in_executor(gpu_thread(), self._open)
         self.ready = True
         if self.resource is not None:
-            await worker.set_resources(**{self.resource: 1})
+            # the worker has not registered yet: its registration offers this
+            worker.state.total_resources[self.resource] = 1
+            worker.state.available_resources[self.resource] = 1
 
     async def teardown(self, worker) -> None:
         await asyncio.get_running_loop().run_in_executor(gpu_thread(), self._close)
@@ -166,7 +173,7 @@ class BackendPlugin(WorkerPlugin):
             self._session = None
 
     def status(self) -> WorkerStatus:
-        return WorkerStatus(self.address, self.worker_name, self.gpu, self.backend_name,
+        return WorkerStatus(self.address, self.worker_name, self.gpu, True, self.backend_name,
                             self.device, self.template_hash,
                             self.resource if self.backend else None, self.error)
 
@@ -246,6 +253,6 @@ def worker_status(spec: str, dask_worker=None) -> WorkerStatus:
     """For client.run: this worker's status for backend `spec`."""
     p = dask_worker.plugins.get(plugin_name(spec))
     if p is None or not p.ready:
-        return WorkerStatus(dask_worker.address, str(dask_worker.name), None,
-                            error="the shadertune plugin is not set up on this worker")
+        return WorkerStatus(dask_worker.address, str(dask_worker.name), None, serves=False,
+                            error=f"not started to serve backend {spec!r}")
     return p.status()

@@ -26,6 +26,10 @@ shape (exact, else the nearest tuned shape).
 store as it is measured: an interrupted search resumes where it stopped when run
 again with the same arguments, and --retune measures everything afresh.
 
+several GPUs: --workers N (this machine) or --cluster ADDRESS (GPU hosts running
+'python -m shadertune.cluster worker ADDRESS --gpus 0,1') spread the problems and
+evaluations over one worker per GPU; one store, one table per device (docs/cluster.md).
+
 store: --db PATH, else $SHADERTUNE_DB, else $XDG_CACHE_HOME/shadertune/tune.sqlite
 (~/.cache/shadertune/tune.sqlite).
 
@@ -208,7 +212,7 @@ def main(argv=None) -> int:
     print(f"store: {store.path}")
     for i, (backend_name, device, entries) in enumerate(runs):
         path = args.report
-        if path and len(runs) > 1:      # one report per device: report.json -> report.1.json
+        if path and len(runs) > 1:      # one report per device: r.json -> r.0.json, r.1.json
             p = pathlib.Path(path)
             path = str(p.with_name(f"{p.stem}.{i}{p.suffix}"))
         if path:
