@@ -31,7 +31,7 @@ from ..errors import ContextError
 from .worker import WorkerStatus, call_task, worker_status
 
 REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
-NO_WORKER_SECONDS = 120.0        # a group without a live worker this long gives up
+NO_WORKER_SECONDS = 60.0         # a group without a live worker this long gives up
 
 
 class Cancelled(Exception):
@@ -70,13 +70,36 @@ class DeviceGroup:
             self._cond.wait(timeout)
         self.coordinator.check_cancelled()
 
+    def starving(self, since: float | None) -> float | None:
+        """Watch for a group left without workers: pass the time it was first seen
+        waiting (None at first); raises ContextError after NO_WORKER_SECONDS without
+        a live worker, and returns the time to pass next."""
+        now = time.monotonic()
+        if self.live:
+            return None
+        if since is not None and now - since > NO_WORKER_SECONDS:
+            raise ContextError(f"no worker with device {self.device.key!r} has been alive for "
+                               f"{NO_WORKER_SECONDS:g} s; results so far are in the store")
+        return now if since is None else since
+
     # --- backend calls on one of the group's workers --------------------------
     def call(self, method: str, problem, *args):
         """backend.<method>(problem, *args) on a worker of this group (space, source, ...)."""
         fut = self.coordinator.client.submit(call_task, self.spec, method, problem, *args,
                                              pure=False, priority=10,
                                              resources={self.resource: 1})
-        return fut.result()
+        since = None
+        try:
+            while True:
+                try:
+                    return fut.result(timeout=1.0)
+                except TimeoutError:
+                    self.coordinator.check_cancelled()
+                    self.coordinator.refresh()
+                    since = self.starving(since)
+        finally:
+            if not fut.done():
+                fut.cancel()
 
     def __repr__(self) -> str:
         return f"DeviceGroup({self.device.key!r}, workers={sorted(self.live.values())})"
@@ -156,10 +179,15 @@ class Coordinator:
                 return
             self.excluded[address] = reason
         self.on_event(f"worker {name} excluded: {reason}")
-        try:
-            self.client.retire_workers([address], close_workers=True)
-        except Exception:                # it may be gone already; it gets no more work either way
-            pass
+
+        def retire():
+            try:
+                self.client.retire_workers([address], close_workers=True)
+            except Exception:            # gone already, or its GPU hangs: it gets no work either way
+                pass
+        # in the background: a worker whose GPU hangs may not close soon, and the
+        # search need not wait for it (it is out of every group from now on)
+        threading.Thread(target=retire, name="shadertune-retire", daemon=True).start()
         self.refresh(force=True)
 
     def names(self) -> list[str]:

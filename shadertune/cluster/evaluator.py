@@ -34,7 +34,7 @@ from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
 from ..result import RUN_FAILED, Result
 from ..search.evaluate import _line
-from .coordinator import NO_WORKER_SECONDS, Cancelled, DeviceGroup
+from .coordinator import Cancelled, DeviceGroup
 from .worker import evaluate_task
 
 STAGES = ("build", "check", "verify", "time", "release", "store")
@@ -96,7 +96,7 @@ class ClusterEvaluator:
         t0 = time.perf_counter()
         starved_since = None
         while not self.group.acquire():
-            starved_since = self._starving(starved_since)
+            starved_since = self.group.starving(starved_since)
             self.group.wait_for_slot(0.5)
         try:
             self.group.call("precompile", self.problem, todo)
@@ -147,13 +147,14 @@ class ClusterEvaluator:
                     running[f] = c
                     f.add_done_callback(finished.put)
                 if not running:                    # every worker busy with other searches, or none
-                    starved_since = self._starving(starved_since)
+                    starved_since = self.group.starving(starved_since)
                     self.group.wait_for_slot(0.5)
                     continue
-                starved_since = None
                 try:
                     f = finished.get(timeout=0.5)
-                except queue.Empty:
+                except queue.Empty:                # still running, or waiting for a worker
+                    self.group.coordinator.refresh()
+                    starved_since = self.group.starving(starved_since)
                     continue
                 if f.status not in ("finished", "error", "cancelled"):
                     # its result was lost with its worker before it reached us: Dask
@@ -171,15 +172,6 @@ class ClusterEvaluator:
             for f in running:
                 f.cancel()
                 self.group.release()
-
-    def _starving(self, since: float | None) -> float:
-        now = time.monotonic()
-        if since is None:
-            return now
-        if not self.group.live and now - since > NO_WORKER_SECONDS:
-            raise ContextError(f"no worker with device {self.device!r} has been alive for "
-                               f"{NO_WORKER_SECONDS:g} s; results so far are in the store")
-        return since
 
     def _outcome(self, f, config: Config) -> Result | None:
         """The Result of a finished future (written and noted), or None to evaluate again."""
