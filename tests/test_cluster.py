@@ -291,6 +291,15 @@ def test_the_search_cli_joins_a_cluster_and_shows_evaluations_per_worker(client,
     doc = json.loads(rep.read_text())
     check_report(doc)
     assert doc["device"]["renderer"] == "fake renderer" and len(doc["problems"]) == 2
+    # two kinds of GPU: a table and a report per device
+    assert main(["--backend", TWO, "--size", "8", "--budget", "4", "--repeats", "2", "-q",
+                 "--cluster", client.scheduler.address, "--db", str(tmp_path / "t2.sqlite"),
+                 "--report", str(rep)]) == 0
+    out = capsys.readouterr().out
+    assert "device: fake gpu kind 0 | 1.0" in out and "device: fake gpu kind 1 | 1.0" in out
+    renderers = [json.loads((tmp_path / f"r.{i}.json").read_text())["device"]["renderer"]
+                 for i in (0, 1)]
+    assert renderers == ["fake gpu kind 0", "fake gpu kind 1"]
 
 
 @pytest.mark.parametrize("args, text", [
