@@ -118,6 +118,30 @@ def test_many_farms_a_batch_out_over_both_workers_and_the_coordinator_writes_it(
         assert again(batch[3]).median_ms == got[3].median_ms     # __call__ is many([c])[0]
 
 
+def test_a_batch_stops_starting_evaluations_when_told_and_returns_the_prefix(client):
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    batch = [Config(base, np=n) for n in range(8, 40, 2)]
+    ev = ClusterEvaluator(group, P, repeats=2)
+    got = ev.many(batch, stop=lambda: ev.measured >= 3)     # e.g. the time limit
+    assert 3 <= len(got) < len(batch) and [r.config for r in got] == batch[:len(got)]
+    assert ev.measured == len(got)                          # nothing started is lost
+
+
+def test_the_cost_model_and_the_space_come_from_a_worker(client):
+    from shadertune.cluster import RemoteBackend
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    remote, local = RemoteBackend(group), OneKind()
+    configs = local.space(P).configs()[:50]
+    assert remote.predict_ms(P, configs) == local.predict_ms(P, configs)
+    assert remote.space(P).configs() == local.space(P).configs()
+    assert remote.default_config(P) == local.default_config(P)
+    assert remote.source(P, configs[0]) == local.source(P, configs[0])
+    assert remote.device().key == KEY and remote.template_hash() == local.template_hash()
+
+
 def test_a_strategy_loop_of_batches_finds_the_optimum(client):
     coord = coordinator(client)
     (group,) = coord.groups.values()

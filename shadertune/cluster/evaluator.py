@@ -67,8 +67,12 @@ class ClusterEvaluator:
     def __call__(self, config) -> Result:
         return self.many([config])[0]
 
-    def many(self, configs) -> list[Result]:
-        """Results for `configs` in their order; each distinct config is evaluated once."""
+    def many(self, configs, stop: Callable[[], bool] | None = None) -> list[Result]:
+        """Results for `configs` in their order; each distinct config is evaluated once.
+
+        When stop() (asked before each evaluation starts, e.g. the time limit) says so,
+        no more start: the evaluations in flight finish and the Results of the configs
+        up to the last one started are returned (a shorter list)."""
         configs = [c if isinstance(c, Config) else Config(c) for c in configs]
         done: dict[Config, Result] = {}
         todo = deque()
@@ -81,8 +85,13 @@ class ClusterEvaluator:
                 self.cached += 1
                 self._note(r, True, None)
         if todo:
-            self._farm_out(todo, done)
-        return [done[c] for c in configs]
+            self._farm_out(todo, done, stop)
+        out = []
+        for c in configs:                          # the prefix whose Results exist
+            if c not in done:
+                break
+            out.append(done[c])
+        return out
 
     def prefetch(self, configs) -> None:
         """Configs the strategy evaluates next: a worker of the group precompiles those not
@@ -130,7 +139,7 @@ class ClusterEvaluator:
         self._note(r, False, worker)
 
     # --- farming out ------------------------------------------------------------
-    def _farm_out(self, todo: deque, done: dict) -> None:
+    def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None) -> None:
         client = self.group.coordinator.client
         finished: queue.Queue = queue.Queue()       # futures, put there as they finish
         running: dict = {}                         # future -> config
@@ -138,6 +147,9 @@ class ClusterEvaluator:
         try:
             while todo or running:
                 self.group.coordinator.check_cancelled()
+                if todo and stop is not None and stop():
+                    todo.clear()                   # the ones started still finish
+                    continue
                 while todo and self.group.acquire():
                     c = todo.popleft()
                     f = client.submit(evaluate_task, self.group.spec, self.search, self.problem, c,
@@ -228,6 +240,9 @@ class RemoteBackend(Backend):
 
     def precompile(self, problem: Problem, configs) -> None:
         self.group.call("precompile", problem, [Config(c) for c in configs])
+
+    def predict_ms(self, problem: Problem, configs) -> list[float] | None:
+        return self.group.call("predict_ms", problem, [Config(c) for c in configs])
 
     def build(self, problem: Problem, config):
         raise ShadertuneError("a cluster's kernels are built and run on its workers: evaluate "

@@ -205,12 +205,13 @@ class BackendPlugin(WorkerPlugin):
                 "stage_seconds": stages}
 
     def call(self, method: str, problem, *args):
-        """backend.space / default_config / source / precompile for the coordinator."""
+        """backend.space / default_config / source / precompile / predict_ms for the
+        coordinator."""
         if self.backend is None:
             raise ContextError(f"worker {self.worker_name}: {self.error}")
         b = self.backend
         fn = {"space": b.space, "default_config": b.default_config, "source": b.source,
-              "precompile": b.precompile}[method]
+              "precompile": b.precompile, "predict_ms": b.predict_ms}[method]
         try:
             return fn(problem, *args)
         except ContextError as e:
