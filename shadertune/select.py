@@ -14,9 +14,13 @@
   a tuned shape with no such config is passed over for the next nearest.
 - 'default': else backend.default_config(problem).
 
+Only results correct under the default tolerance of the problem's dtype count
+(stored errors are judged again: shadertune.verdict).
+
 `db` is a Store, a path, or None for the default store (see shadertune.db).
-A missing store file is not created; an unusable one (other schema, not a
-database) warns and falls back to the default, since matmul must still work.
+A missing store file is not created; a read-only one is read; an unusable one
+(other schema, not a database, not a store's tables, an undecodable result)
+warns and falls back to the default, since matmul must still work.
 """
 from __future__ import annotations
 
@@ -45,14 +49,20 @@ def select_config(backend, problem: Problem, db=None) -> tuple[Config, str]:
         try:
             store, owned = Store(path), True
         except StoreError as e:
-            warnings.warn(f"shadertune: ignoring the tuning store: {e}", RuntimeWarning, stacklevel=2)
-            return backend.default_config(problem), "default"
+            return _ignoring(e, backend, problem)
     try:
         found = _from_store(backend, problem, store)
+    except StoreError as e:
+        return _ignoring(e, backend, problem)
     finally:
         if owned:
             store.close()
     return found if found is not None else (backend.default_config(problem), "default")
+
+
+def _ignoring(e, backend, problem: Problem) -> tuple[Config, str]:
+    warnings.warn(f"shadertune: ignoring the tuning store: {e}", RuntimeWarning, stacklevel=3)
+    return backend.default_config(problem), "default"
 
 
 def _from_store(backend, problem: Problem, store) -> tuple[Config, str] | None:

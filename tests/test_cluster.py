@@ -67,20 +67,26 @@ def test_a_config_pickled_in_one_process_hashes_as_its_equals_in_another(tmp_pat
     assert c in {Config(glsl="450", np=22)} and hash(c) == hash(Config(np=22, glsl="450"))
 
 
-def test_progress_counts_evaluations_per_worker_and_in_total():
+@pytest.mark.parametrize("mode", ["bar", "lines"])
+def test_progress_counts_evaluations_per_worker_and_in_total(mode):
     import io
-    from shadertune.cluster.progress import ClusterProgress
+    from shadertune.cluster.cli import workers_line
+    from shadertune.search.progress import Progress
     r = Evaluator(FakeBackend(), P, repeats=2)(best_correct(FakeBackend().space(P)))
     s = io.StringIO()
-    bar = ClusterProgress("2 problems on 2 workers", total=6, stream=s, enabled=True)
+    bar = Progress("2 problems on 2 workers", total=6, stream=s, mode=mode)
     for worker in ("gpu1", "gpu0", "gpu1"):
         bar.update(r, False, worker)
     bar.update(r, True, None)
+    if mode == "lines":
+        assert "4/6 evaluations (1 cached)" in bar.status()
+        assert "per worker: gpu0 1, gpu1 2" in bar.status()
     bar.close()
-    assert s.getvalue().rstrip("\n").endswith("per worker: gpu0 1, gpu1 2")
-    assert "2 problems on 2 workers [################........] 4/6 (1 cached)" in s.getvalue()
-    assert bar.summary() == ("evaluations per worker: gpu0 1, gpu1 2; total 3 measured, "
-                             "1 replayed from the store")
+    text = s.getvalue()
+    assert "per worker: gpu0 1, gpu1 2" in text.splitlines()[-1]
+    assert ("4/6" if mode == "bar" else "done: 4 evaluations (1 cached)") in text
+    assert workers_line(bar) == ("evaluations per worker: gpu0 1, gpu1 2; total 3 measured, "
+                                 "1 replayed from the store")
 
 
 def test_many_farms_a_batch_out_over_both_workers_and_the_coordinator_writes_it(client, tmp_path):
@@ -177,7 +183,7 @@ def test_identical_gpus_are_one_device_with_the_evaluations_split(client, tmp_pa
         with lock:
             per_worker[worker] = per_worker.get(worker, 0) + 1
     table = tune_table(coord, [P, P2], budget=Budget(12), repeats=2,
-                       store_path=tmp_path / "t.sqlite", on_result=count)
+                       store_path=tmp_path / "t.sqlite", on_search=lambda group, problem: count)
     assert len(table) == 1 and [e["evaluated"] for e in table[0][1]] == [12, 12]
     assert len(rows(tmp_path / "t.sqlite")) == 12 == len(rows(tmp_path / "t.sqlite", problem=P2))
     assert set(per_worker) == {"gpu0", "gpu1"} and sum(per_worker.values()) == 24
@@ -187,7 +193,8 @@ def test_different_gpus_tune_the_table_each_for_its_own_device(client, tmp_path)
     coord = coordinator(client, TWO)
     workers = {}
     table = tune_table(coord, [P, P2], budget=Budget(10), repeats=2, store_path=tmp_path / "t.sqlite",
-                       on_result=lambda r, cached, worker: workers.setdefault(r.device, set()).add(worker))
+                       on_search=lambda group, problem: lambda r, cached, worker:
+                       workers.setdefault(r.device, set()).add(worker))
     keys = [g.device.key for g, _ in table]
     assert keys == ["fake gpu kind 0 | 1.0", "fake gpu kind 1 | 1.0"]
     assert workers == {keys[0]: {"gpu0"}, keys[1]: {"gpu1"}}
@@ -202,7 +209,8 @@ def test_a_worker_whose_gpu_has_no_context_is_reported_and_gets_no_work(client, 
     coord = coordinator(client, ODD, events)
     assert events == ["worker gpu1 (GPU 1) excluded: no EGL device 1"]
     (g, entries), = tune_table(coord, [P], budget=Budget(8), repeats=2,
-                               on_result=lambda r, c, worker: workers.add(worker))
+                               on_search=lambda group, problem: lambda r, c, worker:
+                               workers.add(worker))
     assert entries[0]["evaluated"] == 8 and workers == {"gpu0"}
 
 

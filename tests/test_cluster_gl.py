@@ -49,7 +49,7 @@ def test_a_gl_search_survives_a_worker_killed_mid_search(client, gl_backend, tmp
 
     db = tmp_path / "t.sqlite"
     (g, (entry,)), = tune_table(coord, [P], budget=Budget(12), repeats=2, store_path=db,
-                                on_result=on_result)
+                                on_search=lambda group, problem: on_result)
     assert killed and entry["evaluated"] == 12 == entry["measured"]
     assert entry["best"] is not None
     with Store(db) as s:

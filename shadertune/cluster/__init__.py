@@ -7,9 +7,9 @@
 engine       the Dask adapter: local cluster, connection, a host's workers
 worker       a worker's backend (one per process, on its GPU) and its evaluations
 coordinator  the workers grouped by device; flow control; exclusion of broken workers
-evaluator    ClusterEvaluator (evaluate / evaluate.many) and RemoteBackend
+remote       RemoteBackend: a group's backend as tune() sees it (hooks asked of a worker)
+evaluator    ClusterEvaluator: the evaluator contract (evaluate, many) over a group
 table        a table of problems over the device groups
-progress     evaluations per worker and in total
 cli          the search CLI's cluster options and the worker command
 
 Dask distributed (pip install 'shadertune[cluster]') is imported when one of the
@@ -18,7 +18,7 @@ cluster options fail with one line saying how to install it.  See docs/cluster.m
 """
 import importlib
 
-_EXPORTS = {"ClusterEvaluator": "evaluator", "RemoteBackend": "evaluator",
+_EXPORTS = {"ClusterEvaluator": "evaluator", "RemoteBackend": "remote",
             "Coordinator": "coordinator", "DeviceGroup": "coordinator",
             "connect": "engine", "local_cluster": "engine", "tune_table": "table"}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from dataclasses import dataclass
+import threading
 
 from ..errors import ShadertuneError
 from . import engine
@@ -41,18 +41,18 @@ def local_gpus(args) -> list[int]:
     return engine.parse_gpus(args.gpus) if args.gpus is not None else list(range(args.workers))
 
 
-@dataclass
-class ClusterRun:
-    runs: list          # [(backend name, DeviceInfo, report entries)], one per device
-    summary: str        # evaluations per worker and in total
-
-
-def tune_on_cluster(args, problems, budget, store_path, stream=None) -> ClusterRun:
+def tune_on_cluster(args, problems, store, runs: list, notes: list, stream=None) -> None:
     """The search CLI's tuning step on a local cluster (--workers/--gpus) or on the
-    scheduler at --cluster; worker events (exclusions) go to `stream` as they happen."""
+    scheduler at --cluster: one search per problem and device group, their results
+    in `store`'s file.  Fills `runs` with a search.cli.DeviceRun per device (sorted
+    by device key) holding the finished entries and the problems still in progress
+    when it stopped (an error or Ctrl-C: also then), and `notes` with the line of
+    evaluations per worker.  Worker events (exclusions) go to `stream` as they happen;
+    one progress for the table (search.progress.Progress) counts per worker."""
     engine.require_distributed()
+    from ..search.cli import DeviceRun, _budget
+    from ..search.progress import Progress
     from .coordinator import Coordinator
-    from .progress import ClusterProgress
     from .table import tune_table
     stream = stream or sys.stderr
 
@@ -70,24 +70,51 @@ def tune_on_cluster(args, problems, budget, store_path, stream=None) -> ClusterR
     try:
         with where as client:
             coordinator = Coordinator(client, args.backend, on_event=event)
-            groups = len(coordinator.groups)
-            total = args.budget * len(problems) * groups if args.budget else None
+            total = args.budget * len(problems) * len(coordinator.groups) if args.budget else None
             label = f"{len(problems)} problem{'s' * (len(problems) > 1)} on " \
                     f"{len(coordinator.names())} workers"
-            bar = ClusterProgress(label, total, stream=stream,
-                                  enabled=None if not args.quiet else False)
+            progress = Progress(label, total=total, stream=stream,
+                                mode="off" if args.quiet else None)
+            by_group: dict = {}          # DeviceGroup -> DeviceRun
+            finished: dict = {}          # (DeviceGroup, Problem) -> entry
+            lock = threading.Lock()      # the table's search threads report here
+
+            def on_search(group, problem):
+                with lock:
+                    if group not in by_group:
+                        by_group[group] = DeviceRun(group.backend, group.device)
+                    current = by_group[group].start(problem, progress)
+
+                def on_result(result, cached, worker):
+                    with lock:
+                        current.record(result, cached, worker)
+                return on_result
             try:
-                table = tune_table(coordinator, problems, strategy=args.strategy, budget=budget,
-                                   store_path=store_path, retune=args.retune,
-                                   repeats=args.repeats, warmup=args.warmup, seed=args.seed,
-                                   tolerance=args.tolerance, on_result=bar.update)
+                tune_table(coordinator, problems, strategy=args.strategy,
+                           budget=lambda device: _budget(args, device),
+                           store_path=store.path, retune=args.retune, repeats=args.repeats,
+                           warmup=args.warmup, seed=args.seed, tolerance=args.tolerance,
+                           on_search=on_search, finished=finished)
             finally:
-                bar.close()
+                for (group, problem), entry in finished.items():
+                    by_group[group].finish(problem, entry, store)
+                progress.close(incomplete=any(r.current for r in by_group.values()))
+                runs.extend(sorted(by_group.values(), key=lambda r: r.device.key))
+                if progress.n:
+                    notes.append(workers_line(progress))
     except OSError as e:                 # Dask's lost connections and time-outs
         raise ShadertuneError(f"the Dask cluster failed ({type(e).__name__}: "
                               f"{' '.join(str(e).split())}); results measured so far are in "
                               f"the store, rerun to resume") from None
-    return ClusterRun([(g.backend, g.device, entries) for g, entries in table], bar.summary())
+
+
+def workers_line(progress) -> str:
+    """'evaluations per worker: gpu0 12, gpu1 11; total 23 measured, 1 replayed from
+    the store' (a Progress that counted a cluster's evaluations)."""
+    counts = ", ".join(f"{w} {n}" for w, n in sorted(progress.per_worker.items())) or "-"
+    measured = progress.n - progress.cached
+    stored = f", {progress.cached} replayed from the store" if progress.cached else ""
+    return f"evaluations per worker: {counts}; total {measured} measured{stored}"
 
 
 def build_worker_parser() -> argparse.ArgumentParser:

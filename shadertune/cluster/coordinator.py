@@ -28,6 +28,7 @@ import time
 from typing import Callable
 
 from ..errors import ContextError
+from .remote import RemoteBackend
 from .worker import WorkerStatus, call_task, worker_status
 
 REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
@@ -44,8 +45,10 @@ class DeviceGroup:
         self.spec = coordinator.spec
         self.resource = status.resource
         self.device = status.device
-        self.backend = status.backend
+        self.backend_name = status.backend
+        self.default_strategy = status.default_strategy
         self.template_hash = status.template_hash
+        self.backend = RemoteBackend(self)      # what tune() searches through
         self.live: dict[str, str] = {}           # address -> worker name
         self._in_flight = 0
         self._cond = threading.Condition()
@@ -84,22 +87,28 @@ class DeviceGroup:
 
     # --- backend calls on one of the group's workers --------------------------
     def call(self, method: str, problem, *args):
-        """backend.<method>(problem, *args) on a worker of this group (space, source, ...)."""
-        fut = self.coordinator.client.submit(call_task, self.spec, method, problem, *args,
-                                             pure=False, priority=10,
-                                             resources={self.resource: 1})
+        """backend.<method>(problem, *args) on a worker of this group (space, candidates, ...);
+        a worker whose GPU context fails meanwhile is excluded and another one asked."""
         since = None
-        try:
-            while True:
-                try:
-                    return fut.result(timeout=1.0)
-                except TimeoutError:
-                    self.coordinator.check_cancelled()
-                    self.coordinator.refresh()
-                    since = self.starving(since)
-        finally:
-            if not fut.done():
-                fut.cancel()
+        while True:
+            fut = self.coordinator.client.submit(call_task, self.spec, method, problem, *args,
+                                                 pure=False, priority=10,
+                                                 resources={self.resource: 1})
+            try:
+                while True:
+                    try:
+                        out = fut.result(timeout=1.0)
+                        break
+                    except TimeoutError:
+                        self.coordinator.check_cancelled()
+                        self.coordinator.refresh()
+                        since = self.starving(since)
+            finally:
+                if not fut.done():
+                    fut.cancel()
+            if "context_error" not in out:
+                return out["value"]
+            self.coordinator.exclude(out["address"], out["worker"], out["context_error"])
 
     def __repr__(self) -> str:
         return f"DeviceGroup({self.device.key!r}, workers={sorted(self.live.values())})"

@@ -1,14 +1,11 @@
 """The coordinator's evaluator: a batch of configs goes out to a device group's
 workers, the Results come back, and the coordinator alone writes them to the store.
 
-ClusterEvaluator is what a strategy evaluates through (evaluate(config) and
-evaluate.many(configs)); RemoteBackend is the group's backend as tune() sees it
-(its space, default config and sources come from a worker of the group).
-
-Per config, as the local Evaluator: a config stored for this backend, device,
-problem and templates is replayed (unless retune); any other is evaluated on a
-worker and its Result is written to the store as soon as it arrives, so a
-killed coordinator loses only the evaluations in flight and a rerun resumes
+ClusterEvaluator is what a strategy evaluates through (the evaluator contract of
+search/contract.py: evaluate(config), evaluate.many(configs, stop)); the store
+side (replaying stored Results judged under this tolerance, writing new ones as
+they arrive, the racing bar) is the local Evaluator's, search.evaluate.RecordingEvaluator,
+so a killed coordinator loses only the evaluations in flight and a rerun resumes
 from the store.  The racing bar (best median so far) is this search's on this
 device: every evaluation carries the bar known when it starts.
 
@@ -28,41 +25,32 @@ from typing import Callable
 
 from distributed.scheduler import KilledWorker
 
-from ..backends.base import Backend
 from ..config import Config
-from ..errors import ContextError, ShadertuneError
+from ..errors import ShadertuneError
 from ..problem import Problem
 from ..result import RUN_FAILED, Result
-from ..search.evaluate import _line
+from ..search.evaluate import RecordingEvaluator, _line
 from .coordinator import Cancelled, DeviceGroup
 from .worker import evaluate_task
 
-STAGES = ("build", "check", "verify", "time", "release", "store")
 
-
-class ClusterEvaluator:
-    """evaluate(config) -> Result and evaluate.many(configs) -> [Result] for one problem
-    on one device group.  on_result(result, from_store, worker) is called on the
-    coordinator for each Result (worker: its name, None for a stored one)."""
+class ClusterEvaluator(RecordingEvaluator):
+    """evaluate(config) -> Result and evaluate.many(configs, stop) -> [Result] for one
+    problem on one device group.  on_result(result, from_store, worker) is called on
+    the coordinator for each Result (worker: its name; None for a stored one or one
+    recorded after its workers died)."""
 
     def __init__(self, group: DeviceGroup, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2, seed: int = 0,
-                 on_result: Callable[[Result, bool, str | None], None] | None = None):
+                 on_result: Callable[[Result, bool, str | None], None] | None = None,
+                 on_phase: Callable[[str], None] | None = None):
+        super().__init__(group.backend, problem, store=store, retune=retune, tolerance=tolerance,
+                         seed=seed, on_result=on_result, on_phase=on_phase)
         self.group = group
-        self.problem = problem
-        self.backend = group.backend
-        self.device = group.device.key
-        self.template_hash = group.template_hash
-        self.store = store
-        self.retune = retune
         # what the workers' Evaluators are made with; inputs come from the seed there
-        self.options = {"tolerance": tolerance, "repeats": repeats, "warmup": warmup, "seed": seed}
+        self.options = {"tolerance": self.tolerance, "repeats": repeats, "warmup": warmup,
+                        "seed": seed}
         self.search = uuid.uuid4().hex       # one Evaluator per worker for this search
-        self.on_result = on_result
-        self.measured = 0
-        self.cached = 0
-        self.stage_seconds = dict.fromkeys(STAGES, 0.0)
-        self._best_ms: float | None = None
 
     def __call__(self, config) -> Result:
         return self.many([config])[0]
@@ -70,21 +58,22 @@ class ClusterEvaluator:
     def many(self, configs, stop: Callable[[], bool] | None = None) -> list[Result]:
         """Results for `configs` in their order; each distinct config is evaluated once.
 
-        When stop() (asked before each evaluation starts, e.g. the time limit) says so,
-        no more start: the evaluations in flight finish and the Results of the configs
-        up to the last one started are returned (a shorter list)."""
+        As the contract's default does, the configs to measure are announced first
+        (prefetch).  When stop() (asked before each evaluation starts, e.g. the time
+        limit) says so, no more start: the evaluations in flight finish and the
+        Results of the configs up to the last one started are returned (a shorter list)."""
         configs = [c if isinstance(c, Config) else Config(c) for c in configs]
         done: dict[Config, Result] = {}
         todo = deque()
         for c in dict.fromkeys(configs):
-            r = self._stored(c)
+            r = self.stored(c)
             if r is None:
                 todo.append(c)
             else:
                 done[c] = r
-                self.cached += 1
-                self._note(r, True, None)
+                self._replayed(r, None)
         if todo:
+            self._precompile(todo)
             self._farm_out(todo, done, stop)
         out = []
         for c in configs:                          # the prefix whose Results exist
@@ -99,7 +88,10 @@ class ClusterEvaluator:
         cache, where the group's other workers on that host find them; GL: nothing).
         It takes an evaluation slot meanwhile, and never fails the search: a config that
         cannot compile says so when it is evaluated."""
-        todo = [c for c in (Config(c) for c in dict.fromkeys(configs)) if self._stored(c) is None]
+        self._precompile([c for c in (Config(c) for c in dict.fromkeys(configs))
+                          if self.stored(c) is None])
+
+    def _precompile(self, todo) -> None:
         if len(todo) < 2:
             return
         t0 = time.perf_counter()
@@ -109,34 +101,13 @@ class ClusterEvaluator:
             self.group.wait_for_slot(0.5)
         try:
             self.group.call("precompile", self.problem, todo)
-        except (ContextError, Cancelled):
+        except Cancelled:
             raise
-        except Exception:
+        except Exception:                # ContextError too: the evaluations meet it again
             pass
         finally:
             self.group.release()
             self.stage_seconds["build"] += time.perf_counter() - t0
-
-    # --- store and bookkeeping -------------------------------------------------
-    def _stored(self, config: Config) -> Result | None:
-        if self.store is None or self.retune:
-            return None
-        return self.store.get(self.backend, self.device, self.problem, config, self.template_hash)
-
-    def _note(self, r: Result, from_store: bool, worker: str | None) -> None:
-        if r.ok and (self._best_ms is None or r.median_ms < self._best_ms):
-            self._best_ms = r.median_ms
-        if self.on_result is not None:
-            self.on_result(r, from_store, worker)
-
-    def _record(self, r: Result, worker: str | None) -> None:
-        """A Result measured for this search: into the store at once, then noted."""
-        self.measured += 1
-        if self.store is not None:
-            t0 = time.perf_counter()
-            self.store.put(r, self.template_hash)
-            self.stage_seconds["store"] += time.perf_counter() - t0
-        self._note(r, False, worker)
 
     # --- farming out ------------------------------------------------------------
     def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None) -> None:
@@ -194,7 +165,7 @@ class ClusterEvaluator:
                 return None
             for k, v in out["stage_seconds"].items():
                 self.stage_seconds[k] = self.stage_seconds.get(k, 0.0) + v
-            self._record(out["result"], out["worker"])
+            self._record(out["result"], out["seconds"], out["worker"])
             return out["result"]
         if f.status == "cancelled":
             self.group.coordinator.check_cancelled()
@@ -203,47 +174,9 @@ class ClusterEvaluator:
                                   f"store, rerun to resume")
         e = f.exception()
         if isinstance(e, KilledWorker):
-            r = Result(self.backend, self.device, self.problem, config, RUN_FAILED,
+            r = Result(self.backend.name, self.device, self.problem, config, RUN_FAILED,
                        message=f"its worker died {e.allowed_failures + 1} times while "
                                f"evaluating it (killed or crashed)")
-            self._record(r, None)
+            self._record(r, None, None)
             return r
         raise ShadertuneError(f"evaluating {config.key} on the cluster failed: {_line(e, typed=True)}")
-
-
-class RemoteBackend(Backend):
-    """A device group's backend as the coordinator sees it: device, templates and
-    space known here, everything that needs the backend itself asked of a worker.
-    Kernels are built on the workers only (ClusterEvaluator)."""
-
-    def __init__(self, group: DeviceGroup):
-        self.group = group
-        self.name = group.backend
-        self._spaces: dict = {}
-
-    def device(self):
-        return self.group.device
-
-    def template_hash(self) -> str:
-        return self.group.template_hash
-
-    def space(self, problem: Problem):
-        if problem not in self._spaces:
-            self._spaces[problem] = self.group.call("space", problem)
-        return self._spaces[problem]
-
-    def default_config(self, problem: Problem) -> Config:
-        return self.group.call("default_config", problem)
-
-    def source(self, problem: Problem, config) -> str:
-        return self.group.call("source", problem, Config(config))
-
-    def precompile(self, problem: Problem, configs) -> None:
-        self.group.call("precompile", problem, [Config(c) for c in configs])
-
-    def predict_ms(self, problem: Problem, configs) -> list[float] | None:
-        return self.group.call("predict_ms", problem, [Config(c) for c in configs])
-
-    def build(self, problem: Problem, config):
-        raise ShadertuneError("a cluster's kernels are built and run on its workers: evaluate "
-                              "through shadertune.cluster.ClusterEvaluator")

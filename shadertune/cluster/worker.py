@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -112,6 +113,7 @@ class WorkerStatus:
     gpu: int | None
     serves: bool = True                  # started with this backend's plugin
     backend: str | None = None           # Backend.name (the store's backend column)
+    default_strategy: str | None = None  # Backend.default_strategy
     device: DeviceInfo | None = None
     template_hash: str | None = None
     resource: str | None = None          # None: no usable backend; `error` says why
@@ -129,6 +131,7 @@ class BackendPlugin(WorkerPlugin):
         self.worker_name = self.address = self.gpu = None
         self.backend: Backend | None = None
         self.backend_name: str | None = None
+        self.default_strategy: str | None = None
         self.error: str | None = None
         self.device = self.template_hash = self.resource = None
         self._session = None
@@ -164,6 +167,7 @@ class BackendPlugin(WorkerPlugin):
             return
         self.backend, self.backend_name, self.device, self.template_hash, self._session = \
             backend, backend.name, device, template_hash, session
+        self.default_strategy = backend.default_strategy
         self.resource = resource_name(self.spec, device.key, template_hash)
 
     def _close(self) -> None:
@@ -174,7 +178,7 @@ class BackendPlugin(WorkerPlugin):
 
     def status(self) -> WorkerStatus:
         return WorkerStatus(self.address, self.worker_name, self.gpu, True, self.backend_name,
-                            self.device, self.template_hash,
+                            self.default_strategy, self.device, self.template_hash,
                             self.resource if self.backend else None, self.error)
 
     # --- on the GPU thread ----------------------------------------------------
@@ -189,34 +193,37 @@ class BackendPlugin(WorkerPlugin):
         return {"context_error": self.error, "worker": self.worker_name, "address": self.address}
 
     def evaluate(self, search: str, problem, config, options: dict, best_ms: float | None) -> dict:
-        """One config through the local Evaluator, racing against `best_ms` (the best
-        median so far of this search on this device, kept by the coordinator)."""
+        """One config measured by the local Evaluator (no store here), racing against
+        `best_ms` (the best median so far of this search on this device, kept by the
+        coordinator); the Result goes back with the seconds its measurement took."""
         if self.backend is None:
             return self._lost_reply()
         try:
             ev = self._evaluator(search, problem, options)
             ev.set_best(best_ms)
             before = dict(ev.stage_seconds)
-            r = ev(config)
+            t0 = time.perf_counter()
+            r = ev.measure(config)
+            seconds = time.perf_counter() - t0
         except ContextError as e:
             return self._lost(e)
         stages = {k: v - before.get(k, 0.0) for k, v in ev.stage_seconds.items()}
-        return {"result": r, "worker": self.worker_name, "address": self.address,
-                "stage_seconds": stages}
+        return {"result": r, "seconds": seconds, "worker": self.worker_name,
+                "address": self.address, "stage_seconds": stages}
 
-    def call(self, method: str, problem, *args):
-        """backend.space / default_config / source / precompile / predict_ms for the
-        coordinator."""
+    def call(self, method: str, problem, *args) -> dict:
+        """backend.space / default_config / candidates / predict_ms / source / precompile
+        for the coordinator (RemoteBackend): {"value": ...}, or the lost-context reply;
+        any other error of the backend is raised (the coordinator gets it as it is)."""
         if self.backend is None:
-            raise ContextError(f"worker {self.worker_name}: {self.error}")
+            return self._lost_reply()
         b = self.backend
-        fn = {"space": b.space, "default_config": b.default_config, "source": b.source,
-              "precompile": b.precompile, "predict_ms": b.predict_ms}[method]
+        fn = {"space": b.space, "default_config": b.default_config, "candidates": b.candidates,
+              "predict_ms": b.predict_ms, "source": b.source, "precompile": b.precompile}[method]
         try:
-            return fn(problem, *args)
+            return {"value": fn(problem, *args)}
         except ContextError as e:
-            self._lost(e)
-            raise
+            return self._lost(e)
 
     def _evaluator(self, search: str, problem, options: dict) -> Evaluator:
         key = (search, problem)
@@ -231,7 +238,10 @@ class BackendPlugin(WorkerPlugin):
 
 
 def _held_bytes(ev: Evaluator) -> int:
-    return ev.A.nbytes + ev.B.nbytes + ev.ref.nbytes + ev.operands.bytes
+    """Inputs (made at an Evaluator's first measurement) and packed operands it holds."""
+    made = ev.__dict__.get("_inputs")
+    inputs = 0 if made is None else sum(a.nbytes for a in made[:3])
+    return inputs + ev.operands.bytes
 
 
 # --- tasks (run in a Dask task thread; the work hops to the GPU thread) ---------

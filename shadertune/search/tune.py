@@ -4,33 +4,47 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from ..db.spaces import space_sizes
 from ..problem import Problem
 from ..result import Result
 from .budget import Budget
-from .evaluate import Evaluator
+from .evaluate import Evaluator, RecordingEvaluator
+from .options import SearchOptions
 from .registry import get_strategy
 from .report_json import problem_entry
 
 
-def tune(backend, problem: Problem, *, strategy: str = "phased", budget: Budget | None = None,
+def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budget | None = None,
          store=None, retune: bool = False, repeats: int = 10, warmup: int = 2, seed: int = 0,
          tolerance: float | None = None,
-         on_result: Callable[[Result, bool], None] | None = None, evaluator=None) -> dict:
+         on_result: Callable[[Result, bool], None] | None = None,
+         on_phase: Callable[[str], None] | None = None,
+         evaluator: RecordingEvaluator | None = None) -> dict:
     """Search `problem` on `backend`; return its report entry (see report_json).
 
-    Results go to `store` as they are measured; ContextError propagates.  `evaluator`
-    replaces the local Evaluator (made from the arguments above otherwise): a
-    cluster's, which evaluates on its workers (shadertune.cluster)."""
+    `strategy` None is the backend's default_strategy.  The strategy gets the
+    backend's cost model (Backend.predict_ms) as a function of configs and its
+    candidate list (Backend.candidates) as seeds, never the backend.  Results go to
+    `store` as they are measured; on_phase hears the strategy's phase names;
+    ContextError propagates.  `evaluator` replaces the local Evaluator that the
+    arguments from `retune` to `on_phase` make: a cluster's, which measures on its
+    workers (shadertune.cluster) and was made with those settings itself."""
+    search = get_strategy(strategy or backend.default_strategy)
     space = backend.space(problem)
     evaluate = evaluator if evaluator is not None else Evaluator(
         backend, problem, store=store, retune=retune, tolerance=tolerance, repeats=repeats,
-        warmup=warmup, seed=seed, on_result=on_result)
+        warmup=warmup, seed=seed, on_result=on_result, on_phase=on_phase)
+    options = SearchOptions(seed=seed, cost_model=lambda configs: backend.predict_ms(problem, configs),
+                            seeds=backend.candidates(problem, SearchOptions.top))
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
     t0 = time.monotonic()
     with backend.search_session():
-        results = get_strategy(strategy, seed=seed)(space, evaluate, budget or Budget())
+        results = search(space, evaluate, budget or Budget(), options)
     seconds = time.monotonic() - t0
-    # The pruned size enumerates the space: after the search, so results start at once.
-    return problem_entry(problem, results, space_size=len(space), full_space_size=space.full_size,
+    # The pruned size enumerates the space (the store keeps it): after the search, so
+    # results start at once.
+    size, full = space_sizes(store, backend, problem, space)
+    return problem_entry(problem, results, space_size=size, full_space_size=full,
                          measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
                          stage_seconds=evaluate.stage_seconds)
+
