@@ -7,9 +7,11 @@ inherit from the test process:
   config's key there and never returns (a stuck evaluation; the test then kills
   that worker process);
 - 'lose-<gpu>': every build on that GPU raises ContextError (its context is gone);
+- 'lose-calls-<gpu>': so does every source() there (a backend call of the coordinator's);
 - 'sleep': every build sleeps that many seconds (a slow search, to kill its coordinator);
 - 'crash': every build of the config whose key the file holds ends its process at once
   (a kernel that takes the driver down with it).
+Every precompile appends its configs' keys to 'precompiled' there, one a line.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import time
 from fake_backend import FakeBackend, cost_ms
 
 from shadertune.backends.base import DeviceInfo
+from shadertune.config import Config
 from shadertune.errors import ContextError
 
 
@@ -59,11 +62,29 @@ class OneKind(FakeBackend):
                 time.sleep(1)
         return super().build(problem, config)
 
+    def source(self, problem, config):
+        if os.path.exists(_control(f"lose-calls-{self.device_index}")):
+            raise ContextError(f"fake GPU {self.device_index} fell off the bus")
+        return super().source(problem, config)
+
+    def precompile(self, problem, configs):
+        with open(_control("precompiled"), "a") as f:
+            f.writelines(f"{c.key}\n" for c in configs)
 
     def predict_ms(self, problem, configs):
         """A cost model: the fake's own cost surface, doubled (so that it is not the
         default None, nor the measured times)."""
         return [2 * cost_ms(c) for c in configs]
+
+
+class ModelKind(OneKind):
+    """A backend whose default strategy is the model-guided one, with a candidate list
+    of its own (what CUDA has)."""
+    default_strategy = "model"
+
+    def candidates(self, problem, n=24):
+        base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+        return [Config(base, np=v) for v in (20, 24, 18)][:n]
 
 
 class TwoKinds(OneKind):

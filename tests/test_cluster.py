@@ -30,6 +30,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 P = Problem(8, 8, 64)
 P2 = Problem(8, 8, 32)
 ONE, TWO, ODD = "cluster_fakes:OneKind", "cluster_fakes:TwoKinds", "cluster_fakes:OddHasNoContext"
+MODEL = "cluster_fakes:ModelKind"
 KEY = "fake renderer | 1.0"
 
 
@@ -40,7 +41,7 @@ def control(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(control):
-    with local_cluster([0, 1], [ONE, TWO, ODD], env={"CLUSTER_FAKE_DIR": str(control),
+    with local_cluster([0, 1], [ONE, TWO, ODD, MODEL], env={"CLUSTER_FAKE_DIR": str(control),
                                     "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}) as c:
         yield c
 
@@ -89,8 +90,10 @@ def test_progress_counts_evaluations_per_worker_and_in_total(mode):
                                  "1 replayed from the store")
 
 
-def test_many_farms_a_batch_out_over_both_workers_and_the_coordinator_writes_it(client, tmp_path):
+def test_many_farms_a_batch_out_over_both_workers_and_the_coordinator_writes_it(
+        client, control, tmp_path):
     live_workers(client, 2)
+    (control / "precompiled").unlink(missing_ok=True)
     coord = coordinator(client)
     (group,) = coord.groups.values()
     assert sorted(group.live.values()) == ["gpu0", "gpu1"] and group.device.key == KEY
@@ -115,6 +118,11 @@ def test_many_farms_a_batch_out_over_both_workers_and_the_coordinator_writes_it(
         assert all(r.device == KEY and r.backend == "fake" for r in got)
         assert sorted(r.config.key for r in rows(tmp_path / "t.sqlite")) == \
             sorted({c.key for c in batch})                      # written once each, here
+        # the batch was announced first: a worker precompiled it (CUDA: NVRTC in parallel)
+        assert (control / "precompiled").read_text().split() == list(dict.fromkeys(
+            c.key for c in batch))
+        with Store(tmp_path / "t.sqlite") as s:                 # with its measuring time
+            assert s.measured_seconds("fake", KEY, P, "fake-templates-1", batch)[1] == 0
         # a second search replays the store: nothing goes to the workers
         seen.clear()
         again = ClusterEvaluator(group, P, store=store, repeats=3,
@@ -135,11 +143,14 @@ def test_a_batch_stops_starting_evaluations_when_told_and_returns_the_prefix(cli
     assert ev.measured == len(got)                          # nothing started is lost
 
 
-def test_the_cost_model_and_the_space_come_from_a_worker(client):
+def test_the_backend_hooks_come_from_a_worker(client):
+    from cluster_fakes import ModelKind
     from shadertune.cluster import RemoteBackend
-    coord = coordinator(client)
+    coord = coordinator(client, MODEL)
     (group,) = coord.groups.values()
-    remote, local = RemoteBackend(group), OneKind()
+    remote, local = RemoteBackend(group), ModelKind()
+    assert remote.default_strategy == "model" == group.backend.default_strategy
+    assert remote.candidates(P, 2) == local.candidates(P, 2) and len(remote.candidates(P)) == 3
     configs = local.space(P).configs()[:50]
     assert remote.predict_ms(P, configs) == local.predict_ms(P, configs)
     assert remote.space(P).configs() == local.space(P).configs()
@@ -162,6 +173,47 @@ def test_a_strategy_loop_of_batches_finds_the_optimum(client):
     best = min((r for r in results if r.ok), key=lambda r: r.median_ms)
     assert best.config == best_correct(sub) and len(results) == len(configs) == ev.measured
     assert abs(best.median_ms - cost_ms(best.config)) < 0.01 * cost_ms(best.config)
+
+
+def test_stored_verdicts_are_judged_again_under_the_tolerance_on_the_cluster(client, tmp_path):
+    from shadertune.result import Result
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    loose, tight = Config(base, np=20), Config(base, np=24)
+    with Store(tmp_path / "t.sqlite") as store:
+        # ok under a looser tolerance; wrong on its error alone under a tighter one
+        store.put(Result("fake", KEY, P, loose, "ok", times_ms=[1.0], error=2e-6), "fake-templates-1")
+        store.put(Result("fake", KEY, P, tight, "wrong", error=2e-6,
+                         message="relative error 2e-06 > tolerance 1e-06"), "fake-templates-1")
+        strict = ClusterEvaluator(group, P, store=store, tolerance=1e-6, repeats=2)
+        (r,) = strict.many([loose])
+        assert r.status == "wrong" and strict.measured == 0 and strict.cached == 1
+        lenient = ClusterEvaluator(group, P, store=store, repeats=2)     # 1e-5
+        got = lenient.many([loose, tight])
+        assert [x.status for x in got] == ["ok", "ok"]
+        assert lenient.cached == 1 and lenient.measured == 1             # measured again
+        assert got[1].error < 1e-6 and got[1].times_ms != []
+
+
+def test_the_model_strategy_on_the_cluster_follows_the_local_one(client, tmp_path):
+    from cluster_fakes import ModelKind
+    coord = coordinator(client, MODEL)
+    (entries,) = [e for _, e in tune_table(coord, [P], budget=Budget(20), repeats=2,
+                                           store_path=tmp_path / "t.sqlite")]
+    local = tune(ModelKind(), P, budget=Budget(20), repeats=2)     # its default: model
+    got = [r["config"] for r in entries[0]["results"]]
+    assert got == [r["config"] for r in local["results"]]
+    assert got[:3] == [dict(c) for c in ModelKind().candidates(P)]  # the seeds, timed first
+    assert entries[0]["best"]["config"] == local["best"]["config"]
+
+
+def test_each_device_gets_the_budget_made_for_it(client, tmp_path):
+    coord = coordinator(client, TWO)
+    table = tune_table(coord, [P], repeats=2, store_path=tmp_path / "t.sqlite",
+                       budget=lambda device: Budget(4 if device.renderer.endswith("0") else 6))
+    assert [(g.device.renderer, e["evaluated"]) for g, (e,) in table] == \
+        [("fake gpu kind 0", 4), ("fake gpu kind 1", 6)]
 
 
 def test_the_phased_search_on_the_cluster_follows_the_local_one(client, tmp_path):
@@ -282,28 +334,38 @@ def test_a_worker_whose_context_fails_mid_search_is_excluded_and_retired(client,
     env = dict(os.environ, CLUSTER_FAKE_DIR=str(control),
                PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     extra = subprocess.Popen([sys.executable, "-m", "shadertune.cluster", "worker",
-                              client.scheduler.address, "--gpus", "7", "--host", "127.0.0.1",
+                              client.scheduler.address, "--gpus", "7,8", "--host", "127.0.0.1",
                               "--name", "extra", "--backends", ONE],
                              env=env, stderr=subprocess.PIPE, text=True)
     try:
-        live_workers(client, 3)
-        (control / "lose-7").write_text("")
+        live_workers(client, 4)
         events, workers = [], set()
         coord = coordinator(client, ONE, events)
         (group,) = coord.groups.values()
-        assert sorted(group.live.values()) == ["extra-gpu7", "gpu0", "gpu1"]
+        assert sorted(group.live.values()) == ["extra-gpu7", "extra-gpu8", "gpu0", "gpu1"]
+        base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+        # a backend call of the coordinator's that meets the lost context: the worker is
+        # excluded and another one answers
+        (control / "lose-calls-8").write_text("")
+        for _ in range(40):
+            assert group.backend.source(P, base) == OneKind().source(P, base)
+            if events:
+                break
+        assert events == ["worker extra-gpu8 excluded: fake GPU 8 fell off the bus"]
+        # an evaluation that meets it: the worker is excluded, the evaluation runs elsewhere
+        (control / "lose-7").write_text("")
         ev = ClusterEvaluator(group, P, repeats=2,
                               on_result=lambda r, c, worker: workers.add(worker))
-        base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
         batch = [Config(base, np=n) for n in (12, 14, 16, 18, 20, 22, 24, 26, 28)]
         got = ev.many(batch)                         # three at a time: one on each worker
-        assert events == ["worker extra-gpu7 excluded: fake GPU 7 fell off the bus"]
+        assert events[1:] == ["worker extra-gpu7 excluded: fake GPU 7 fell off the bus"]
         assert [r.status for r in got] == ["ok"] * 9 and workers == {"gpu0", "gpu1"}
-        assert extra.wait(timeout=60) == 0           # retired: its command ends
+        assert extra.wait(timeout=60) == 0           # both retired: its command ends
         coord.refresh(force=True)
         assert sorted(group.live.values()) == ["gpu0", "gpu1"]
     finally:
-        (control / "lose-7").unlink(missing_ok=True)
+        for name in ("lose-7", "lose-calls-8"):
+            (control / name).unlink(missing_ok=True)
         if extra.poll() is None:
             extra.kill()
 
@@ -390,3 +452,36 @@ def test_a_killed_coordinator_resumes_from_the_store(client, control, tmp_path, 
     assert len(rows(db)) == 24                       # nothing lost, nothing twice
     local = tune(FakeBackend(), P, budget=Budget(24), repeats=2)
     assert [r["config"] for r in doc["results"]] == [r["config"] for r in local["results"]]
+
+
+def test_ctrl_c_on_a_cluster_table_reports_its_problems_in_progress_as_incomplete(
+        client, control, tmp_path):
+    live_workers(client, 2)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
+    (control / "sleep").write_text("0.03")
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "shadertune.search", "--backend", ONE,
+                              "--sizes", "8x8x64,8x8x32", "--budget", "40", "--repeats", "2",
+                              "--db", str(db), "--report", str(rep),
+                              "--cluster", client.scheduler.address],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not db.exists() or len(rows(db)) < 4 or len(rows(db, problem=P2)) < 4:
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        (control / "sleep").unlink()
+    assert p.returncode == 130, err
+    assert err.rstrip("\n").splitlines()[-1] == ("shadertune.search: error: interrupted; results "
+                                                   "measured so far are in the store, rerun to resume")
+    assert "stopped: " in err and "per worker: gpu0 " in err     # the table's progress lines
+    assert out.count("(incomplete)") == 2
+    doc = json.loads(rep.read_text())
+    check_report(doc)
+    assert [e.get("incomplete") for e in doc["problems"]] == [True, True]
+    for e, pr in zip(doc["problems"], (P, P2)):               # what the store holds, no more
+        assert e["evaluated"] == len(rows(db, problem=pr)) < 40

@@ -54,6 +54,10 @@ def test_a_gl_search_survives_a_worker_killed_mid_search(client, gl_backend, tmp
     assert entry["best"] is not None
     with Store(db) as s:
         stored = s.results("gl", group.device.key, P)
+        # every row with the seconds its measurement took on its worker (schema 3)
+        seconds, unknown = s.measured_seconds("gl", group.device.key, P, group.template_hash,
+                                              [r.config for r in stored])
+    assert unknown == 0 and seconds > 0
     # no result lost, none twice: the store holds exactly the search's configs, once each
     assert sorted(r.config.key for r in stored) == \
         sorted(Config(r["config"]).key for r in entry["results"])
