@@ -455,30 +455,36 @@ def test_a_killed_coordinator_resumes_from_the_store(client, control, tmp_path, 
 
 
 def test_ctrl_c_on_a_cluster_table_reports_its_problems_in_progress_as_incomplete(
-        client, control, tmp_path):
-    live_workers(client, 2)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+        control, tmp_path):
+    # a local cluster of the search's own (--workers 2), and Ctrl-C as a terminal sends
+    # it: SIGINT to the whole process group, the workers included
+    env = dict(os.environ, CLUSTER_FAKE_DIR=str(control),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
     (control / "sleep").write_text("0.03")
     try:
         p = subprocess.Popen([sys.executable, "-m", "shadertune.search", "--backend", ONE,
                               "--sizes", "8x8x64,8x8x32", "--budget", "40", "--repeats", "2",
-                              "--db", str(db), "--report", str(rep),
-                              "--cluster", client.scheduler.address],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              "--db", str(db), "--report", str(rep), "--workers", "2"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
         deadline = time.monotonic() + 60
         while not db.exists() or len(rows(db)) < 4 or len(rows(db, problem=P2)) < 4:
             assert p.poll() is None, p.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        p.send_signal(signal.SIGINT)
+        os.killpg(p.pid, signal.SIGINT)
         out, err = p.communicate(timeout=60)
     finally:
         (control / "sleep").unlink()
     assert p.returncode == 130, err
-    assert err.rstrip("\n").splitlines()[-1] == ("shadertune.search: error: interrupted; results "
-                                                   "measured so far are in the store, rerun to resume")
-    assert "stopped: " in err and "per worker: gpu0 " in err     # the table's progress lines
+    # the progress's first and last lines and the error: no worker's traceback
+    start, stopped, error = err.splitlines()
+    assert start == "shadertune.search: 2 problems on 2 workers: searching (budget 80 evaluations)"
+    assert stopped.startswith("shadertune.search: 2 problems on 2 workers: stopped: ")
+    assert "per worker: gpu0 " in stopped and ", gpu1 " in stopped
+    assert error == ("shadertune.search: error: interrupted; results measured so far are in "
+                     "the store, rerun to resume")
     assert out.count("(incomplete)") == 2
     doc = json.loads(rep.read_text())
     check_report(doc)

@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import multiprocessing
 import os
+import signal
+import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +98,17 @@ def open_backend(spec: str, gpu: int) -> Backend:
     return get_backend(spec, **{DEVICE_OPTION[spec]: gpu})
 
 
+def _leave_ctrl_c_to_the_parent() -> None:
+    """A worker process ignores SIGINT.  Ctrl-C in a terminal reaches the whole process
+    group: the process that started the workers (the search with --workers, or the
+    worker command) stops and closes them, while each worker process would otherwise
+    print a traceback of its own.  Only in a process a nanny started (a multiprocessing
+    child), and only from its main thread, where signal handlers are set."""
+    if multiprocessing.parent_process() is not None and \
+            threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def plugin_name(spec: str) -> str:
     return f"shadertune:{spec}"
 
@@ -138,6 +152,7 @@ class BackendPlugin(WorkerPlugin):
         self._evaluators: OrderedDict = OrderedDict()
 
     async def setup(self, worker) -> None:
+        _leave_ctrl_c_to_the_parent()
         self.worker_name = str(worker.name)
         self.address = worker.address
         self.gpu = gpu_index(worker)
