@@ -8,7 +8,8 @@ inherit from the test process:
   that worker process);
 - 'lose-<gpu>': every build on that GPU raises ContextError (its context is gone);
 - 'lose-calls-<gpu>': so does every source() there (a backend call of the coordinator's);
-- 'sleep': every build sleeps that many seconds (a slow search, to kill its coordinator);
+- 'sleep': every build and source() sleeps that many seconds (a slow search, to kill its
+  coordinator; calls that keep every worker busy);
 - 'crash': every build of the config whose key the file holds ends its process at once
   (a kernel that takes the driver down with it).
 Every precompile appends its configs' keys to 'precompiled' there, one a line.
@@ -29,6 +30,14 @@ def _control(name: str) -> str:
     return os.path.join(os.environ.get("CLUSTER_FAKE_DIR", "/nonexistent"), name)
 
 
+def _sleep() -> None:
+    try:
+        with open(_control("sleep")) as f:
+            time.sleep(float(f.read()))
+    except OSError:
+        pass
+
+
 class OneKind(FakeBackend):
     """Identical GPUs: every device_index has the same device key."""
 
@@ -39,11 +48,7 @@ class OneKind(FakeBackend):
     def build(self, problem, config):
         if os.path.exists(_control(f"lose-{self.device_index}")):
             raise ContextError(f"fake GPU {self.device_index} fell off the bus")
-        try:
-            with open(_control("sleep")) as f:
-                time.sleep(float(f.read()))
-        except OSError:
-            pass
+        _sleep()
         try:
             with open(_control("crash")) as f:
                 if f.read() == config.key:
@@ -65,6 +70,7 @@ class OneKind(FakeBackend):
     def source(self, problem, config):
         if os.path.exists(_control(f"lose-calls-{self.device_index}")):
             raise ContextError(f"fake GPU {self.device_index} fell off the bus")
+        _sleep()
         return super().source(problem, config)
 
     def precompile(self, problem, configs):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -344,13 +345,15 @@ def test_a_worker_whose_context_fails_mid_search_is_excluded_and_retired(client,
         (group,) = coord.groups.values()
         assert sorted(group.live.values()) == ["extra-gpu7", "extra-gpu8", "gpu0", "gpu1"]
         base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
-        # a backend call of the coordinator's that meets the lost context: the worker is
-        # excluded and another one answers
+        # backend calls of the coordinator's, one meeting the lost context: that worker is
+        # excluded and another one answers (calls of 0.2 s, 8 at a time: every worker gets one)
         (control / "lose-calls-8").write_text("")
-        for _ in range(40):
-            assert group.backend.source(P, base) == OneKind().source(P, base)
-            if events:
-                break
+        (control / "sleep").write_text("0.2")
+        configs = [Config(base, np=n) for n in range(12, 28, 2)]
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda c: group.backend.source(P, c), configs))
+        (control / "sleep").unlink()
+        assert got == [OneKind().source(P, c) for c in configs]
         assert events == ["worker extra-gpu8 excluded: fake GPU 8 fell off the bus"]
         # an evaluation that meets it: the worker is excluded, the evaluation runs elsewhere
         (control / "lose-7").write_text("")
@@ -364,7 +367,7 @@ def test_a_worker_whose_context_fails_mid_search_is_excluded_and_retired(client,
         coord.refresh(force=True)
         assert sorted(group.live.values()) == ["gpu0", "gpu1"]
     finally:
-        for name in ("lose-7", "lose-calls-8"):
+        for name in ("lose-7", "lose-calls-8", "sleep"):
             (control / name).unlink(missing_ok=True)
         if extra.poll() is None:
             extra.kill()
@@ -478,8 +481,10 @@ def test_ctrl_c_on_a_cluster_table_reports_its_problems_in_progress_as_incomplet
     finally:
         (control / "sleep").unlink()
     assert p.returncode == 130, err
-    # the progress's first and last lines and the error: no worker's traceback
-    start, stopped, error = err.splitlines()
+    # the progress's lines and the error: no worker's traceback
+    lines = err.splitlines()
+    start, stopped, error = lines[0], lines[-2], lines[-1]
+    assert all(ln.startswith("shadertune.search: 2 problems on 2 workers: ") for ln in lines[:-1]), err
     assert start == "shadertune.search: 2 problems on 2 workers: searching (budget 80 evaluations)"
     assert stopped.startswith("shadertune.search: 2 problems on 2 workers: stopped: ")
     assert "per worker: gpu0 " in stopped and ", gpu1 " in stopped

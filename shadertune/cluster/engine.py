@@ -86,8 +86,10 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
                     "options": worker_options(g, name, backends, host, env, logging.CRITICAL)}
              for g, name in zip(gpus, worker_names(gpus))}
     cluster = SpecCluster(workers=specs, silence_logs=logging.CRITICAL,
+                          # the scheduler serves HTTP even without a dashboard: on a free
+                          # port (its default, 8787, warns on stderr when another Dask has it)
                           scheduler={"cls": Scheduler,
-                                     "options": {"host": host, "dashboard_address": None,
+                                     "options": {"host": host, "dashboard_address": f"{host}:0",
                                                  "dashboard": False}})
     try:
         client = Client(cluster)
