@@ -449,4 +449,4 @@ def _search(args, problems, Store, StoreError) -> int:
     return 0
 
 
-__all__ = ["build_parser", "load_backend", "main", "problems_from", "table"]
+__all__ = ["DeviceRun", "build_parser", "load_backend", "main", "problems_from", "table"]
