@@ -1,6 +1,6 @@
 """The README, BENCHMARKS.md and docs/ link only to files inside the repository that exist,
-and the README and BENCHMARKS.md point to nothing outside it (design maps, seed papers, a
-device machine's setup script)."""
+and point to nothing outside it (design maps, seed papers, a device machine's setup script,
+an outside tracker's issue numbers)."""
 import pathlib
 import re
 
@@ -26,12 +26,12 @@ def test_links_resolve_inside_the_repository(page):
         assert path.exists() or pending, f"{page.name} links to a missing file: {target}"
 
 
-@pytest.mark.parametrize("name", ["README.md", "BENCHMARKS.md"])
-def test_front_pages_point_to_nothing_outside_the_repository(name):
-    text = (ROOT / name).read_text()
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_pages_point_to_nothing_outside_the_repository(page):
+    text = page.read_text()
     for word in OUTSIDE:
-        assert word not in text, f"{name} mentions {word!r}, which is not in the repository"
-    assert not re.search(r"#\d|issues? \d", text), f"{name} cites an issue number of an outside tracker"
+        assert word not in text, f"{page.name} mentions {word!r}, which is not in the repository"
+    assert not re.search(r"#\d|issues? \d", text), f"{page.name} cites an issue number of an outside tracker"
 
 
 def test_readme_quick_start_is_the_two_commands():
