@@ -46,7 +46,7 @@ def _backend(name: str, device_index):
     return b
 
 
-def _resolve_config(backend, problem: Problem, config, db) -> Config:
+def _resolve_config(backend, problem: Problem, config, db, tune=None) -> Config:
     if config is None or (isinstance(config, str) and config == "default"):
         return backend.default_config(problem)
     if isinstance(config, str) and config == "auto":
@@ -54,7 +54,7 @@ def _resolve_config(backend, problem: Problem, config, db) -> Config:
             from .select import select_config
         except ImportError:      # the tuner is optional at this level
             return backend.default_config(problem)
-        return select_config(backend, problem, db=db)[0]
+        return select_config(backend, problem, db=db, tune=tune)[0]
     if isinstance(config, str):
         config = Config.from_json(config)
     if not isinstance(config, (Config, dict)):
@@ -87,7 +87,7 @@ def _tiles(n: int, size: int):
     return [(s, min(s + size, n)) for s in range(0, n, size)]
 
 
-def _gl_2d(backend, A, B, C, alpha, beta, config, db) -> np.ndarray:
+def _gl_2d(backend, A, B, C, alpha, beta, config, db, tune=None) -> np.ndarray:
     """One 2-D product on the GL backend, tiled when a texture would exceed the device limit."""
     from .backends.gl.codegen import plan_layout
     M, K = A.shape
@@ -97,7 +97,7 @@ def _gl_2d(backend, A, B, C, alpha, beta, config, db) -> np.ndarray:
     while True:
         tm, tn, tk = min(M, tile), min(N, tile), min(K, tile)
         problem = Problem(tm, tn, tk)
-        cfg = _resolve_config(backend, problem, config, db)
+        cfg = _resolve_config(backend, problem, config, db, tune)
         if plan_layout(tm, tn, tk, cfg).largest_texture() <= limit:
             break
         if tile <= 64:
@@ -111,7 +111,7 @@ def _gl_2d(backend, A, B, C, alpha, beta, config, db) -> np.ndarray:
         for k0, k1 in _tiles(K, tk):
             problem = Problem(m1 - m0, n1 - n0, k1 - k0)
             cfg_t = cfg if (problem.M, problem.N, problem.K) == (tm, tn, tk) else \
-                _resolve_config(backend, problem, config, db)
+                _resolve_config(backend, problem, config, db, tune)
             kern = _kernel(backend, problem, cfg_t)
             # K chunks accumulate: later chunks add onto the running result (beta = 1).
             acc = kern.run(A[m0:m1, k0:k1], B[k0:k1, n0:n1], acc, alpha=alpha, beta=acc_beta)
@@ -121,7 +121,7 @@ def _gl_2d(backend, A, B, C, alpha, beta, config, db) -> np.ndarray:
 
 
 def matmul(A, B, *, backend: str = "gl", config="auto", alpha=1.0, beta=0.0, out=None,
-           device_index: int | None = None, db=None) -> np.ndarray:
+           device_index: int | None = None, db=None, tune=None) -> np.ndarray:
     """C = alpha * A @ B + beta * out with numpy.matmul semantics.
 
     A, B: real arrays (1-D, 2-D or stacked, broadcast like numpy.matmul; any
@@ -131,12 +131,18 @@ def matmul(A, B, *, backend: str = "gl", config="auto", alpha=1.0, beta=0.0, out
     Config / JSON text of knobs.  beta != 0 needs `out`, which also receives
     the result.  Complex, string and object inputs raise TypeError;
     mismatched shapes raise ValueError naming both shapes.
+    tune: None (default) or 'first-use' (with config='auto'): the first call for a
+    shape the store has no result for times the model's top configs, verified
+    and stored, within a bounded time (shadertune.perfmodel.firstuse).
     """
+    if tune is not None:
+        from .perfmodel.firstuse import check
+        check(tune, config)
     if backend not in ("gl", "cuda"):
         raise ValueError(f"matmul: backend must be 'gl' or 'cuda', got {backend!r}")
     if backend == "cuda":
         from .backends.cuda import matmul as cuda_matmul
-        return cuda_matmul(A, B, config=config, alpha=alpha, beta=beta, out=out, db=db)
+        return cuda_matmul(A, B, config=config, alpha=alpha, beta=beta, out=out, db=db, tune=tune)
     ops = check_operands(A, B, out, alpha=alpha, beta=beta, dtype=np.float32)
     check_out(out, ops.shape, np.float32)
     full = ops.batch + (ops.M, ops.N)
@@ -149,7 +155,8 @@ def matmul(A, B, *, backend: str = "gl", config="auto", alpha=1.0, beta=0.0, out
             be = _backend("gl", device_index)
             for idx in np.ndindex(*ops.batch):
                 C = ops.C[idx] if ops.C is not None else None
-                result[idx] = _gl_2d(be, ops.A[idx], ops.B[idx], C, ops.alpha, ops.beta, config, db)
+                result[idx] = _gl_2d(be, ops.A[idx], ops.B[idx], C, ops.alpha, ops.beta, config, db,
+                                     tune)
     result = result.reshape(ops.shape)
     if out is not None:
         out[...] = result

@@ -16,7 +16,8 @@ def _dtype_of(*xs):
     return np.float32
 
 
-def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=None, db=None):
+def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=None, db=None,
+           tune=None):
     """C = alpha * A @ B + beta * C (C from `C=` or `out=`), float32 unless an
     input is float64. `config`: None or "default" for the default, "auto" for
     the best stored tuning result (shadertune.select), a Config, dict or JSON."""
@@ -28,7 +29,7 @@ def matmul(A, B, *, backend=None, config=None, alpha=1.0, beta=0.0, out=None, C=
     p = Problem(int(ops.M), int(ops.N), int(ops.K), np.dtype(dtype).name)
     if isinstance(config, str) and config == "auto":
         from ...select import select_config
-        config = select_config(be, p, db=db)[0]
+        config = select_config(be, p, db=db, tune=tune)[0]
     elif isinstance(config, str) and config == "default":
         config = None
     elif isinstance(config, str):
