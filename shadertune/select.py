@@ -10,9 +10,9 @@ The chain, first rule that gives a config wins (`how`):
   (renderer | driver), template hash and problem (shape, dtype, trans).
 - 'model': else the learned performance model of this backend and device
   (shadertune.perfmodel; needs scikit-learn and a store with results of at
-  least perfmodel.saved.MIN_PROBLEMS problems) ranks the configs that were
-  verified on some stored problem and are valid for this one, and the one it
-  predicts fastest is taken. Only verified configs: matmul runs what auto
+  least perfmodel.saved.MIN_PROBLEMS problems, some of this dtype) ranks the
+  configs that were verified on some stored problem and are valid for this
+  one, and the one it predicts fastest is taken. Only verified configs: matmul runs what auto
   picks without checking it, so a config never built and checked on this
   device is not a candidate (first-use tuning, `tune="first-use"`, times and
   verifies the model's picks from the whole space instead).
@@ -130,29 +130,26 @@ def _default(backend, problem: Problem, passed_over: list, device: str | None = 
 
 def _from_store(backend, problem: Problem, store, use_model: bool) -> Selection:
     device, th = backend.device().key, backend.template_hash()
-    tuned = [p for p in store.tuned_problems(backend.name, device, th)
-             if (p.dtype, p.trans_a, p.trans_b) == (problem.dtype, problem.trans_a, problem.trans_b)]
     passed = []
-    space = None
-    if problem in tuned:
-        space = backend.space(problem)
-        for r in store.ranked(backend.name, device, problem, th):
-            if space.why_invalid(r.config) is None:    # a config of an older space is not run
-                return Selection(r.config, "exact", problem, backend.name, device,
-                                 reason=f"the fastest verified result stored for this problem "
-                                        f"({r.gflops:.3f} GFLOP/s measured)",
-                                 measured_gflops=r.gflops)
+    r = _exact(backend, problem, store, device, th)
+    if r is not None:
+        return Selection(r.config, "exact", problem, backend.name, device,
+                         reason=f"the fastest verified result stored for this problem "
+                                f"({r.gflops:.3f} GFLOP/s measured)", measured_gflops=r.gflops)
     passed.append("exact: no verified result stored for this problem")
     if use_model and min(problem.M, problem.N, problem.K) >= 1:
         s = _from_model(backend, problem, store, device, passed)
         if s is not None:
             return s
+    space = None
+    tuned = [p for p in store.tuned_problems(backend.name, device, th)
+             if (p.dtype, p.trans_a, p.trans_b) == (problem.dtype, problem.trans_a, problem.trans_b)]
     tuned.sort(key=lambda p: (shape_distance(p, problem), p.M, p.N, p.K))
     for p in tuned:
         if space is None:
             space = backend.space(problem)
         for r in store.ranked(backend.name, device, p, th):
-            if space.why_invalid(r.config) is None:
+            if _runs_here(backend, space, problem, r.config):
                 return Selection(r.config, "nearest", problem, backend.name, device,
                                  reason=f"the fastest config of the nearest tuned problem {p.key} "
                                         f"(shape distance {shape_distance(p, problem):.2f}) that is "
@@ -162,8 +159,39 @@ def _from_store(backend, problem: Problem, store, use_model: bool) -> Selection:
     return _default(backend, problem, passed, device)
 
 
-# (model file, trained_at, problem) -> ranking of the verified configs: repeated
-# auto calls for one shape rank once per process and model
+def _runs_here(backend, space, problem: Problem, cfg) -> bool:
+    """`cfg`, verified on another problem, is valid for this one and its kernel
+    source generates: the space's rules and the code generator can disagree
+    (GL: a space that accepts an unroll the pass's clamped step count does not
+    divide), and a config taken from another shape must not fail in matmul."""
+    from .errors import BuildError, InvalidConfig
+    if space.why_invalid(cfg) is not None:
+        return False
+    try:
+        backend.source(problem, cfg)
+    except (InvalidConfig, BuildError):
+        return False
+    return True
+
+
+def _exact(backend, problem: Problem, store, device: str, th: str):
+    """The fastest stored result of `problem` whose config is valid in today's space
+    (a config of an older space is not run); the first few are read first, since
+    the fastest is nearly always valid."""
+    first = store.ranked(backend.name, device, problem, th, limit=8)
+    if not first:
+        return None
+    space = backend.space(problem)
+    for r in first:
+        if space.why_invalid(r.config) is None:
+            return r
+    rest = store.ranked(backend.name, device, problem, th)[len(first):] if len(first) == 8 else []
+    return next((r for r in rest if space.why_invalid(r.config) is None), None)
+
+
+# (model, trained_at, problem) -> (the TOP best-ranked verified configs that run
+# here, how many were ranked): repeated auto calls for one shape rank once per
+# process and model
 _ranked: OrderedDict = OrderedDict()
 _ranked_lock = threading.Lock()
 _RANKED_KEEP = 256
@@ -175,27 +203,36 @@ def _from_model(backend, problem: Problem, store, device: str, passed: list) -> 
     if model is None:
         passed.append(f"model: {note}")
         return None
+    if problem.dtype not in model.meta["dtypes"]:    # another element type is another regime
+        passed.append(f"model: trained on no {problem.dtype} problem")
+        return None
     key = (id(model), model.meta["trained_at"], problem)
     with _ranked_lock:
-        ranked = _ranked.get(key)
-    if ranked is None:
+        found = _ranked.get(key)
+    if found is None:
         space = backend.space(problem)
         valid = [c for c in model.verified_configs if space.why_invalid(c) is None]
-        ranked = model.rank(problem, valid)
+        top = []
+        for g, c in model.rank(problem, valid):
+            if len(top) == TOP:
+                break
+            if _runs_here(backend, space, problem, c):
+                top.append((g, c))
+        found = (top, len(valid))
         with _ranked_lock:
-            _ranked[key] = ranked
+            _ranked[key] = found
             while len(_ranked) > _RANKED_KEEP:
                 _ranked.popitem(last=False)
-    if not ranked:
+    top, n = found
+    if not top:
         passed.append(f"model: none of the {len(model.verified_configs)} configs verified on other "
-                      f"problems is valid here")
+                      f"problems runs here")
         return None
-    g, cfg = ranked[0]
+    g, cfg = top[0]
     return Selection(cfg, "model", problem, backend.name, device,
                      reason=f"predicted fastest ({g:.3f} GFLOP/s) by the learned model among the "
-                            f"{len(ranked)} configs verified on other problems and valid here",
-                     predicted_gflops=g, ranked=ranked[:TOP], model=model.summary(),
-                     passed_over=passed)
+                            f"{n} configs verified on other problems and valid here",
+                     predicted_gflops=g, ranked=top, model=model.summary(), passed_over=passed)
 
 
 def explain(A, B, *, backend: str = "gl", db=None, device_index: int | None = None) -> Selection:

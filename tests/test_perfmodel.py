@@ -4,6 +4,7 @@ import json
 import pickle
 import random
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -158,6 +159,13 @@ def test_a_store_without_verified_results_has_no_model(tmp_path, capsys):
     assert code == 1 and len(err) == 1 and "a model needs 3 problems" in err[0]
 
 
+def test_without_scikit_learn_auto_takes_the_nearest_rule(store, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn", None)     # as if the `model` extra were not installed
+    sel = select(FakeBackend(), Problem(150, 20, 40), store)
+    assert sel.how == "nearest"
+    assert any("pip install shadertune[model]" in w for w in sel.passed_over)
+
+
 def test_validation_scores_held_out_problems(shared):
     data = training_data(shared, "fake", DEVICE, TEMPLATES)
     v = validate(data, folds=4)
@@ -177,9 +185,12 @@ def test_chain_exact_then_model_then_nearest_then_default(shared, tmp_path):
     model, _ = model_for(be, shared)
     assert sel.config in model.verified_configs        # auto runs only configs verified somewhere
     assert select(be, Problem(150, 20, 40), shared, use_model=False).how == "nearest"
-    # a layout no stored problem has: the model still ranks (the layout is a feature) ...
+    # a layout no stored problem has: the model still ranks (the layout is a feature)
     assert select(be, Problem(150, 20, 40, trans_a=True), shared).how == "model"
-    # ... with too few tuned problems for a model, the nearest rule
+    # another element type is another regime: no model trained on it, no nearest shape
+    sel = select(be, Problem(150, 20, 40, "float64"), shared)
+    assert sel.how == "default" and "model: trained on no float64 problem" in sel.passed_over
+    # with too few tuned problems for a model, the nearest rule
     with Store(tmp_path / "two.sqlite") as s2:
         fill(s2, TRAIN[:2])
         sel = select(be, Problem(150, 20, 40), s2)

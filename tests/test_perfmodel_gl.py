@@ -112,3 +112,21 @@ def test_explain_for_operands(gl_backend, sampled):
     assert s.problem == Problem(1, 16, 20) and s.how in ("model", "nearest", "default")
     with pytest.raises(ValueError, match="not aligned"):
         explain(A, np.ones((21, 3)), db=path)
+
+
+def test_a_config_from_another_shape_that_does_not_generate_here_is_passed_over(gl_backend, tmp_path):
+    """The GL space accepts mc=2x2, np=32, unroll=2 for K=30 (np <= K rounded up to 4), but
+    the pass then has 15 steps and the generator refuses it: auto must not pick it."""
+    from shadertune.config import Config
+    from shadertune.result import Result
+    trap = Config(glsl="330", fetch="texelFetch", unroll=2, np=32, mc="2x2", mrt_h=1, mrt_w=1)
+    safe = trap.replace(unroll=1)
+    tuned, new = Problem(24, 24, 32), Problem(24, 24, 30)
+    dev, th = gl_backend.device().key, gl_backend.template_hash()
+    with Store(tmp_path / "t.sqlite") as s:
+        for cfg, ms in ((trap, 0.1), (safe, 0.2)):          # the trap is the faster one there
+            s.put(Result("gl", dev, tuned, cfg, "ok", times_ms=[ms], error=1e-7), th)
+        sel = select(gl_backend, new, s)
+    assert sel.how == "nearest" and sel.config == safe
+    A, B = np.ones((24, 30), np.float32), np.ones((30, 24), np.float32)
+    np.testing.assert_allclose(shadertune.matmul(A, B, db=tmp_path / "t.sqlite"), A @ B)

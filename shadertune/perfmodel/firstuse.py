@@ -113,4 +113,19 @@ def first_use_configs(backend, problem: Problem, store, k: int) -> list:
     else:                    # nothing predicts: a seeded random sample
         order = list(cands)
         random.Random(0).shuffle(order)
-    return list(dict.fromkeys([chosen.config, backend.default_config(problem), *order]))[:k]
+    picked = []
+    for c in dict.fromkeys([chosen.config, backend.default_config(problem), *order]):
+        if len(picked) == k:
+            break
+        if _source_builds(backend, problem, c):      # no slot for a config its generator refuses
+            picked.append(c)
+    return picked
+
+
+def _source_builds(backend, problem: Problem, cfg) -> bool:
+    from ..errors import BuildError, InvalidConfig
+    try:
+        backend.source(problem, cfg)
+    except (InvalidConfig, BuildError):
+        return False
+    return True

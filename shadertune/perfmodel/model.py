@@ -21,7 +21,7 @@ from . import learners
 from .data import TrainingData
 from .features import Featurizer
 
-FORMAT = 1            # bump when a saved model can no longer be read as written
+FORMAT = 2            # bump when a saved model can no longer be read as written
 TARGETS = ("log_gflops", "log_ms")
 DEFAULT_TARGET = "log_gflops"
 
@@ -75,6 +75,7 @@ class PerfModel:
         verified = sorted(ranks, key=lambda c: (ranks[c], c.key))
         meta = {"format": FORMAT, "rows": len(data),
                 "problems": sorted(p.key for p in data.distinct_problems),
+                "dtypes": sorted({p.dtype for p in data.problems}),
                 "fit_seconds": time.perf_counter() - t0, "trained_at": time.time(),
                 "sklearn": sk.__version__, "seed": seed}
         return cls(backend=data.backend, device=data.device, template_hash=data.template_hash,
