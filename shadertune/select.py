@@ -123,6 +123,12 @@ def select(backend, problem: Problem, db=None, *, use_model: bool = True) -> Sel
 
 
 def _default(backend, problem: Problem, passed_over: list, device: str | None = None) -> Selection:
+    from .errors import ContextError
+    if device is None:
+        try:
+            device = backend.device().key
+        except ContextError:    # no device to name (the default config may not need one)
+            pass
     return Selection(backend.default_config(problem), "default", problem, backend.name, device,
                      reason="the backend's default config (no rule above gave one)",
                      passed_over=passed_over)

@@ -1,6 +1,7 @@
 """The learned performance model on synthetic stores: features, training, saving,
 reloading, retraining on growth, the selection chain, explanations, no data."""
 import json
+import os
 import pickle
 import random
 import shutil
@@ -15,7 +16,7 @@ from shadertune.config import Config
 from shadertune.db import Store
 from shadertune.perfmodel import Featurizer, PerfModel, learned_cost_model, model_for, saved
 from shadertune.perfmodel.cli import main as perfmodel_main
-from shadertune.perfmodel.data import training_data
+from shadertune.perfmodel.data import TrainingData, training_data
 from shadertune.perfmodel.validate import validate
 from shadertune.problem import Problem
 from shadertune.search import Budget, tune
@@ -69,6 +70,31 @@ def test_features_encode_numbers_text_and_mixed_knobs():
     assert missing["knob:np"] == -1
 
 
+def test_a_config_the_backend_cannot_describe_is_ranked_last():
+    from shadertune.perfmodel.features import DERIVED, register_derived
+    p = Problem(64, 32, 16)
+    cfgs = [Config(a=1), Config(a=2), Config(a=0)]
+
+    @register_derived("strict")
+    def strict(problem, cfg, limits):
+        return {"inverse": 1.0 / cfg["a"]}         # a = 0: ZeroDivisionError
+    try:
+        f = Featurizer("strict").fit([(p, c) for c in cfgs[:2]])
+        X = f.transform(p, cfgs)
+        assert np.isnan(X[2]).all() and not np.isnan(X[:2]).any()
+        data = TrainingData("strict", "dev", "th")
+        for q in (Problem(8, 8, 8), Problem(16, 16, 16), Problem(32, 32, 32)):
+            for a in range(4):
+                data.problems.append(q)
+                data.configs.append(Config(a=a))
+                data.ms.append(0.001 * (a + 1))     # a = 0 was the fastest: never seen by the model
+        model = PerfModel.train(data)
+        assert model.meta["rows_described"] == 9 and model.meta["rows"] == 12
+        assert model.rank(p, cfgs)[-1][1] == Config(a=0)
+    finally:
+        DERIVED.pop("strict")
+
+
 def test_gl_and_cuda_derived_features_need_no_gpu_context():
     from shadertune.backends.gl.space import gl_space
     from shadertune.perfmodel.derived import cuda_features, gl_features
@@ -104,6 +130,21 @@ def test_trains_saves_next_to_the_store_and_predicts(store):
     pred = model.predict_gflops(p, cfgs)
     rho = np.corrcoef(np.argsort(np.argsort(truth)), np.argsort(np.argsort(pred)))[0, 1]
     assert rho > 0.8                                             # rank correlation on an unseen shape
+
+
+def test_a_saved_model_is_usable_by_another_process(store, tmp_path):
+    """Configs in a saved model are looked up by hash in the process that loads it
+    (string hashes differ between processes)."""
+    import subprocess
+    be = FakeBackend()
+    model, _ = model_for(be, store)
+    path = saved.model_path(store.path, "fake", DEVICE, TEMPLATES)
+    code = ("import sys, pickle; from shadertune.config import Config; "
+            "m = pickle.load(open(sys.argv[1], 'rb')); c = m.verified_configs[0]; "
+            "assert Config(c.to_dict()) in {c: 1}, 'stale hash'")
+    for seed in ("1", "2"):
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
 
 
 def test_reload_from_file_gives_the_same_predictions(store):

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..config import Config
+from ..errors import ShadertuneError
 from ..problem import Problem
 
 # backend name -> function(problem, config, limits) -> {feature name: float}; the
@@ -33,6 +34,10 @@ from ..problem import Problem
 DERIVED: dict[str, Callable[[Problem, Config, Mapping], dict]] = {}
 
 MISSING = -1.0       # a knob the config does not have
+
+
+# what a derived-feature function raises for a config it cannot describe
+_UNDESCRIBED = (KeyError, ValueError, TypeError, ZeroDivisionError, ShadertuneError)
 
 
 def register_derived(backend_name: str):
@@ -81,9 +86,14 @@ class Featurizer:
     def fit(self, problems_configs: Iterable[tuple[Problem, Config]]) -> "Featurizer":
         """Fix the knob encoding from the training pairs."""
         numeric, cats = set(), {}
-        first = None
+        first, derived = None, None
         for p, cfg in problems_configs:
-            first = first or (p, cfg)
+            first = first or p
+            if derived is None:
+                try:
+                    derived = list(self._derived(p, cfg))
+                except _UNDESCRIBED:
+                    pass
             for k, v in cfg.items():
                 if _number(v) is not None:
                     numeric.add(k)
@@ -93,10 +103,9 @@ class Featurizer:
             raise ValueError("cannot fit features on no data")
         self.numeric = sorted(numeric)
         self.categories = {k: sorted(v) for k, v in sorted(cats.items())}
-        derived = list(self._derived(*first))
-        self.names = (list(problem_features(first[0])) + [f"knob:{k}" for k in self.numeric]
+        self.names = (list(problem_features(first)) + [f"knob:{k}" for k in self.numeric]
                       + [f"knob:{k}={v}" for k, vs in self.categories.items() for v in vs]
-                      + [f"derived:{n}" for n in derived])
+                      + [f"derived:{n}" for n in derived or ()])
         return self
 
     def _derived(self, p: Problem, cfg: Config) -> dict:
@@ -104,12 +113,20 @@ class Featurizer:
         return fn(p, cfg, self.limits) if fn is not None else {}
 
     def transform(self, problem: Problem, configs: Sequence[Mapping]) -> np.ndarray:
+        """One row per config; a config the backend's derived features cannot
+        describe (a knob it lacks, a shape it refuses) gets a row of NaN, which a
+        model never trains on and never ranks above another."""
         if not self.names:
             raise RuntimeError("Featurizer.transform before fit")
         pf = list(problem_features(problem).values())
         X = np.empty((len(configs), len(self.names)), np.float64)
         for i, cfg in enumerate(configs):
             cfg = cfg if isinstance(cfg, Config) else Config(cfg)
+            try:
+                derived = list(self._derived(problem, cfg).values())
+            except _UNDESCRIBED:
+                X[i] = np.nan
+                continue
             row = list(pf)
             for k in self.numeric:
                 v = cfg.get(k)
@@ -118,8 +135,7 @@ class Featurizer:
             for k, vs in self.categories.items():
                 v = str(cfg.get(k))
                 row.extend(1.0 if v == c else 0.0 for c in vs)
-            row.extend(self._derived(problem, cfg).values())
-            X[i] = row
+            X[i] = row + derived
         return X
 
     def rows(self, pairs: Sequence[tuple[Problem, Config]]) -> np.ndarray:
