@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import sys
 
 from ..errors import ContextError, ShadertuneError
@@ -112,6 +113,11 @@ def main(argv=None) -> int:
             s = select(backend, problem, a.db or default_path(), use_model=not a.no_model)
             print(json.dumps(s.to_dict(), indent=1) if a.json else s)
             return 0
+        if a.command == "train":
+            from ..db import default_path
+            path = pathlib.Path(a.db).expanduser() if a.db else default_path()
+            if not path.exists():
+                return _fail(f"no store at {path} (python -m {PROG} sample ... makes one)")
         with Store(a.db) as store:
             if a.command == "sample":
                 return _sample(a, backend, store)
