@@ -70,8 +70,8 @@ def test_features_encode_numbers_text_and_mixed_knobs():
     assert missing["knob:np"] == -1
 
 
-def test_a_config_the_backend_cannot_describe_is_ranked_last():
-    from shadertune.perfmodel.features import DERIVED, register_derived
+def test_a_config_the_backend_cannot_describe_keeps_its_knob_features():
+    from shadertune.perfmodel.features import DERIVED, MISSING, register_derived
     p = Problem(64, 32, 16)
     cfgs = [Config(a=1), Config(a=2), Config(a=0)]
 
@@ -79,18 +79,19 @@ def test_a_config_the_backend_cannot_describe_is_ranked_last():
     def strict(problem, cfg, limits):
         return {"inverse": 1.0 / cfg["a"]}         # a = 0: ZeroDivisionError
     try:
-        f = Featurizer("strict").fit([(p, c) for c in cfgs[:2]])
-        X = f.transform(p, cfgs)
-        assert np.isnan(X[2]).all() and not np.isnan(X[:2]).any()
+        f = Featurizer("strict").fit([(p, c) for c in cfgs])
+        rows = [dict(zip(f.names, r)) for r in f.transform(p, cfgs)]
+        assert [r["derived:missing"] for r in rows] == [0, 0, 1]
+        assert rows[2]["derived:inverse"] == MISSING and rows[2]["knob:a"] == 0
+        assert rows[0]["derived:inverse"] == 1 and rows[1]["derived:inverse"] == 0.5
         data = TrainingData("strict", "dev", "th")
         for q in (Problem(8, 8, 8), Problem(16, 16, 16), Problem(32, 32, 32)):
             for a in range(4):
                 data.problems.append(q)
                 data.configs.append(Config(a=a))
-                data.ms.append(0.001 * (a + 1))     # a = 0 was the fastest: never seen by the model
+                data.ms.append(0.001 * (a + 1))     # a = 0 is the fastest
         model = PerfModel.train(data)
-        assert model.meta["rows_described"] == 9 and model.meta["rows"] == 12
-        assert model.rank(p, cfgs)[-1][1] == Config(a=0)
+        assert model.rank(p, cfgs)[0][1] == Config(a=0)     # learnt from its knob and the marker
     finally:
         DERIVED.pop("strict")
 

@@ -105,7 +105,7 @@ class Featurizer:
         self.categories = {k: sorted(v) for k, v in sorted(cats.items())}
         self.names = (list(problem_features(first)) + [f"knob:{k}" for k in self.numeric]
                       + [f"knob:{k}={v}" for k, vs in self.categories.items() for v in vs]
-                      + [f"derived:{n}" for n in derived or ()])
+                      + ([f"derived:{n}" for n in derived] + ["derived:missing"] if derived else []))
         return self
 
     def _derived(self, p: Problem, cfg: Config) -> dict:
@@ -113,20 +113,24 @@ class Featurizer:
         return fn(p, cfg, self.limits) if fn is not None else {}
 
     def transform(self, problem: Problem, configs: Sequence[Mapping]) -> np.ndarray:
-        """One row per config; a config the backend's derived features cannot
-        describe (a knob it lacks, a shape it refuses) gets a row of NaN, which a
-        model never trains on and never ranks above another."""
+        """One row per config. A config the backend's derived features cannot
+        describe (a knob the function does not know, a shape it refuses) keeps
+        its problem and knob columns; its derived ones read MISSING and the
+        column 'derived:missing' reads 1 (a backend's new knobs must not hide
+        its configs from the model)."""
         if not self.names:
             raise RuntimeError("Featurizer.transform before fit")
         pf = list(problem_features(problem).values())
+        n_derived = sum(n.startswith("derived:") for n in self.names)
         X = np.empty((len(configs), len(self.names)), np.float64)
         for i, cfg in enumerate(configs):
             cfg = cfg if isinstance(cfg, Config) else Config(cfg)
-            try:
-                derived = list(self._derived(problem, cfg).values())
-            except _UNDESCRIBED:
-                X[i] = np.nan
-                continue
+            derived = []
+            if n_derived:
+                try:
+                    derived = list(self._derived(problem, cfg).values()) + [0.0]
+                except _UNDESCRIBED:
+                    derived = [MISSING] * (n_derived - 1) + [1.0]
             row = list(pf)
             for k in self.numeric:
                 v = cfg.get(k)

@@ -21,7 +21,7 @@ from . import learners
 from .data import TrainingData
 from .features import Featurizer
 
-FORMAT = 3            # bump when a saved model can no longer be read as written
+FORMAT = 4            # bump when a saved model can no longer be read as written
 TARGETS = ("log_gflops", "log_ms")
 DEFAULT_TARGET = "log_gflops"
 
@@ -63,10 +63,6 @@ class PerfModel:
         feat = Featurizer(data.backend, limits).fit(pairs)
         X = feat.rows(pairs)
         y = _target(data, target)
-        described = ~np.isnan(X).any(axis=1)
-        if not described.any():
-            raise learners.ModelUnavailable(f"no stored config of {data.backend} can be described")
-        X, y = X[described], y[described]
         est = learners.make(learner, seed)
         with learners.one_thread():
             est.fit(X, y)
@@ -77,7 +73,7 @@ class PerfModel:
             for i, (c, _) in enumerate(sorted(results, key=lambda t: t[1])):
                 ranks[c] = min(ranks.get(c, i), i)
         verified = sorted(ranks, key=lambda c: (ranks[c], c.key))
-        meta = {"format": FORMAT, "rows": len(data), "rows_described": int(described.sum()),
+        meta = {"format": FORMAT, "rows": len(data),
                 "problems": sorted(p.key for p in data.distinct_problems),
                 "dtypes": sorted({p.dtype for p in data.problems}),
                 "fit_seconds": time.perf_counter() - t0, "trained_at": time.time(),
@@ -91,13 +87,11 @@ class PerfModel:
         if not configs:
             return np.empty(0)
         X = self.featurizer.transform(problem, configs)
-        described = ~np.isnan(X).any(axis=1)
-        g = np.zeros(len(configs))                   # an undescribed config: predicted slowest
-        if described.any():
-            with learners.one_thread():
-                y = self.estimator.predict(X[described])
-            g[described] = np.exp(y) if self.target == "log_gflops" else problem.flops / (np.exp(y) * 1e6)
-        return g
+        with learners.one_thread():
+            y = self.estimator.predict(X)
+        if self.target == "log_gflops":
+            return np.exp(y)
+        return problem.flops / (np.exp(y) * 1e6)
 
     def predict_ms(self, problem: Problem, configs: Sequence[Mapping]) -> list[float]:
         """Predicted milliseconds per config (the Backend.predict_ms signature)."""
