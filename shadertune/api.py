@@ -1,164 +1,240 @@
-"""shadertune.matmul: numpy.matmul semantics on a tuned GPU kernel.
+"""shadertune.matmul: numpy.matmul semantics on a tuned GPU kernel, one front door
+for every backend.
 
-C = alpha * A @ B + beta * out.  GL computes in float32 (float64 and integer
-inputs are converted; the result is float32); CUDA computes float32 inputs
-in float32 and float64 inputs in float64.  Compiled kernels and their
-textures are cached (a small LRU) and released on eviction, so repeated
-calls reuse them and leak nothing.
+    C = alpha * A @ B + beta * out
+
+A call goes: check it (shadertune.inputs: shapes, dtypes, out, alpha/beta) ->
+parse the config request (shadertune.configs) -> the backend's run_call(call,
+plan) hook, which executes it and returns the result in the caller's array kind.
+The plan resolves the config once per problem per call (a batch of a thousand
+matrices reads the tuning store once) and takes kernels from the backend's
+KernelCache, which releases what it drops.
+
+Backends matmul drives: one per (name, device_index), shared by all threads, or
+one per thread where the backend cannot be shared (GL: a context is current in
+one thread; docs/threads.md).  A process forked from one that used them starts
+with none (the parent's are left untouched: they cannot work in a child).
 """
 from __future__ import annotations
 
-import itertools
+import os
 import threading
-from collections import OrderedDict
+import weakref
 
 import numpy as np
 
-from .config import Config
-from .inputs import check_operands, check_out
+from .backends import backend_class
+from .backends.base import Backend
+from .configs import ConfigRequest, parse_request, resolve
+from .inputs import MatmulCall, check_call
+from .kernel_cache import DEFAULT_SIZE, KernelCache
 from .problem import Problem
 
-_CACHE_SIZE = 8
-_kernels: "OrderedDict[tuple, object]" = OrderedDict()
-_backends: dict = {}
-_lock = threading.RLock()
+_CACHE_SIZE = DEFAULT_SIZE
+
+
+class Door:
+    """One backend as matmul drives it: the backend and its kernel cache."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.kernels = KernelCache(_CACHE_SIZE)
+        # the thread a backend that serves one thread belongs to (its kernels are
+        # released there); None for backends shared by threads
+        self.thread = None if backend.shared_by_threads else threading.get_ident()
+
+    def here(self) -> bool:
+        """Whether the calling thread may use (and release) this door's kernels."""
+        return self.thread is None or self.thread == threading.get_ident()
+
+
+class CallPlan:
+    """One call's configs and kernels: each problem's config resolved once."""
+
+    def __init__(self, door: Door, request: ConfigRequest, call: MatmulCall, db=None):
+        self.door, self.request, self.call, self.db = door, request, call, db
+        self._configs: dict = {}
+
+    def config(self, problem: Problem, *, adapt: bool = False):
+        key = (problem, adapt)
+        cfg = self._configs.get(key)
+        if cfg is None:
+            where = self.call.where
+            if problem != self.call.problem:
+                where += f" (its {problem.M}x{problem.N}x{problem.K} part)"
+            cfg = self._configs[key] = resolve(self.door.backend, problem, self.request,
+                                               db=self.db, where=where, adapt=adapt)
+        return cfg
+
+    def kernel(self, problem: Problem, *, adapt: bool = False):
+        cfg = self.config(problem, adapt=adapt)
+        backend = self.door.backend
+        return self.door.kernels.get((problem, cfg), lambda: backend.build(problem, cfg))
+
+
+# --- the backends matmul drives ---------------------------------------------------
+_shared: dict = {}                                   # (name, device_index) -> Door
+_by_instance: weakref.WeakSet = weakref.WeakSet()   # the Doors of Backends given as objects
+_local = threading.local()                           # .doors: this thread's Doors
+_lock = threading.Lock()
+_left_in_parent: list = []     # doors a forked child inherited: kept, never used or released
+
+
+def _thread_doors() -> dict:
+    doors = getattr(_local, "doors", None)
+    if doors is None:
+        doors = _local.doors = {}
+    return doors
+
+
+def _check_device_index(device_index) -> None:
+    if device_index is not None and (isinstance(device_index, (bool, np.bool_))
+                                     or not isinstance(device_index, (int, np.integer))
+                                     or device_index < 0):
+        raise ValueError(f"matmul: device_index must be a non-negative int, got {device_index!r}")
+
+
+def door(backend="gl", device_index: int | None = None) -> Door:
+    """The Door for a backend name and device, or for a Backend instance."""
+    if isinstance(backend, Backend):
+        with _lock:        # the door lives on the backend object, as long as it does
+            d = backend.__dict__.get("_matmul_door")
+            if d is None:
+                d = backend._matmul_door = Door(backend)
+                _by_instance.add(d)
+        return d
+    if not isinstance(backend, str):
+        raise TypeError(f"matmul: backend must be a name ('gl', 'cuda') or a Backend, "
+                        f"got {type(backend).__name__}")
+    try:
+        cls = backend_class(backend)
+    except ValueError as e:
+        raise ValueError(f"matmul: {e}") from None
+    _check_device_index(device_index)
+    key = (backend, None if device_index is None else int(device_index))
+    if not cls.shared_by_threads:
+        doors = _thread_doors()
+        d = doors.get(key)
+        if d is None:
+            d = doors[key] = Door(cls.on_device(key[1]))
+        return d
+    with _lock:
+        d = _shared.get(key)
+        if d is None:
+            d = _shared[key] = Door(cls.on_device(key[1]))
+    return d
+
+
+def backend(name: str = "gl", device_index: int | None = None) -> Backend:
+    """The backend matmul uses for `name` on `device_index` in this thread."""
+    return door(name, device_index).backend
+
+
+def kernel(backend: Backend, problem: Problem, config):
+    """The kernel matmul's cache holds for (problem, config) on `backend`, built if absent."""
+    from .config import Config
+    cfg = Config(config)
+    d = _door_of(backend)
+    return d.kernels.get((problem, cfg), lambda: backend.build(problem, cfg))
+
+
+def _door_of(be: Backend) -> Door:
+    for d in list(_thread_doors().values()) + list(_shared.values()):
+        if d.backend is be:
+            return d
+    return door(be)
+
+
+def _doors_here() -> list[Door]:
+    """The doors whose kernels the calling thread may use and release."""
+    with _lock:
+        shared = list(_shared.values()) + list(_by_instance)
+    return list(_thread_doors().values()) + [d for d in shared if d.here()]
 
 
 def clear_cache() -> None:
-    """Release every cached kernel (textures, programs)."""
-    with _lock:
-        while _kernels:
-            _, k = _kernels.popitem()
-            k.release()
+    """Release the cached kernels of this thread's and every shared backend (another
+    thread's GL kernels are released when that thread ends, with its context)."""
+    for d in _doors_here():
+        d.kernels.clear()
 
 
 def cached_kernels() -> int:
-    return len(_kernels)
+    """Kernels cached for this thread's calls."""
+    return sum(len(d.kernels) for d in _doors_here())
 
 
-def _backend(name: str, device_index):
-    key = (name, device_index)
-    b = _backends.get(key)
-    if b is None:
-        from .backends import get_backend
-        b = get_backend(name, **({"device_index": device_index} if device_index is not None else {}))
-        _backends[key] = b
-    return b
+def _forget_after_fork() -> None:
+    """In a forked child: start with no backends.  The parent's cannot work here (a GL
+    context or CUDA module does not survive fork); they are kept, never released, since
+    releasing them would call into a driver that is not there."""
+    global _lock
+    _left_in_parent.extend(_shared.values())
+    _left_in_parent.extend(getattr(_local, "doors", {}).values())
+    _shared.clear()
+    _local.doors = {}
+    _lock = threading.Lock()
 
 
-def _resolve_config(backend, problem: Problem, config, db, tune=None) -> Config:
-    if config is None or (isinstance(config, str) and config == "default"):
-        return backend.default_config(problem)
-    if isinstance(config, str) and config == "auto":
-        try:
-            from .select import select_config
-        except ImportError:      # the tuner is optional at this level
-            return backend.default_config(problem)
-        return select_config(backend, problem, db=db, tune=tune)[0]
-    if isinstance(config, str):
-        config = Config.from_json(config)
-    if not isinstance(config, (Config, dict)):
-        raise TypeError(f"matmul: config must be 'auto', None, a dict, a Config or JSON text, "
-                        f"got {type(config).__name__}")
-    cfg = Config(config)
-    why = backend.space(problem).why_invalid(cfg)
-    if why:
-        raise ValueError(f"matmul: config {cfg.to_dict()} is not valid for {problem.key} on "
-                         f"{backend.name}: {why}")
-    return cfg
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def _kernel(backend, problem: Problem, config: Config):
-    key = (backend.name, id(backend), problem, config)
-    with _lock:
-        k = _kernels.get(key)
-        if k is not None:
-            _kernels.move_to_end(key)
-            return k
-        k = backend.build(problem, config)
-        _kernels[key] = k
-        while len(_kernels) > _CACHE_SIZE:
-            _, old = _kernels.popitem(last=False)
-            old.release()
-        return k
-
-
-def _tiles(n: int, size: int):
-    return [(s, min(s + size, n)) for s in range(0, n, size)]
-
-
-def _gl_2d(backend, A, B, C, alpha, beta, config, db, tune=None) -> np.ndarray:
-    """One 2-D product on the GL backend, tiled when a texture would exceed the device limit."""
-    from .backends.gl.codegen import plan_layout
-    M, K = A.shape
-    N = B.shape[1]
-    limit = int(backend.device().limits.get("max_texture_size", 4096))
-    tile = limit
-    while True:
-        tm, tn, tk = min(M, tile), min(N, tile), min(K, tile)
-        problem = Problem(tm, tn, tk)
-        cfg = _resolve_config(backend, problem, config, db, tune)
-        if plan_layout(tm, tn, tk, cfg).largest_texture() <= limit:
-            break
-        if tile <= 64:
-            raise ValueError(f"matmul: cannot tile {M}x{K} @ {K}x{N} under the device's "
-                             f"max texture size {limit} with config {cfg.to_dict()}")
-        tile //= 2
-    out = np.empty((M, N), np.float32)
-    for (m0, m1), (n0, n1) in itertools.product(_tiles(M, tm), _tiles(N, tn)):
-        acc_beta = beta
-        acc = C[m0:m1, n0:n1] if beta != 0.0 else None
-        for k0, k1 in _tiles(K, tk):
-            problem = Problem(m1 - m0, n1 - n0, k1 - k0)
-            cfg_t = cfg if (problem.M, problem.N, problem.K) == (tm, tn, tk) else \
-                _resolve_config(backend, problem, config, db, tune)
-            kern = _kernel(backend, problem, cfg_t)
-            # K chunks accumulate: later chunks add onto the running result (beta = 1).
-            acc = kern.run(A[m0:m1, k0:k1], B[k0:k1, n0:n1], acc, alpha=alpha, beta=acc_beta)
-            acc_beta = 1.0
-        out[m0:m1, n0:n1] = acc
-    return out
-
-
-def matmul(A, B, *, backend: str = "gl", config="auto", alpha=1.0, beta=0.0, out=None,
-           device_index: int | None = None, db=None, tune=None) -> np.ndarray:
+# --- the front door -------------------------------------------------------------
+def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
+           device_index: int | None = None, db=None, tune=None):
     """C = alpha * A @ B + beta * out with numpy.matmul semantics.
 
-    A, B: real arrays (1-D, 2-D or stacked, broadcast like numpy.matmul; any
-    strides or order).  backend: 'gl' (default; float32) or 'cuda'.
-    config: 'auto' (best stored tuning result for this device and shape, else
-    the nearest tuned shape, else a safe default), 'default', or a dict /
-    Config / JSON text of knobs.  beta != 0 needs `out`, which also receives
-    the result.  Complex, string and object inputs raise TypeError;
-    mismatched shapes raise ValueError naming both shapes.
-    tune: None (default) or 'first-use' (with config='auto'): the first call for a
-    shape the store has no result for times the model's top configs, verified
-    and stored, within a bounded time (shadertune.perfmodel.firstuse).
+    A, B: real arrays (1-D, 2-D or stacked, broadcast like numpy.matmul; any strides
+    or order).  out: where the result goes (numpy's out: any dtype numpy's same-kind
+    casting allows, floating point; batch dimensions may broadcast); with beta != 0 it
+    is also the C that is added.  backend: 'gl' (default; computes in float32) or
+    'cuda' (float64 where numpy's result is float64), or a Backend.  config: 'auto'
+    (the best stored tuning result for this device and shape, else the learned model's
+    pick, else the nearest tuned shape's, else the default; shadertune.select), 'default', a preset (backend.presets(): 'fast'; GL's
+    'jiang', 'naive'; CUDA's 'ffma'), or knobs as a dict / Config / JSON text (knobs left out come
+    from the default config).  device_index: which GPU (GL: EGL device; CUDA: device
+    id).  db: the tuning store 'auto' reads.  tune: None (default) or 'first-use' (or a
+    shadertune.perfmodel.FirstUse), with config='auto': the first call for a shape the
+    store has no verified result for times the learned model's top configs (8, at most
+    20 s by default), verified and stored; later calls find it stored
+    (docs/perfmodel.md).
+
+    Semantics and errors follow numpy.matmul (docs/semantics.md): bool @ bool is
+    bool; 1-D @ 1-D gives a numpy scalar; np.matrix in gives np.matrix out; masked
+    arrays, complex, string and object inputs raise TypeError; mismatched shapes
+    raise ValueError naming both shapes.
     """
-    if tune is not None:
-        from .perfmodel.firstuse import check
-        check(tune, config)
-    if backend not in ("gl", "cuda"):
-        raise ValueError(f"matmul: backend must be 'gl' or 'cuda', got {backend!r}")
-    if backend == "cuda":
-        from .backends.cuda import matmul as cuda_matmul
-        return cuda_matmul(A, B, config=config, alpha=alpha, beta=beta, out=out, db=db, tune=tune)
-    ops = check_operands(A, B, out, alpha=alpha, beta=beta, dtype=np.float32)
-    check_out(out, ops.shape, np.float32)
-    full = ops.batch + (ops.M, ops.N)
-    result = np.zeros(full, np.float32)
-    if ops.M and ops.N:
-        if ops.K == 0:
-            if ops.beta != 0.0:
-                result[...] = ops.beta * ops.C
-        else:
-            be = _backend("gl", device_index)
-            for idx in np.ndindex(*ops.batch):
-                C = ops.C[idx] if ops.C is not None else None
-                result[idx] = _gl_2d(be, ops.A[idx], ops.B[idx], C, ops.alpha, ops.beta, config, db,
-                                     tune)
-    result = result.reshape(ops.shape)
-    if out is not None:
-        out[...] = result
-        return out
+    d = door(backend, device_index)
+    be = d.backend
+    call = check_call(A, B, out, alpha=alpha, beta=beta, dtypes=be.dtypes)
+    request = parse_request(config, be, tune)
+    if call.logical:
+        return _logical(call, d, request, db)
+    result = be.run_call(call, CallPlan(d, request, call, db))
+    return _numpy_result(call, result)
+
+
+def _logical(call: MatmulCall, d: Door, request, db):
+    """bool @ bool: numpy's logical OR of ANDs, as (count of true products) > 0 (a count
+    of non-negative terms is never rounded to zero)."""
+    from dataclasses import replace
+    counts_call = replace(call, out=None, batch=call.batch)
+    counts = d.backend.run_call(counts_call, CallPlan(d, request, counts_call, db))
+    result = counts > 0
+    if call.out is not None:
+        call.out[...] = result
+        return call.out
+    return _numpy_result(call, result)
+
+
+def _numpy_result(call: MatmulCall, result):
+    """What numpy.matmul returns: out itself; a numpy scalar for 1-D @ 1-D; the input's
+    ndarray subclass (np.matrix) where numpy would wrap the result in it."""
+    if call.out is not None:
+        return call.out
+    if call.wrap is not None and isinstance(result, np.ndarray):
+        return call.wrap.__array_wrap__(result, None, False)
+    if isinstance(result, np.ndarray) and result.ndim == 0:
+        return result[()]
     return result

@@ -26,6 +26,16 @@ class Config(Mapping):
         self._hash = hash(self._items)
         self._map = dict(self._items)   # lookups: restrictions read knobs millions of times
 
+    @classmethod
+    def from_sorted_items(cls, items: tuple) -> "Config":
+        """A Config from (name, value) pairs already sorted by name and of valid
+        types (a Space's enumeration builds hundreds of thousands)."""
+        c = cls.__new__(cls)
+        c._items = items
+        c._hash = hash(items)
+        c._map = dict(items)
+        return c
+
     def __getitem__(self, k):
         return self._map[k]
 

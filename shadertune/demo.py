@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     try:
         from .db import Store
         from .search import Budget, tune
-        backend = api._backend("gl", None)
+        backend = api.backend("gl")
         dev = backend.device()
         software = "llvmpipe" in dev.renderer.lower() or "softpipe" in dev.renderer.lower()
         sizes = [int(s) for s in (args.sizes or ("128,256" if software else "512,1024,2048")).split(",")]
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         from .select import select_config
         cfg, how = select_config(backend, Problem(n, n, n), db=store)
         C = api.matmul(A, B, config=cfg)
-        kern = api._kernel(backend, Problem(n, n, n), cfg)
+        kern = api.kernel(backend, Problem(n, n, n), cfg)
         ms = float(np.median(kern.time(repeats=5, warmup=1)))
         ref = A.astype(np.float64) @ B.astype(np.float64)
         err = float(np.linalg.norm(C - ref) / np.linalg.norm(ref))

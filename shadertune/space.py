@@ -1,21 +1,38 @@
-"""Space: knob domains, restrictions and the constants they may refer to.
+"""Space: knob domains, restrictions that declare the knobs they read, a phase plan.
 
-A restriction is either a callable taking the config (a Config) and returning
-truthy for a valid point, or a Python expression string over the knob names
-and the space's `constants` (problem sizes, device limits), as in Kernel
-Tuner: ``"mrt_w * mrt_h <= max_draw_buffers"``.  Pruning happens here,
-before anything is compiled.
+A restriction is a rule a valid config must meet, in one of three forms:
+
+- an expression string over knob names and the space's `constants` (problem
+  sizes, device limits), as in Kernel Tuner and CLBlast: the names it uses
+  are what it reads, ``"mrt_w * mrt_h <= max_draw_buffers"``;
+- a callable whose parameter names are knobs and constants, as in pyATF:
+  ``def block_shape(BM, BN, WM, WN): ...`` is called with those values;
+- a callable taking one mapping, marked with ``@restriction(knobs=[...])`` to
+  say which knobs it reads; unmarked, it reads every knob (checked on whole
+  configs only).
+
+Rules are pure functions of what they read (the enumeration caches their
+verdicts).  A rule that raises rejects the config.  Enumeration binds the knobs
+one at a time, depth first, in an order that completes rules early, and checks
+each rule as soon as all the knobs it reads are bound: a dead subtree is cut at
+its root instead of being walked to every leaf.  The result is exactly the
+product of the domains filtered by every rule.
+
+Pruning happens here, before anything is compiled.
 """
 from __future__ import annotations
 
-import itertools
+import inspect
 import math
+import operator
+import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from .config import Config
 
-Restriction = Union[str, Callable[[Config], bool]]
+Restriction = Union[str, Callable[..., bool]]
 
 # Names an expression restriction may use besides knobs and constants.
 _SAFE_BUILTINS = {"min": min, "max": max, "abs": abs, "len": len, "int": int,
@@ -23,11 +40,87 @@ _SAFE_BUILTINS = {"min": min, "max": max, "abs": abs, "len": len, "int": int,
                   "True": True, "False": False, "None": None}
 
 
+def restriction(*, knobs: Sequence[str]):
+    """Mark a callable that takes one config mapping as reading only `knobs`:
+    it is then checked as soon as those knobs are bound (given a mapping that
+    holds at least them)."""
+    def mark(fn):
+        fn.knobs = tuple(knobs)
+        return fn
+    return mark
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """How the phased strategy walks a space (a backend's order, Jiang's for GL).
+
+    outer:  knobs enumerated in full, outermost first;
+    refine: the knob searched over its powers of two, then refined recursively;
+    groups: knob groups searched jointly in turn after the refine knob;
+    start:  the config each sweep starts from (a backend's safe default), or None.
+    """
+    outer: tuple[str, ...] = ()
+    refine: str | None = None
+    groups: tuple[tuple[str, ...], ...] = ()
+    start: Config | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "outer", tuple(self.outer))
+        object.__setattr__(self, "groups", tuple(tuple(g) for g in self.groups if g))
+        if self.start is not None and not isinstance(self.start, Config):
+            object.__setattr__(self, "start", Config(self.start))
+
+    def named_knobs(self) -> list[str]:
+        return [*self.outer, *([self.refine] if self.refine else []),
+                *(k for g in self.groups for k in g)]
+
+    def starting_at(self, start: Mapping | None) -> "PhasePlan":
+        return replace(self, start=None if start is None else Config(start))
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One restriction, compiled: what it reads and how it is called.
+
+    `args` are the names passed positionally (knobs and constants); a mapping
+    rule (`takes_mapping`) is given one mapping instead and `args` are the
+    knobs it reads."""
+    source: Restriction = field(compare=False)
+    call: Callable = field(compare=False)
+    args: tuple[str, ...]
+    reads: frozenset
+    takes_mapping: bool
+    # verdicts by argument values (rules are pure); bounded, exceptions never kept
+    verdicts: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def check(self, cfg: Mapping, constants: Mapping) -> bool:
+        """The verdict on `cfg` (a mapping rule gets `cfg` itself)."""
+        if self.takes_mapping:
+            return bool(self.call(cfg))
+        return self.check_values({**constants, **cfg})
+
+    def check_values(self, values: dict) -> bool:
+        """The verdict of a positional rule, given knob and constant values by name."""
+        if len(self.args) == 1:
+            key = (values[self.args[0]],)
+        else:
+            key = operator.itemgetter(*self.args)(values) if self.args else ()
+        ok = self.verdicts.get(key)
+        if ok is None:
+            if len(self.verdicts) >= _MAX_VERDICTS:
+                self.verdicts.clear()
+            ok = self.verdicts[key] = bool(self.call(*key))
+        return ok
+
+
+_MAX_VERDICTS = 1 << 16
+
+
 class Space:
     def __init__(self, knobs: Mapping[str, Sequence[Any]],
                  restrictions: Sequence[Restriction] = (),
                  constants: Mapping[str, Any] | None = None,
-                 phases: Mapping[str, Any] | None = None):
+                 phases: PhasePlan | None = None):
         if not knobs:
             raise ValueError("a Space needs at least one knob")
         self.knobs: dict[str, tuple] = {}
@@ -37,61 +130,96 @@ class Space:
                 raise ValueError(f"knob {name!r} has an empty domain")
             if len(set(dom)) != len(dom):
                 raise ValueError(f"knob {name!r} has repeated values: {dom}")
+            bad = [v for v in dom if not isinstance(v, (str, int, float, bool)) and v is not None]
+            if bad:
+                raise TypeError(f"knob {name!r} has values that are not JSON scalars: {bad}")
             self.knobs[name] = dom
+        self._domain_sets = {k: frozenset(d) for k, d in self.knobs.items()}
         self.constants = dict(constants or {})
         clash = set(self.constants) & set(self.knobs)
         if clash:
             raise ValueError(f"constants shadow knobs: {sorted(clash)}")
         self.restrictions = list(restrictions)
-        self._compiled = [self._compile(r) for r in self.restrictions]
+        self._rules = [self._compile(r) for r in self.restrictions]
         self._valid: list[Config] | None = None
-        # How the phased strategy walks this space (backend-specific order):
-        # {"outer": [knobs enumerated in full, outermost first],
-        #  "refine": knob searched over powers of two, then refined recursively,
-        #  "groups": [[knobs searched jointly], ...] after the refine knob}
-        self.phases = dict(phases) if phases else None
-        if self.phases:
-            named = list(self.phases.get("outer", [])) + [self.phases.get("refine")] + \
-                [k for g in self.phases.get("groups", []) for k in g]
-            bad = [k for k in named if k is not None and k not in self.knobs]
+        self._order: list[str] | None = None
+        self._phases: PhasePlan | None = None
+        self.phases = phases
+
+    # --- the phase plan ---------------------------------------------------
+    @property
+    def phases(self) -> PhasePlan | None:
+        return self._phases
+
+    @phases.setter
+    def phases(self, plan: PhasePlan | None) -> None:
+        """A plan may only name this space's knobs, and start (if given) inside it."""
+        if plan is not None:
+            if not isinstance(plan, PhasePlan):
+                raise TypeError(f"a phase plan is a PhasePlan, got {type(plan).__name__}")
+            bad = [k for k in plan.named_knobs() if k not in self.knobs]
             if bad:
                 raise ValueError(f"phase plan names unknown knobs: {bad}")
+            if plan.start is not None:
+                why = self.why_invalid(plan.start)
+                if why:
+                    raise ValueError(f"phase plan starts outside the space: {why}")
+        self._phases = plan
 
-    def _compile(self, r: Restriction) -> Callable[[Config], bool]:
-        if callable(r):
-            return r
-        if not isinstance(r, str):
+    # --- restrictions -----------------------------------------------------
+    def _compile(self, r: Restriction) -> _Rule:
+        names = set(self.knobs) | set(self.constants)
+        if isinstance(r, str):
+            code = compile(r, f"<restriction {r!r}>", "eval")
+            used = _names(code)
+            unknown = used - names - set(_SAFE_BUILTINS)
+            if unknown:
+                raise ValueError(f"restriction {r!r} names unknown knobs or constants: "
+                                 f"{sorted(unknown)}")
+            # a function of the knobs it names; constants and builtins are its globals
+            args = tuple(k for k in self.knobs if k in used)
+            fn = eval(f"lambda {', '.join(args)}: ({r})",
+                      {"__builtins__": _SAFE_BUILTINS, **self.constants})
+            return _Rule(r, fn, args, frozenset(args), False)
+        if not callable(r):
             raise TypeError(f"restriction must be a callable or an expression string, got {r!r}")
-        code = compile(r, f"<restriction {r!r}>", "eval")
-        unknown = set(code.co_names) - set(self.knobs) - set(self.constants) - set(_SAFE_BUILTINS)
-        if unknown:
-            raise ValueError(f"restriction {r!r} names unknown knobs or constants: {sorted(unknown)}")
-        consts = dict(self.constants)
-
-        def check(cfg: Config, code=code) -> bool:
-            return bool(eval(code, {"__builtins__": _SAFE_BUILTINS}, {**consts, **cfg}))
-        return check
+        declared = getattr(r, "knobs", None)       # set by @restriction(knobs=...)
+        if declared is not None:
+            unknown = set(declared) - set(self.knobs)
+            if unknown:
+                raise ValueError(f"restriction {_describe(r)} declares unknown knobs: "
+                                 f"{sorted(unknown)}")
+            return _Rule(r, r, tuple(declared), frozenset(declared), True)
+        params = _parameters(r)
+        if params is not None and params and all(p in names for p in params):
+            return _Rule(r, r, params, frozenset(p for p in params if p in self.knobs), False)
+        if params is not None and len(params) != 1:
+            raise ValueError(f"restriction {_describe(r)}: parameters {list(params)} must all be "
+                             f"knobs or constants, or it takes one config")
+        # one mapping argument, no declaration: it may read any knob
+        return _Rule(r, r, tuple(self.knobs), frozenset(self.knobs), True)
 
     # --- membership -----------------------------------------------------
     def why_invalid(self, cfg: Mapping) -> str | None:
-        """None if `cfg` is a valid point, else a one-line reason."""
+        """None if `cfg` is a valid point, else a one-line reason (naming the rule)."""
         cfg = cfg if isinstance(cfg, Config) else Config(cfg)
-        missing = set(self.knobs) - set(cfg)
-        if missing:
-            return f"missing knobs: {sorted(missing)}"
-        extra = set(cfg) - set(self.knobs)
-        if extra:
-            return f"unknown knobs: {sorted(extra)}"
-        for name, dom in self.knobs.items():
-            if cfg[name] not in dom:
-                return f"{name}={cfg[name]!r} not in {list(dom)}"
-        for r, f in zip(self.restrictions, self._compiled):
+        values = cfg.to_dict()                  # plain dict: the rules read it many times
+        if values.keys() != self._domain_sets.keys():
+            missing = set(self.knobs) - set(values)
+            if missing:
+                return f"missing knobs: {sorted(missing)}"
+            return f"unknown knobs: {sorted(set(values) - set(self.knobs))}"
+        for name, dom in self._domain_sets.items():
+            if values[name] not in dom:
+                return f"{name}={values[name]!r} not in {list(self.knobs[name])}"
+        values.update(self.constants)
+        for rule in self._rules:
             try:
-                ok = f(cfg)
+                ok = rule.check(cfg, self.constants) if rule.takes_mapping else rule.check_values(values)
             except Exception as e:  # a restriction that cannot be evaluated rejects
-                return f"restriction {_describe(r)} failed: {e}"
+                return f"restriction {_describe(rule.source)} failed: {e}"
             if not ok:
-                return f"restriction {_describe(r)} not met"
+                return f"restriction {_describe(rule.source)} not met"
         return None
 
     def __contains__(self, cfg: Mapping) -> bool:
@@ -103,17 +231,112 @@ class Space:
         """Points before restrictions: the product of the domain sizes."""
         return math.prod(len(d) for d in self.knobs.values())
 
-    def _iter_valid(self) -> Iterator[Config]:
-        names = list(self.knobs)
-        for values in itertools.product(*self.knobs.values()):
-            cfg = Config(dict(zip(names, values)))
-            if all(_safe(f, cfg) for f in self._compiled):
-                yield cfg
+    def binding_order(self) -> list[str]:
+        """The order enumeration binds knobs in, chosen to keep the tree small.
+
+        After binding a set S of knobs the tree has about
+        prod(|domain| for S) x prod(pass rate of each rule S completes) nodes
+        (pass rates sampled on random values of what each rule reads); the
+        deepest levels hold most nodes.  So the order is chosen from the last
+        knob back: last, the knob whose level multiplies the tree the most
+        (a large domain its rules barely prune, e.g. a padding knob), and so
+        on; ties go to declaration order, later knobs later."""
+        if self._order is None:
+            self._order = self._choose_order()
+        return list(self._order)
+
+    def _choose_order(self) -> list[str]:
+        rules = [(r.reads, math.log(p)) for r, p in zip(self._rules, self._pass_rates())]
+        logdom = {k: math.log(len(d)) for k, d in self.knobs.items()}
+        decl = list(self.knobs)
+        left = set(decl)
+        backwards: list[str] = []
+        while left:
+            def level(k):
+                """log of how much binding k last (of those left) multiplies the tree"""
+                return logdom[k] + sum(lp for reads, lp in rules if k in reads and reads <= left)
+            k = max(sorted(left, key=decl.index, reverse=True), key=lambda k: round(level(k), 9))
+            backwards.append(k)
+            left.remove(k)
+        return backwards[::-1]
+
+    def _pass_rates(self, samples: int = 64) -> list[float]:
+        """Each rule's share of passes on `samples` seeded random draws of what it
+        reads (1 for a rule that reads every knob: it only runs on whole configs)."""
+        rng = random.Random(0)
+        rates = []
+        for rule in self._rules:
+            if rule.reads == frozenset(self.knobs) and len(self.knobs) > 1:
+                rates.append(1.0)
+                continue
+            check = _bound_check(rule, {k: i for i, k in enumerate(self.knobs)} |
+                                 {c: len(self.knobs) + i for i, c in enumerate(self.constants)},
+                                 list(self.knobs), cache=False)
+            vals = [None] * len(self.knobs) + list(self.constants.values())
+            passed = 0
+            for _ in range(samples):
+                for i, k in enumerate(self.knobs):
+                    if k in rule.reads:
+                        vals[i] = rng.choice(self.knobs[k])
+                passed += check(vals)
+            rates.append(max(passed, 0.5) / samples)   # never 0: a rare pass still exists
+        return rates
+
+    def _enumerate(self) -> list[Config]:
+        order = self.binding_order()
+        n = len(order)
+        depth = {k: i for i, k in enumerate(order)}
+        # vals: the bound knob values by depth, then the constants (rules read both by index)
+        const_names = list(self.constants)
+        vals: list[Any] = [None] * n + [self.constants[c] for c in const_names]
+        index = {**depth, **{c: n + i for i, c in enumerate(const_names)}}
+        checks: list[list[Callable[[list], bool]]] = [[] for _ in range(n)]
+        leaf_mapping_rules: list[_Rule] = []
+        for rule in self._rules:
+            if rule.takes_mapping and rule.reads == frozenset(self.knobs):
+                leaf_mapping_rules.append(rule)         # given the finished Config
+                continue
+            at = max((depth[k] for k in rule.reads), default=0)
+            checks[at].append(_bound_check(rule, index, order))
+        # a config's items, kept sorted by name as knobs are bound (the (name, value)
+        # pairs are made once per domain value)
+        names = sorted(self.knobs)
+        slot = [names.index(k) for k in order]
+        items: list = [None] * n
+        doms = [[(v, (k, v)) for v in self.knobs[k]] for k in order]
+        passes = [_all_of(c) for c in checks]
+        from_items = Config.from_sorted_items
+        constants = self.constants
+        out: list[Config] = []
+
+        def leaf(dom, ok, s):
+            for v, pair in dom:
+                vals[n - 1] = v
+                if ok is None or ok(vals):
+                    items[s] = pair
+                    cfg = from_items(tuple(items))
+                    if not leaf_mapping_rules or all(_safe_check(r, cfg, constants)
+                                                     for r in leaf_mapping_rules):
+                        out.append(cfg)
+
+        def bind(d):
+            if d == n - 1:
+                leaf(doms[d], passes[d], slot[d])
+                return
+            ok, s = passes[d], slot[d]
+            for v, pair in doms[d]:
+                vals[d] = v
+                if ok is None or ok(vals):
+                    items[s] = pair
+                    bind(d + 1)
+        bind(0)
+        return out
 
     def configs(self) -> list[Config]:
-        """Every valid config, in domain order (cached)."""
+        """Every valid config (cached), depth first in binding_order(), each knob's
+        values in domain order."""
         if self._valid is None:
-            self._valid = list(self._iter_valid())
+            self._valid = self._enumerate()
         return list(self._valid)
 
     def __iter__(self) -> Iterator[Config]:
@@ -137,11 +360,77 @@ class Space:
                 "full_size": self.full_size, "size": len(self)}
 
 
-def _safe(f, cfg) -> bool:
+def _bound_check(rule: _Rule, index: dict, order: list, cache: bool = True) -> Callable[[list], bool]:
+    """A check on the enumeration's value list: the rule's verdict for the values
+    it reads, cached (rules are pure); an exception rejects."""
+    verdicts: dict = {} if cache else _NoCache()
+    names = sorted(rule.reads, key=order.index) if rule.takes_mapping else list(rule.args)
+    positions = [index[n] for n in names]
+    # the cache key: the values read (one value alone when the rule reads one)
+    key_of = operator.itemgetter(*positions) if positions else (lambda vals: ())
+    if rule.takes_mapping:
+        call = lambda key: rule.call(dict(zip(names, (key,) if len(names) == 1 else key)))  # noqa: E731
+    elif len(positions) == 1:
+        call = rule.call
+    else:
+        call = lambda key: rule.call(*key)  # noqa: E731
+
+    def check(vals):
+        key = key_of(vals)
+        ok = verdicts.get(key)
+        if ok is None:
+            try:
+                ok = bool(call(key))
+            except Exception:
+                ok = False
+            verdicts[key] = ok
+        return ok
+    return check
+
+
+def _all_of(checks: list) -> Callable[[list], bool] | None:
+    """One check that passes when all of `checks` pass (None: nothing to check)."""
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    first, rest = checks[0], _all_of(checks[1:])
+    return lambda vals: first(vals) and rest(vals)
+
+
+class _NoCache(dict):
+    """A cache that keeps nothing (sampling pass rates must call the rule)."""
+    def __setitem__(self, key, value):
+        pass
+
+
+def _safe_check(rule: _Rule, cfg: Config, constants: Mapping) -> bool:
     try:
-        return bool(f(cfg))
+        return rule.check(cfg, constants)
     except Exception:
         return False
+
+
+def _names(code) -> set[str]:
+    """Global names an expression's code reads (comprehensions included)."""
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            out |= _names(c) - set(c.co_varnames)
+    return out
+
+
+def _parameters(fn) -> tuple[str, ...] | None:
+    """Names of fn's positional parameters without defaults (those with defaults
+    keep them), or None when they cannot be read."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind not in kinds for p in sig.parameters.values()):
+        return None
+    return tuple(n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty)
 
 
 def _describe(r: Restriction) -> str:

@@ -9,6 +9,17 @@ def gl_backend():
     return GLBackend()
 
 
+@pytest.fixture(scope="session")
+def gl(gl_backend):
+    """The GL backend, or a skip where no GL context can be made here."""
+    from shadertune.errors import ContextError
+    try:
+        gl_backend.device()
+    except ContextError as e:
+        pytest.skip(f"no GL context: {e}")
+    return gl_backend
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

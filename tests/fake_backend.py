@@ -10,6 +10,10 @@ it).  Traps, timed as the fastest of all: glsl=330 with mc=2x2 computes a
 wrong C; mc=1x4 with mrt 4x2 leaves C unwritten (NaN); fetch=texture with
 unroll=full fails to compile; np=6 raises InvalidConfig at build.
 
+With model=True it has a cost model (predict_ms): the true cost times a
+log-normal factor per config (sigma MODEL_NOISE, seeded by the config), so
+rank-correlated but wrong in detail, and blind to the traps (they predict fastest).
+
 Environment (read when instantiated, for subprocess tests): FAKE_LOG appends
 'start KEY' when a build starts and 'done KEY' when timing ends; FAKE_SLEEP
 sleeps that many seconds in each build; FAKE_HANG_AT=n hangs in the n-th
@@ -17,7 +21,9 @@ build (a stuck kernel, for the kill-and-resume test).
 """
 from __future__ import annotations
 
+import math
 import os
+import random
 import time
 
 import numpy as np
@@ -25,7 +31,7 @@ import numpy as np
 from shadertune.backends.base import Backend, DeviceInfo, Kernel
 from shadertune.config import Config
 from shadertune.errors import BuildError, ContextError, InvalidConfig
-from shadertune.space import Space
+from shadertune.space import PhasePlan, Space
 
 NP_BEST = 22
 OUTER = {"glsl": {"330": 1.0, "450": 0.8}, "fetch": {"texelFetch": 1.0, "texture": 1.1},
@@ -33,8 +39,9 @@ OUTER = {"glsl": {"330": 1.0, "450": 0.8}, "fetch": {"texelFetch": 1.0, "texture
 MC = {"1x1": 1.6, "1x2": 1.2, "1x4": 0.9, "2x2": 1.0}
 MRT = {(1, 1): 1.5, (1, 2): 1.2, (2, 1): 1.25, (2, 2): 0.85, (1, 4): 1.1, (4, 1): 1.15,
        (2, 4): 0.95, (4, 2): 0.9, (4, 4): 1.0}
-PHASES = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-          "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+PHASES = PhasePlan(outer=("glsl", "fetch", "unroll"), refine="np",
+                   groups=(("mc",), ("mrt_h", "mrt_w")))
+MODEL_NOISE = 0.3
 
 
 def cost_ms(cfg) -> float:
@@ -44,6 +51,11 @@ def cost_ms(cfg) -> float:
     c *= 1 + ((cfg["np"] - NP_BEST) / NP_BEST) ** 2
     c *= MC[cfg["mc"]] * MRT[(cfg["mrt_h"], cfg["mrt_w"])]
     return c * 0.5 if is_wrong(cfg) or is_unwritten(cfg) else c   # traps look fastest
+
+
+def predicted_ms(cfg) -> float:
+    """The fake's cost model: cost_ms off by a seeded log-normal factor per config."""
+    return cost_ms(cfg) * math.exp(random.Random(Config(cfg).key).gauss(0.0, MODEL_NOISE))
 
 
 def is_wrong(cfg) -> bool:
@@ -106,8 +118,10 @@ class FakeKernel(Kernel):
 class FakeBackend(Backend):
     name = "fake"
 
-    def __init__(self, phases=PHASES, context_error_after: int | None = None):
+    def __init__(self, phases=PHASES, context_error_after: int | None = None, model: bool = False):
         self.phases = phases
+        self.model = model
+        self.predicted = 0
         self.context_error_after = context_error_after
         self.builds: list[Config] = []
         self.timed = 0
@@ -135,6 +149,12 @@ class FakeBackend(Backend):
 
     def template_hash(self):
         return "fake-templates-1"
+
+    def predict_ms(self, problem, configs):
+        if not self.model:
+            return None
+        self.predicted += len(configs)
+        return [predicted_ms(c) for c in configs]
 
     def source(self, problem, config):
         return f"// fake kernel {config.key}"

@@ -1,47 +1,118 @@
-"""python -m shadertune.codegen, and the templates shipping inside the wheel."""
+"""python -m shadertune.codegen: knobs by name, Jiang's short flags as aliases, partial
+configs filled from the problem's default, one-line errors."""
 import json
 import os
+import re
 import subprocess
 import sys
-import zipfile
 
 import pytest
+
+from shadertune.codegen import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def codegen(*args):
-    return subprocess.run([sys.executable, "-m", "shadertune.codegen", *args], capture_output=True,
-                          text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+def codegen(capsys, *args):
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def header(src: str) -> dict:
+    """The knobs a GL source states in its third line: '// mc=1x4 mrt=2x2 np=32 ...'."""
+    line = src.splitlines()[2]
+    return dict(kv.split("=", 1) for kv in line.lstrip("/ ").split())
+
+
+def test_knobs_by_name(capsys):
+    rc, src, err = codegen(capsys, "--size", "512", "--mc", "1x4", "--unroll", "4", "--np", "32",
+                           "--mrt", "2x2", "--glsl", "450", "--fetch=texture")
+    assert rc == 0, err
+    assert src.startswith("#version 450 core") and "texture(A," in src
+    assert header(src) == {"mc": "1x4", "mrt": "2x2", "np": "32", "unroll": "4", "fetch": "texture"}
+
+
+@pytest.mark.parametrize("unroll", ["2", "4", "8", "full"])
+def test_every_unroll_is_reachable(capsys, unroll):
+    rc, src, err = codegen(capsys, "--size", "256", "--unroll", unroll, "--np", "128", "--mc", "1x4",
+                           "--mrt", "2x2")
+    assert rc == 0, err
+    assert header(src)["unroll"] == unroll
 
 
 @pytest.mark.parametrize("code,expr", [("1", "dot(a0, b0_0)"), ("2", "a0.x * b0_0.xy"),
                                        ("3", "a0.x * b0_0.xyz"), ("4", "c0_0 += a0.x * b0_0"),
-                                       ("5", "a0.xxzz * b0_0.xyxy")])
-def test_channel_codes(code, expr):
-    r = codegen("--backend", "gl", "--size", "64,48,40", "-c", code, "-p", "8")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("#version 330 core") and expr in r.stdout
+                                       ("5", "a0.xxzz * b0_0.xyxy"), ("2x2", "a0.xxzz * b0_0.xyxy"),
+                                       ("1x4", "c0_0 += a0.x * b0_0")])
+def test_channel_codes_and_shapes(capsys, code, expr):
+    rc, src, err = codegen(capsys, "--size", "64,48,40", "-c", code, "-p", "8")
+    assert rc == 0, err
+    assert src.startswith("#version 330 core") and expr in src
 
 
-def test_jiang_options_mrt_and_unroll():
-    r = codegen("--size", "64", "-m", "2", "-n", "4", "-p", "16", "-u", "-c", "4")
-    assert r.returncode == 0, r.stderr
-    src = r.stdout
-    assert "mrt=2x4" in src and "layout(location = 7) out vec4 out7;" in src
-    assert "for (int s" not in src and "fully unrolled: 4 steps" in src
+def test_jiang_flags_are_aliases_of_the_knobs(capsys):
+    rc, jiang, err = codegen(capsys, "--size", "64", "-m", "2", "-n", "4", "-p", "16", "-u", "-c", "4")
+    assert rc == 0, err
+    rc, named, _ = codegen(capsys, "--size", "64", "--mrt_h", "2", "--mrt_w", "4", "--np", "16",
+                           "--unroll", "full", "--mc", "1x4")
+    assert jiang == named
+    assert "mrt=2x4" in jiang and "layout(location = 7) out vec4 out7;" in jiang
+    assert "for (int s" not in jiang and "fully unrolled: 4 steps" in jiang
 
 
-def test_config_json_and_list_space():
+def test_unset_knobs_come_from_the_default_config(capsys):
+    rc, default, _ = codegen(capsys, "--size", "256")
+    assert rc == 0
+    rc, partial, _ = codegen(capsys, "--size", "256", "--config", json.dumps({"glsl": "330"}))
+    assert partial == default
+    knobs = header(default)
+    rc, src, _ = codegen(capsys, "--size", "256", "--config", json.dumps({"mc": "2x2"}))
+    assert header(src) == dict(knobs, mc="2x2")
+    # --KNOB overrides the JSON
+    rc, src, _ = codegen(capsys, "--size", "256", "--config", json.dumps({"mc": "2x2"}), "--mc", "1x2")
+    assert header(src)["mc"] == "1x2"
+
+
+def test_a_default_that_does_not_fit_changes_the_fewest_knobs(capsys):
+    # np=8 with mc=1x4 is 2 texel steps a pass: the default unroll (4) cannot divide it.
+    rc, src, err = codegen(capsys, "--size", "256", "--np", "8")
+    assert rc == 0, err
+    h = header(src)
+    assert h["np"] == "8" and h["unroll"] in ("1", "2", "full")
+    assert re.search(r"changed unroll 4 -> \S+", err)
+
+
+def test_config_json_and_list_space(capsys):
     cfg = {"glsl": "450", "fetch": "texture", "unroll": 2, "np": 16, "mc": "2x2", "mrt_h": 2, "mrt_w": 1}
-    r = codegen("--size", "32,32,32", "--config", json.dumps(cfg))
-    assert r.returncode == 0 and "#version 450 core" in r.stdout and "texture(A," in r.stdout
-    r = codegen("--size", "12,10,8", "--list-space")
-    assert r.returncode == 0, r.stderr
-    lines = [json.loads(line) for line in r.stdout.splitlines()]
-    assert len(lines) > 10 and all(set(c) == set(cfg) for c in lines)
+    rc, src, _ = codegen(capsys, "--size", "32,32,32", "--config", json.dumps(cfg))
+    assert rc == 0 and "#version 450 core" in src and "texture(A," in src
+    rc, out, err = codegen(capsys, "--size", "12,10,8", "--list-space")
+    assert rc == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    image_knobs = {"out", "block_h", "block_w", "a_src", "b_src"}
+    assert len(lines) > 10 and all(set(c) == set(cfg) | image_knobs for c in lines)
     assert all(c["np"] <= 8 and c["mrt_h"] * c["mrt_w"] <= 8 for c in lines)
-    assert "valid of" in r.stderr
+    assert "valid of" in err
+
+
+def test_list_knobs(capsys):
+    rc, out, _ = codegen(capsys, "--size", "256", "--list-knobs")
+    assert rc == 0
+    lines = {l.split()[0]: l for l in out.splitlines()}
+    assert set(lines) == {"--glsl", "--fetch", "--unroll", "--np", "--mc", "--mrt_h", "--mrt_w",
+                          "--out", "--block_h", "--block_w", "--a_src", "--b_src"}
+    assert "1, 2, 4, 8, full" in lines["--unroll"] and "(default 4)" in lines["--unroll"]
+
+
+def test_cuda_knobs_by_name_without_a_gpu(capsys):
+    rc, src, err = codegen(capsys, "--backend", "cuda", "--size", "4096", "--BM", "64", "--BN", "64",
+                           "--MMA", "0", "--ST", "0")
+    assert rc == 0, err
+    cfg = json.loads(re.search(r"config: (\{.*\})", src).group(1))
+    assert (cfg["BM"], cfg["BN"], cfg["MMA"], cfg["ST"]) == (64, 64, 0, 0)
+    rc, _, err = codegen(capsys, "--backend", "cuda", "--size", "4096", "-p", "8")
+    assert rc == 2 and "unknown knob --np" in err
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -49,20 +120,24 @@ def test_config_json_and_list_space():
     (["--size", "32", "-m", "4", "-n", "4"], "max_draw_buffers"),
     (["--size", "3,x"], "size must be"),
     (["--size", "32", "--config", "{not json"], "not valid JSON"),
+    (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: out, glsl, fetch, "
+                                       "unroll, np, mc, mrt_h, mrt_w, block_h, block_w, a_src, b_src); "
+                                       "did you mean --unroll?"),
+    (["--size", "32", "--config", '{"unrol": 4}'], "did you mean --unroll?"),
+    (["--size", "32", "--mc", "3x3"], "--mc 3x3: not in its domain for this problem (1x1, 1x2, 1x3, 1x4, 2x2)"),
+    (["--size", "32", "--unroll", "16"], "--unroll 16: not in its domain"),
+    (["--size", "32", "--mrt", "4"], "--mrt takes HxW"),
+    (["--size", "32", "--np"], "--np needs a value"),
+    (["--size", "32", "stray"], "unexpected argument 'stray'"),
 ])
-def test_errors_are_one_line(args, msg):
-    r = codegen(*args)
-    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
+def test_errors_are_one_line(capsys, args, msg):
+    rc, _, err = codegen(capsys, *args)
+    assert rc == 2 and msg in err and "Traceback" not in err and err.count("\n") == 1, err
 
 
-def test_wheel_ships_templates(tmp_path):
-    """A non-editable install finds the templates: they are inside the wheel."""
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                        "-q", "-w", str(tmp_path), ROOT], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0 and "No module named" in r.stderr:
-        pytest.skip(f"cannot build wheels here: {r.stderr.strip()[-200:]}")
+def test_module_entry_point():
+    r = subprocess.run([sys.executable, "-m", "shadertune.codegen", "--size", "16", "--mc", "2x2"],
+                       capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+                       timeout=120)
     assert r.returncode == 0, r.stderr
-    (whl,) = tmp_path.glob("shadertune-*.whl")
-    names = zipfile.ZipFile(whl).namelist()
-    assert "shadertune/_shaders/gl/matmul.frag.j2" in names
-    assert "shadertune/_shaders/gl/fullscreen.vert" in names
+    assert "mc=2x2" in r.stdout

@@ -34,15 +34,77 @@ def test_space_is_a_space_with_a_phase_plan():
     assert 1000 < len(s) < 50000          # pruned, but rich
 
 
-@pytest.mark.parametrize("p, kinds", [(Problem(16, 16, 33, "float64", True, False), {0}),
-                                      (Problem(16, 16, 40, "float32", False, True), {0, 3}),   # the mma.sync kernel
-                                      (Problem(64, 16, 24, "float32", True, False), {0, 3, 4})])   # and wgmma
-def test_fast_enumeration_equals_filtered_product(p, kinds):
-    s = make_space(p, L)
-    brute = {Config(dict(zip(s.knobs, v))) for v in itertools.product(*s.knobs.values())}
-    brute = {c for c in brute if s.why_invalid(c) is None}
-    assert set(s.configs()) == brute and brute
-    assert {c["MMA"] for c in brute} == kinds
+def _filtered_product(s):
+    pts = (Config(dict(zip(s.knobs, v))) for v in itertools.product(*s.knobs.values()))
+    return {c for c in pts if s.why_invalid(c) is None}
+
+
+def test_enumeration_equals_filtered_product_of_a_tiny_problem():
+    s = make_space(Problem(16, 16, 33, "float64", True, False), L)
+    got = s.configs()
+    assert len(got) == len(set(got)) and set(got) == _filtered_product(s) and got
+
+
+# Narrowed domains (two values a knob at most, some fixed) that exercise every rule:
+# both dtypes, all transposes, split-K, the three kernels, other architectures.
+_FP32 = dict(BM=(32, 128), BN=(64, 128), BK=(8, 32), TM=(4, 8), TN=(4, 8), WM=(32, 64), WN=(32, 64),
+             trans=(0, 1), VEC=(1, 4), PAD=(0, 4), DB=(0, 1), ST=(0, 2), KG=(1,), KL=(1, 2), KR=(0,), MMA=(0,))
+_NARROWED = [
+    (Problem(300, 200, 100), L, _FP32),                                     # FFMA: tiles, pipeline, K_L
+    (Problem(300, 200, 104, "float32", True, True), L,                      # tensor cores, TT
+     dict(_FP32, BM=(64, 256), BN=(128, 256), WM=(16, 64), WN=(32, 128), BK=(16, 32), ST=(0, 3),
+          VEC=(2, 4), KL=(1, 2), trans=(1, 0), PAD=(4, 0), TM=(4, 8), TN=(4,), MMA=(3, 4))),
+    (Problem(2560, 16, 2560, "float32", False, True), L,                    # split-K, both reductions
+     dict(_FP32, BM=(64, 256), BN=(16,), WM=(32, 64), WN=(8, 16), TN=(4,), BK=(8,), PAD=(4,), trans=(1, 0),
+          KG=(1, 32), KL=(1, 4), KR=(0, 1), MMA=(0, 3))),
+    (Problem(131, 70, 999, "float64", True, False), L,                      # float64, ragged M, K
+     dict(BM=(32, 256), BN=(32,), BK=(8, 32), TM=(2, 4), TN=(2, 8), WM=(16, 32), WN=(16, 32),
+          trans=(0, 1), VEC=(1, 2), PAD=(2,), DB=(0, 1), ST=(0, 4), KG=(1, 4), KL=(1,), KR=(0, 1), MMA=(0,))),
+    (Problem(64, 64, 4095), L, dict(_FP32, BM=(64,), BN=(64,), ST=(0,), PAD=(4,), trans=(1,))),   # K odd
+    (Problem(64, 64, 4096, "float32", True, False), dict(L, arch="sm_80", num_sms=108, max_smem_per_block_optin=163 * 1024),
+     dict(_FP32, BM=(32, 64), BN=(32, 64), WM=(32, 64), WN=(16, 32), BK=(16, 32), KG=(1, 16), KL=(1,), KR=(0, 1),
+          ST=(3, 4), MMA=(0, 4), TM=(4,), TN=(4,), DB=(1,))),
+    (Problem(64, 64, 256, "float32", False, False), dict(L, arch="sm_75", max_smem_per_block_optin=64 * 1024),
+     dict(_FP32, BM=(64,), BN=(64,), KG=(1,), MMA=(0, 3), ST=(0, 3))),
+]
+
+
+def test_enumeration_equals_filtered_product_on_narrowed_domains():
+    """The depth-first enumeration (each rule checked once the knobs it reads are
+    bound) yields exactly the product filtered by every rule, and every rule
+    rejects something in these cases: no rule is left untested."""
+    from shadertune.search.restrict import narrow
+    rejected = {}
+    for p, lim, fixed in _NARROWED:
+        sub = narrow(make_space(p, lim), fixed)
+        got = sub.configs()
+        valid = set()
+        for c in (Config(dict(zip(sub.knobs, v))) for v in itertools.product(*sub.knobs.values())):
+            verdicts = [_passes(rule, c, sub.constants) for rule in sub._rules]
+            if all(verdicts):
+                valid.add(c)
+            for rule, ok in zip(sub._rules, verdicts):
+                rejected[rule.source.__name__] = rejected.get(rule.source.__name__, 0) + (not ok)
+        assert len(got) == len(set(got)) and set(got) == valid, p.key
+    assert len(rejected) == 14 and all(rejected.values()), rejected
+
+
+def _passes(rule, cfg, constants):
+    try:
+        return rule.check(cfg, constants)
+    except ZeroDivisionError:        # (a rule that cannot be evaluated rejects)
+        return False
+
+
+def test_enumeration_time():
+    """Timing targets (printed, not asserted): 4096^3 in about 4 s before the
+    generic depth-first enumeration (and 256^3 in 42 s)."""
+    import time
+    for p in (Problem(4096, 4096, 4096), Problem(2560, 16, 2560)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        n = len(make_space(p, L).configs())
+        print(f"enumeration {p.key}: {n} configs in {time.perf_counter() - t0:.2f} s "
+              f"({time.process_time() - c0:.2f} s CPU)")
 
 
 @pytest.mark.parametrize("change, reason", [
@@ -59,7 +121,8 @@ def test_restrictions_reject(change, reason):
 
 def test_vector_width_needs_aligned_rows():
     s = make_space(Problem(4096, 4096, 4095), L)     # K odd: A's rows are not float4-aligned
-    assert s.knobs["VEC"] == (1,)
+    assert {c["VEC"] for c in s} == {1}
+    assert "aligned rows" in s.why_invalid(BIG) and "aligned rows" in s.why_invalid(BIG.replace(VEC=2))
     assert s.why_invalid(BIG.replace(VEC=1)) is None
 
 
@@ -230,15 +293,15 @@ def test_sample_compiles_with_nvcc_without_spills(tmp_path):
         assert max(regs) <= min(255, 65536 // d.threads), (p.key, cfg.key, regs)
 
 
-# Run 2's (2026-11-21) DeepBench winners; the SASS check of 2026-11-22 (notes/cuda.md)
-RUN2_N16 = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
-RUN2_N64 = Config(BM=128, BN=64, BK=16, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=16, KL=1, KR=0)
+# Measured DeepBench winners (N = 16 and N = 64; their history: notes/cuda.md)
+DEEPBENCH_N16 = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
+DEEPBENCH_N64 = Config(BM=128, BN=64, BK=16, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=16, KL=1, KR=0)
 
 
 @pytest.mark.parametrize("p, cfg, grouped", [
-    (Problem(2560, 64, 2560), RUN2_N64, (False, False)),                  # KT = 16 rows: plain
-    (Problem(2560, 64, 2560, trans_a=True), RUN2_N64, (False, False)),
-    (Problem(2560, 16, 2560), RUN2_N16, (False, False)),
+    (Problem(2560, 64, 2560), DEEPBENCH_N64, (False, False)),                  # KT = 16 rows: plain
+    (Problem(2560, 64, 2560, trans_a=True), DEEPBENCH_N64, (False, False)),
+    (Problem(2560, 16, 2560), DEEPBENCH_N16, (False, False)),
     (Problem(32, 32, 60000, trans_b=True),                                # KT = 256 rows: grouped
      Config(BM=32, BN=32, BK=32, TM=8, TN=4, WM=32, WN=32, trans=1, VEC=4, PAD=4, DB=1, KG=128, KL=8, KR=0), (True, True)),
 ])
@@ -262,7 +325,7 @@ def test_plain_load_map_is_written_plainly(p, cfg, grouped):
 def test_split_bounds_divide_by_a_constant():
     """kbeg/kend: no run-time (64-bit) division by gridDim.z; 32-bit products
     where k_units * KG fits, and the same ranges as the 64-bit formula."""
-    src = codegen.source(Problem(2560, 16, 2560), RUN2_N16)
+    src = codegen.source(Problem(2560, 16, 2560), DEEPBENCH_N16)
     assert "/ gridDim.z" not in src and "(unsigned)blockIdx.z * k_units / KG" in src
     assert "constexpr int KGRAN = 8, KG = 32;" in src
     huge = Problem(32, 32, 2 ** 27, trans_b=True)                       # k_units * KG = 2^24 * 256
@@ -275,12 +338,12 @@ def test_split_bounds_divide_by_a_constant():
 
 
 @pytest.mark.parametrize("M, N, KG, rx_rz", [
-    (2560, 16, 32, (256, 1)),      # DeepBench: one thread per element, all 32 partials (run 2's kernel)
+    (2560, 16, 32, (256, 1)),      # DeepBench: one thread per element, all 32 partials
     (2560, 64, 16, (256, 1)),
     (300, 130, 8, (256, 1)),       # ragged: 39000 elements
     (128, 128, 8, (128, 2)),
     (203, 75, 4, (64, 4)),         # ragged: 15225 elements
-    (32, 32, 128, (32, 8)),        # ICA: 8 lanes of z (run 3's kernel)
+    (32, 32, 128, (32, 8)),        # ICA: 8 lanes of z
     (32, 32, 2, (128, 2)),
 ])
 def test_reduce_kernel_shape(M, N, KG, rx_rz):
@@ -311,12 +374,11 @@ def _sass_tool():
 @pytest.mark.parametrize("ta", [False, True])
 def test_prefetch_loads_are_issued_before_the_fmas(tmp_path, ta):
     """Double buffering only hides the global latency if the next stage's
-    LDGs issue before the stage's FFMAs. Run 2's N = 64/128 winner had them
-    there; the code of ad2628d got them after the FFMAs (ptxas placement, a
-    20-35% slowdown on the H200). A check of this toolkit's ptxas."""
+    LDGs issue before the stage's FFMAs (ptxas may place them after: a 20-35%
+    slowdown, notes/cuda.md). A check of this toolkit's ptxas."""
     p = Problem(2560, 64, 2560, trans_a=ta)
     cu = tmp_path / "k.cu"
-    cu.write_text(codegen.source(p, RUN2_N64))
+    cu.write_text(codegen.source(p, DEEPBENCH_N64))
     cubin = tmp_path / "k.cubin"
     subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-std=c++17", "-o", str(cubin), str(cu)], check=True,
                    capture_output=True)
@@ -436,3 +498,58 @@ def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
     r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "hold.cubin"), str(cu)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("p", [Problem(0, 16, 16), Problem(16, 0, 16), Problem(0, 0, 0),
+                               Problem(0, 5, 7, "float64", True, True), Problem(16, 16, 0)])
+def test_empty_problems_have_a_space_a_default_and_predictions(p):
+    """M = 0 or N = 0 (an empty C) divided by zero in the cost model (issue 14, item 10)."""
+    from shadertune.backends.cuda import CUDABackend
+    be = CUDABackend()                   # no GPU here: the sm_90 limits
+    cands = be.candidates(p, 4)
+    assert cands and be.default_config(p) == cands[0] and be.space(p).phases.start == cands[0]
+    pred = be.predict_ms(p, cands)
+    assert len(pred) == len(cands) and all(0 < t < 1 for t in pred)
+
+
+def test_model_strategy_on_the_cuda_space_without_a_gpu():
+    """The model strategy walks the real CUDA space (sm_90 limits, no GPU): the
+    'measured' time is the backend's own prediction, perturbed per config and
+    15% slower unless ST = 4 (a knob the model does not see), so the search must
+    rank, time the top, then climb through the coupled knobs to find ST = 4."""
+    import math
+    from shadertune.backends.cuda import CUDABackend
+    from shadertune.result import Result
+    from shadertune.search import Budget, SearchOptions, get_strategy
+    be = CUDABackend()
+    p = Problem(4096, 2048, 1000, trans_b=True)
+    space = be.space(p)
+    assert be.default_strategy == "model" and be.limits()["arch"] == "sm_90"
+    phases, seen = [], []
+
+    def evaluate(cfg):
+        assert space.why_invalid(cfg) is None
+        seen.append(cfg)
+        ms = be.predict_ms(p, [cfg])[0] * math.exp(random.Random(cfg.key).gauss(0, 0.05))
+        ms *= 1.0 if cfg["ST"] == 4 else 1.15
+        return Result("cuda", "sm_90 (no GPU)", p, cfg, "ok", times_ms=[ms])
+
+    from shadertune.search import FunctionEvaluator
+
+    class Recording(FunctionEvaluator):
+        def phase(self, label):
+            phases.append(label)
+    ev = Recording(evaluate)
+    listed = be.candidates(p, 24)                  # what tune() passes as seeds
+    options = SearchOptions(cost_model=lambda cs: be.predict_ms(p, cs), seeds=listed)
+    results = get_strategy("model")(space, ev, Budget(max_evals=300), options)
+    assert [r.config for r in results[:24]] == listed
+    assert len(results) == len(seen) == len(set(seen))
+    assert len(results) == 300 or phases[-1].startswith("converged")
+    assert results[0].config == space.phases.start                  # the untuned default first
+    assert phases[0] == "model: top 24" and "local search" in phases
+    best = min(results, key=lambda r: r.median_ms)
+    assert best.median_ms < results[0].median_ms and best.config["ST"] == 4
+    # the local search moved through more than one knob group of the plan
+    changed = {k for r in results[24:] for k in r.config if r.config[k] != results[0].config[k]}
+    assert {"BM", "BN", "WM", "WN"} & changed and {"ST", "VEC", "PAD"} & changed

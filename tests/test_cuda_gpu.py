@@ -168,7 +168,7 @@ def test_timing_and_cublas_baseline(be):
                                    (Problem(300, 130, 3000), 1), (Problem(203, 75, 2000, trans_b=True), 4)])
 def test_reduce_kernel_shapes(be, p, rz):
     """The second K_G kernel with one thread per element (RZ = 1, large M * N:
-    DeepBench, at run 2's winner config) and with RZ lanes of z, ragged tails."""
+    DeepBench, at its measured winner's config) and with RZ lanes of z, ragged tails."""
     from shadertune.backends.cuda.codegen import reduce_shape
     if p.N == 16:
         cfg = Config(BM=128, BN=16, BK=16, TM=4, TN=8, WM=64, WN=16, trans=1, VEC=4, PAD=4, DB=1, KG=32, KL=1, KR=0)
@@ -320,3 +320,24 @@ def test_tiny_float32_problems_have_configs(be):
     for p in (Problem(5, 7, 3), Problem(16, 16, 40, "float32", False, True)):
         cfg = be.default_config(p)
         _check(be, p, cfg, rng, alpha=2.0, beta=1.0)
+
+
+def test_default_strategy_tunes_into_the_store_that_auto_reads(be, tmp_path):
+    """tune() with the CUDA default strategy (model): the untuned default is timed
+    first, then the model's top batch (compiled in parallel), then the local search;
+    nothing wrong is ever best, and config='auto' picks the stored best."""
+    from shadertune.db import Store
+    from shadertune.search import Budget, tune
+    from shadertune.select import select_config
+    p = Problem(300, 77, 500)                      # odd N: no tile divides it, VEC = 1 only
+    labels = []
+    with Store(tmp_path / "t.sqlite") as s:
+        e = tune(be, p, budget=Budget(max_evals=40), store=s, repeats=3, on_phase=labels.append)
+        assert be.default_strategy == "model" and labels[0] == "model: top 24"
+        assert "local search" in labels and e["evaluated"] == 40
+        assert e["results"][0]["config"] == be.default_config(p).to_dict()
+        assert e["best"] is not None and e["best"]["error"] <= 1e-5
+        assert not [r for r in e["results"] if r["status"] == "wrong"]
+        cfg, how = select_config(be, p, s)
+        timed = {Config(r["config"]): r["median_ms"] for r in e["results"] if r["status"] == "ok"}
+        assert how == "exact" and timed[cfg] == e["best"]["median_ms"]      # (ties: any of them)

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from shadertune.backends.gl import driver
 from shadertune.backends.gl.codegen import plan_layout
+from shadertune.backends.gl.context import state_of
 from shadertune.backends.gl.driver import GLKernel
 from shadertune.config import Config
 from shadertune.errors import TooSlow
@@ -48,6 +48,16 @@ def test_a_run_projected_past_the_limit_is_abandoned(gl_backend, data):
         assert e.value.projected_ms > 0
 
 
+def test_a_one_pass_run_is_abandoned_after_a_band_of_its_rows(gl_backend, data):
+    A, B, ref = data
+    with gl_backend.build(Problem(M, N, K), cfg(np=132)) as k:      # one pass, 19 fragment rows
+        assert k.passes == 1 and k.layout.hc == 19
+        with pytest.raises(TooSlow, match=r"abandoned after 2 of 19 fragment rows of its one pass"):
+            k.checked_run(A, B, limit_ms=1e-9)
+        C, ms = k.checked_run(A, B, limit_ms=1e9)     # the band, then the other rows
+        assert rel_err(C, ref) <= 1e-5 and ms > 0
+
+
 def test_kernels_with_one_packing_share_packed_operands(gl_backend, data):
     A, B, ref = data
     cache = OperandCache()
@@ -66,7 +76,7 @@ def test_poisoning_by_upload_where_a_clear_would_not_store_nan(gl_backend, data,
     A, B, _ = data
     with gl_backend.build(Problem(M, N, K), cfg()) as k:
         k.run(A, B)
-        monkeypatch.setitem(driver._CLEARS_NAN, id(k.ctx), False)
+        monkeypatch.setattr(state_of(k.ctx), "clears_nan", False)
         k.poison()
         assert np.isnan(k.read(0)).all() and np.isnan(k.read(1)).all()
 

@@ -102,3 +102,42 @@ def test_glfw_without_display_is_a_clear_error():
             print(type(e).__name__ + ": " + str(e))
     """, {"DISPLAY": ""})
     assert r.stdout.startswith("ContextError:"), r.stdout + r.stderr
+
+
+def test_per_context_state_lives_on_the_context():
+    """Issue 13 item 6: parking framebuffer, NaN-clear check, placeholder texture and the
+    software flag belong to one object on each context (no module dicts keyed by id(ctx),
+    which a new context could inherit from a released one with the same id)."""
+    from shadertune.backends.gl.context import create_egl_context, make_current, state_of
+    from shadertune.backends.gl.driver import clear_writes_nan, parking_framebuffer, placeholder_texture
+    from shadertune.backends.gl.timing import software_renderer
+    a, b = create_egl_context(), create_egl_context()
+    try:
+        for ctx in (a, b):
+            make_current(ctx)
+            parking_framebuffer(ctx), placeholder_texture(ctx), clear_writes_nan(ctx), software_renderer(ctx)
+        sa, sb = state_of(a), state_of(b)
+        assert sa is not sb and sa is state_of(a)
+        assert sa.parking.ctx is a and sb.parking.ctx is b
+        assert sa.placeholder.ctx is a and sb.placeholder.ctx is b
+        assert sa.clears_nan is not None and sa.software is not None
+    finally:
+        a.release()
+        b.release()
+
+
+def test_one_thread_with_two_contexts_switches_between_them(rng):
+    """device_index None and 0 are two contexts of this thread: each call makes its own
+    current (making the second one left the first one's kernels drawing into it)."""
+    import shadertune
+    from numerics import rel_err
+    from shadertune import api
+    shapes = {None: [((6, 9), (9, 4)), ((8, 9), (9, 4))], 0: [((17, 5), (5, 30))]}
+    for step in (None, 0, None, 0, "clear", None, 0):
+        if step == "clear":      # releases both contexts' kernels, each in its own context
+            api.clear_cache()
+            continue
+        for a, b in shapes[step]:
+            A, B = rng.standard_normal(a), rng.standard_normal(b)
+            got = shadertune.matmul(A, B, config="default", device_index=step)
+            assert rel_err(got, A @ B) <= 1e-5

@@ -93,13 +93,27 @@ def test_timing_returns_every_repeat(gl_backend, data):
     assert len(times) == 4 and all(t > 0 for t in times)
 
 
+MRT_DEFAULT = Config(glsl="330", fetch="texelFetch", unroll=4, np=32, mc="1x4", mrt_h=4, mrt_w=2)
+
+
 def test_poisoned_output_shows_unwritten_elements(gl_backend, data):
     """The driver poisons its targets: skipping the passes leaves NaN, not stale results."""
     A, B, _ = data
-    with gl_backend.build(Problem(M, N, K), gl_backend.default_config(Problem(M, N, K))) as k:
+    with gl_backend.build(Problem(M, N, K), MRT_DEFAULT) as k:
         k.run(A, B)
         k.poison()
         assert np.isnan(k.read(0)).all() and np.isnan(k.read(1)).all()
+
+
+def test_configs_written_before_the_image_path_are_mrt_configs(gl_backend, data):
+    """A config without out/block/source knobs (stored or written before they existed)
+    means Jiang's MRT path, and the space says so."""
+    A, B, ref = data
+    p = Problem(M, N, K)
+    assert MRT_DEFAULT in gl_backend.space(p)
+    with gl_backend.build(p, MRT_DEFAULT) as k:
+        assert type(k) is GLKernel and k.config["out"] == "mrt" and k.config["block_h"] == 0
+        assert rel_err(k.run(A, B), ref) <= 1e-5
 
 
 def test_invalid_configs_are_refused_before_compiling(gl_backend):
@@ -126,4 +140,26 @@ def test_space_is_pruned_and_reported(gl_backend):
     assert 0 < len(s) < s.full_size
     assert all(c["mrt_h"] * c["mrt_w"] <= 8 for c in s)
     assert all(c["np"] <= 132 for c in s)
-    assert s.phases["refine"] == "np"
+    assert s.phases.refine == "np"
+
+
+@pytest.mark.parametrize("mrt", [(4, 2), (2, 4), (1, 1)], ids=lambda m: f"mrt{m[0]}x{m[1]}")
+@pytest.mark.parametrize("np_", [12, 40, 124])
+def test_row_major_operands_go_up_as_they_are(gl_backend, np_, mrt):
+    """1x4 with K and N multiples of 4: A and B are uploaded straight from the caller's
+    arrays into their textures' corners, the padding around them zeroed, also in pooled
+    textures that held NaN before."""
+    rng = np.random.default_rng(5)
+    M_, N_, K_ = 37, 64, 124                      # np 12 and 40 leave Kp > K; M leaves Mp > M
+    A = rng.standard_normal((M_, K_)).astype(np.float32)
+    B = rng.standard_normal((K_, N_)).astype(np.float32)
+    p = Problem(M_, N_, K_)
+    cfg = Config(glsl="330", fetch="texelFetch", unroll=1, np=np_, mc="1x4", mrt_h=mrt[0], mrt_w=mrt[1])
+    with gl_backend.build(p, cfg) as k:
+        assert k.layout.a_row_major and k.layout.b_row_major
+        for tex in (k.tex_a, k.tex_b):                                  # NaN, then back to the pool
+            tex.write(np.full((tex.height, tex.width, 4), np.nan, np.float32))
+    with gl_backend.build(p, cfg) as k:
+        out = np.empty((M_, N_), np.float32)
+        assert k.run(A, B, out=out) is out
+    assert rel_err(out, A.astype(np.float64) @ B) <= 1e-5

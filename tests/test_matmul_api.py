@@ -9,8 +9,8 @@ from shadertune import api
 from numerics import rel_err
 
 
-def mm(A, B, **kw):
-    return shadertune.matmul(A, B, config="default", **kw)
+def mm(A, B, out=None, **kw):
+    return shadertune.matmul(A, B, out, config="default", **kw)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -48,12 +48,13 @@ def test_alpha_beta_and_out(rng):
     ref = 0.25 * (A @ B) + 3.0 * C
     res = mm(A, B, alpha=0.25, beta=3.0, out=C)
     assert res is C and rel_err(C, ref) <= 1e-5
-    with pytest.raises(ValueError, match="beta != 0 needs C"):
+    with pytest.raises(ValueError, match=r"beta != 0 adds beta \* out .* pass the array to add as out="):
         mm(A, B, beta=1.0)
     with pytest.raises(ValueError, match=r"out has shape \(2, 2\), expected \(9, 11\)"):
         mm(A, B, out=np.zeros((2, 2), np.float32))
-    with pytest.raises(TypeError, match="dtype float32"):
-        mm(A, B, out=np.zeros((9, 11)))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'matmul' output from dtype\\('float64'\\) "
+                                        "to dtype\\('int32'\\)"):
+        mm(A, B, out=np.zeros((9, 11), np.int32))
 
 
 def test_dtypes_are_computed_in_float32(rng):
@@ -79,7 +80,7 @@ def test_bad_input(a, b, exc, msg):
 
 
 def test_bad_options():
-    with pytest.raises(ValueError, match="backend"):
+    with pytest.raises(ValueError, match="unknown backend 'vulkan'"):
         shadertune.matmul(np.ones((2, 2)), np.ones((2, 2)), backend="vulkan")
     with pytest.raises(ValueError, match="not valid"):
         shadertune.matmul(np.ones((8, 8)), np.ones((8, 8)),
@@ -110,7 +111,7 @@ def test_empty_and_zero_k():
 
 def test_beyond_max_texture_size_is_tiled(gl_backend, rng, monkeypatch):
     """A matrix larger than the device's texture limit is split into tiles (K chunks accumulate)."""
-    be = api._backend("gl", None)
+    be = api.backend("gl")
     limits = dict(be.device().limits, max_texture_size=16)
     monkeypatch.setattr(be, "_device", type(be.device())(**{**be.device().to_dict(), "limits": limits}))
     api.clear_cache()
@@ -156,3 +157,173 @@ def test_thousand_calls_leak_nothing(rng):
         mm(rng.standard_normal((8 + i, 12)), rng.standard_normal((12, 9)))
     assert api.cached_kernels() <= api._CACHE_SIZE
     assert _rss_mb() - before < 40, "GL resources leaked across calls"
+
+
+# --- numpy.matmul semantics (issue 14 items 12-20) -------------------------------------
+def test_gemv_with_beta(rng):
+    """2-D @ 1-D and stacked @ 1-D with beta != 0 used to fail: 'C has shape (2,), expected (2,)'."""
+    A, S, v = rng.standard_normal((6, 5)), rng.standard_normal((3, 6, 5)), rng.standard_normal(5)
+    w = rng.standard_normal(6)
+    for a, b in [(A, v), (S, v), (w, A), (w, S)]:
+        ref_shape = np.matmul(a, b).shape
+        C = rng.standard_normal(ref_shape).astype(np.float32)
+        ref = 0.5 * np.matmul(a, b) + 1.3 * C
+        got = mm(a, b, C, alpha=0.5, beta=1.3)
+        assert got is C and rel_err(C, ref) <= 1e-5
+
+
+def test_vector_dot_vector_is_a_numpy_scalar(rng):
+    v, w = rng.standard_normal(7), rng.standard_normal(7)
+    r = mm(v, w)
+    assert type(r) is np.float32 and abs(r - v @ w) <= 1e-5 * np.abs(v) @ np.abs(w)
+    out = np.zeros((), np.float64)
+    assert mm(v, w, out) is out and abs(out - v @ w) <= 1e-5 * np.abs(v) @ np.abs(w)
+
+
+def test_bool_matmul_is_numpys_logical_or_of_ands(rng):
+    a = rng.integers(0, 2, (2, 9, 70)).astype(bool)
+    b = rng.integers(0, 2, (70, 5)).astype(bool)
+    got = mm(a, b)
+    assert got.dtype == np.bool_ and np.array_equal(got, np.matmul(a, b))
+    assert mm(np.ones(3, bool), np.ones(3, bool)) is np.True_
+    out = np.zeros((2, 9, 5), np.float32)           # bool casts to any out, as numpy's
+    assert np.array_equal(mm(a, b, out), np.matmul(a, b).astype(np.float32))
+    assert mm(a[0], b.astype(np.float32)).dtype == np.float32   # bool @ float sums, as numpy
+    with pytest.raises(TypeError, match="logical OR of ANDs"):
+        mm(a, b, alpha=2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16, np.longdouble])
+def test_out_of_any_dtype_numpy_casts_to(rng, dtype):
+    """out had to be float32 (for float64 inputs too)."""
+    A, B = rng.standard_normal((9, 17)), rng.standard_normal((17, 11))
+    C = rng.standard_normal((9, 11)).astype(dtype)
+    ref = 0.7 * (A @ B) + 1.3 * C.astype(np.float64)
+    got = mm(A, B, C, alpha=0.7, beta=1.3)
+    assert got is C and got.dtype == dtype
+    assert rel_err(got, ref) <= (2e-3 if dtype == np.float16 else 1e-5)
+
+
+def test_complex_out_takes_the_real_product(rng):
+    A, B = rng.standard_normal((9, 17)), rng.standard_normal((17, 11))
+    out = np.full((9, 11), 1 + 1j)
+    assert mm(A, B, out) is out and not out.imag.any() and rel_err(out.real, A @ B) <= 1e-5
+    with pytest.raises(TypeError, match="complex out"):
+        mm(A, B, out, beta=1.0)
+
+
+def test_out_refused_where_numpy_refuses_and_for_integers():
+    A, B = np.ones((3, 4)), np.ones((4, 2))
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'matmul' output from dtype\\('float64'\\)"):
+        mm(A, B, np.zeros((3, 2), np.int64))
+    with pytest.raises(TypeError, match="floating point"):       # numpy would: int @ int -> int
+        mm(A.astype(int), B.astype(int), np.zeros((3, 2), np.int64))
+    ro = np.zeros((3, 2), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        mm(A, B, ro)
+    with pytest.raises(TypeError, match="out must be an array"):
+        mm(A, B, [[0.0] * 2] * 3)
+
+
+def test_out_batch_broadcasts_as_numpys(rng):
+    A, B = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    out = np.zeros((2, 4, 5), np.float32)
+    assert rel_err(mm(A, B, out), np.broadcast_to(A @ B, (2, 4, 5))) <= 1e-5
+    with pytest.raises(ValueError, match="non-broadcastable output"):
+        mm(np.ones((0, 1, 1)), np.ones((0, 1, 1)), np.ones((1, 1, 1), np.float32))
+
+
+def test_out_aliasing_an_input(rng):
+    """numpy's in-place a @= b: out is A itself."""
+    a = rng.standard_normal((3, 5, 5)).astype(np.float32)
+    b = rng.standard_normal((5, 5)).astype(np.float32)
+    ref = a.astype(np.float64) @ b
+    assert mm(a, b, a) is a and rel_err(a, ref) <= 1e-5
+
+
+def test_errors_of_array_conversion_pass_through():
+    class Broken:
+        def __array__(self, dtype=None, copy=None):
+            raise KeyError("the caller's own error")
+    with pytest.raises(KeyError, match="the caller's own error"):
+        mm(Broken(), np.ones((2, 2)))
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_masked_arrays_are_refused_and_matrices_kept(rng):
+    m = np.ma.array([[1.0, 2.0], [3.0, 4.0]], mask=[[0, 1], [0, 0]])
+    with pytest.raises(TypeError, match=r"masked array.*np\.ma\.filled\(A, 0\)"):
+        mm(m, np.ones((2, 2)))
+    with pytest.raises(TypeError, match="masked"):
+        mm(np.ones((2, 2)), np.ones((2, 2)), np.ma.zeros((2, 2)))
+    M = np.matrix(rng.standard_normal((3, 4)))
+    for b in (np.matrix(rng.standard_normal((4, 2))), rng.standard_normal(4)):
+        got, ref = mm(M, b), np.matmul(M, b)
+        assert type(got) is np.matrix and got.shape == ref.shape and rel_err(got, ref) <= 1e-5
+
+
+def test_alpha_beta_as_0d_arrays_and_numpy_scalars(rng):
+    A, B = rng.standard_normal((4, 3)), rng.standard_normal((3, 5))
+    C = np.ones((4, 5), np.float32)
+    got = mm(A, B, C, alpha=np.array(0.5), beta=np.float32(2.0))
+    assert rel_err(got, 0.5 * (A @ B) + 2.0) <= 1e-5
+    for bad in (np.array([1.0]), np.array(True), True, 1j, "2"):
+        with pytest.raises(TypeError, match="alpha must be a real number"):
+            mm(A, B, alpha=bad)
+
+
+def test_stacked_inputs_resolve_the_config_once_per_call(monkeypatch, tmp_path, rng):
+    """A batch read the tuning store once per matrix (12 ms each)."""
+    from shadertune import select
+    calls = []
+    real = select.select_config
+
+    def counting(*a, **k):
+        calls.append(a[1])
+        return real(*a, **k)
+    monkeypatch.setattr(select, "select_config", counting)
+    A, B = rng.standard_normal((40, 6, 5)), rng.standard_normal((5, 4))
+    got = shadertune.matmul(A, B, config="auto", db=tmp_path / "store.sqlite")
+    assert rel_err(got, A @ B) <= 1e-5
+    assert len(calls) == 1
+
+
+def test_kernel_cache_releases_what_it_evicts():
+    class Counted(shadertune.backends.base.Kernel):
+        released = 0
+
+        def run(self, A, B, C=None, *, alpha=1.0, beta=0.0):
+            return A @ B
+
+        def time(self, repeats=10, warmup=2):
+            return [0.0]
+
+        def release(self):
+            Counted.released += 1
+    from shadertune.kernel_cache import KernelCache
+    cache = KernelCache(3)
+    kernels = [cache.get(i, Counted) for i in range(5)]
+    assert len(cache) == 3 and Counted.released == 2 and cache.get(4, Counted) is kernels[4]
+    cache.clear()
+    assert len(cache) == 0 and Counted.released == 5
+
+
+def test_evicted_gl_kernels_free_their_gl_objects():
+    api.clear_cache()
+    d = api.door("gl")
+    mm(np.ones((3, 4)), np.ones((4, 5)))
+    first = next(iter(d.kernels._kernels.values()))
+    for n in range(api._CACHE_SIZE):
+        mm(np.ones((3, 4 + n + 1)), np.ones((4 + n + 1, 5)))
+    assert len(d.kernels) == api._CACHE_SIZE
+    assert type(first.program.mglo).__name__ == "InvalidObject"
+
+
+def test_device_index_is_checked_alike_and_reaches_both_backends():
+    for backend in ("gl", "cuda"):
+        for bad in (-1, 1.5, True, "0"):
+            with pytest.raises(ValueError, match="matmul: device_index must be a non-negative int"):
+                shadertune.matmul(np.ones((2, 2)), np.ones((2, 2)), backend=backend, device_index=bad)
+    assert api.backend("cuda", 1).device_id == 1 and api.backend("cuda").device_id == 0
+    assert api.backend("gl", 0).device_index == 0

@@ -14,7 +14,7 @@ from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put, true_gflops
 
 from shadertune.config import Config
 from shadertune.db import Store
-from shadertune.perfmodel import Featurizer, PerfModel, learned_cost_model, model_for, saved
+from shadertune.perfmodel import Featurizer, PerfModel, model_for, saved
 from shadertune.perfmodel.cli import main as perfmodel_main
 from shadertune.perfmodel.data import TrainingData, training_data
 from shadertune.perfmodel.validate import validate
@@ -90,6 +90,7 @@ def test_a_config_the_backend_cannot_describe_keeps_its_knob_features():
                 data.problems.append(q)
                 data.configs.append(Config(a=a))
                 data.ms.append(0.001 * (a + 1))     # a = 0 is the fastest
+                data.errors.append(1e-7)
         model = PerfModel.train(data)
         assert model.rank(p, cfgs)[0][1] == Config(a=0)     # learnt from its knob and the marker
     finally:
@@ -100,9 +101,14 @@ def test_gl_and_cuda_derived_features_need_no_gpu_context():
     from shadertune.backends.gl.space import gl_space
     from shadertune.perfmodel.derived import cuda_features, gl_features
     p = Problem(100, 60, 70)
-    gl_cfg = gl_space(p, {}).phases["start"]
-    g = gl_features(p, Config(gl_cfg), {})
-    assert g["padding"] >= 1 and g["log2_passes"] >= 0 and g["outputs_per_fragment"] >= 1
+    space = gl_space(p, {"gl_version": 450, "image_store": True, "fbo_no_attachments": True,
+                         "max_image_units": 8, "max_fragment_image_uniforms": 8})
+    mrt = space.phases.start
+    image = next(c for c in space.configs() if c["out"] == "image" and c["block_h"] == 8)
+    g, i = gl_features(p, mrt, {}), gl_features(p, image, {})
+    assert list(g) == list(i)                                    # the same names on both paths
+    assert g["padding"] >= 1 and g["log2_passes"] >= 0 and g["outputs_per_fragment"] == 32
+    assert i["padding"] >= 1 and i["outputs_per_fragment"] == 8 * image["block_w"]
     # an FFMA, a split-K and a warpgroup-MMA config (run V's bests); sm_90 limits without a GPU
     base = dict(BK=32, BM=128, BN=64, DB=1, KG=1, KL=1, KR=0, MMA=4, PAD=4, ST=3, TM=4, TN=4, VEC=4,
                 WM=64, WN=64, trans=1)
@@ -141,7 +147,7 @@ def test_a_saved_model_is_usable_by_another_process(store, tmp_path):
     model, _ = model_for(be, store)
     path = saved.model_path(store.path, "fake", DEVICE, TEMPLATES)
     code = ("import sys, pickle; from shadertune.config import Config; "
-            "m = pickle.load(open(sys.argv[1], 'rb')); c = m.verified_configs[0]; "
+            "m = pickle.load(open(sys.argv[1], 'rb')); c = m.verified_configs('float32')[0]; "
             "assert Config(c.to_dict()) in {c: 1}, 'stale hash'")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"      # not this process's
     subprocess.run([sys.executable, "-c", code, str(path)], check=True,
@@ -225,7 +231,7 @@ def test_chain_exact_then_model_then_nearest_then_default(shared, tmp_path):
     sel = select(be, Problem(150, 20, 40), shared)
     assert sel.how == "model" and sel.predicted_gflops > 0 and len(sel.ranked) == 5
     model, _ = model_for(be, shared)
-    assert sel.config in model.verified_configs        # auto runs only configs verified somewhere
+    assert sel.config in model.verified_configs("float32")   # auto runs only configs verified somewhere
     assert select(be, Problem(150, 20, 40), shared, use_model=False).how == "nearest"
     # a layout no stored problem has: the model still ranks (the layout is a feature)
     assert select(be, Problem(150, 20, 40, trans_a=True), shared).how == "model"
@@ -245,7 +251,7 @@ def test_model_beats_the_nearest_rule_on_held_out_shapes(shared):
     model, _ = model_for(be, shared)
     got, near = [], []
     for p in HELDOUT:
-        valid = [c for c in model.verified_configs if be.space(p).why_invalid(c) is None]
+        valid = [c for c in model.verified_configs(p.dtype) if be.space(p).why_invalid(c) is None]
         best = max(true_gflops(p, c) for c in valid)
         got.append(true_gflops(p, select(be, p, shared).config) / best)
         near.append(true_gflops(p, select(be, p, shared, use_model=False).config) / best)
@@ -301,12 +307,27 @@ def test_train_cli_reports_validation(store, capsys, tmp_path):
 
 # --- the learned model as a search's cost model ------------------------------------
 
-def test_learned_cost_model_has_the_backend_hook_signature(store):
+def test_tune_ranks_by_the_saved_learned_model(store):
+    """The fake backend has no cost model of its own: without a saved model the model
+    strategy starts from random draws; with one, it times the model's best guess right
+    after the backend's candidates."""
     be = FakeBackend()
-    guided = learned_cost_model(be, store)
-    p = Problem(150, 20, 40)
-    cfgs = be.space(p).configs()[:20]
-    assert guided.predict_ms(p, cfgs) == model_for(be, store)[0].predict_ms(p, cfgs)
-    assert be.predict_ms(p, cfgs) is None                      # the fake has no model of its own
-    entry = tune(guided, p, store=store, repeats=1, warmup=0, budget=Budget(max_evals=5))
-    assert entry["evaluated"] == 5 and store.best("fake", DEVICE, p, TEMPLATES) is not None
+    p, q = Problem(150, 20, 40), Problem(140, 24, 36)
+    entry = tune(be, p, strategy="model", store=store, repeats=1, warmup=0, budget=Budget(max_evals=3))
+    assert entry["cost_model"] == "backend"
+    model, note = model_for(be, store)              # trains and saves it
+    assert note == "trained"
+    saved.forget()                                  # tune() loads it from the file
+    entry = tune(be, q, strategy="model", store=store, repeats=1, warmup=0, budget=Budget(max_evals=3))
+    assert entry["cost_model"] == "learned"
+    seeds = be.candidates(q, 24)
+    best_guess = next(c for _, c in model.rank(q, be.space(q).configs()) if c not in seeds)
+    assert [r["config"] for r in entry["results"]][len(seeds)] == best_guess.to_dict()
+
+
+def test_no_learned_model_for_another_dtype(store):
+    be = FakeBackend()
+    model_for(be, store)
+    from shadertune.perfmodel.guided import learned_cost_model
+    assert learned_cost_model(be, store, Problem(150, 20, 40)) == model_for(be, store)[0].predict_ms
+    assert learned_cost_model(be, store, Problem(150, 20, 40, "float64")) is None

@@ -13,6 +13,7 @@ from shadertune.report.__main__ import main
 
 FIX = pathlib.Path(__file__).parent / "fixtures"
 GL, CUDA, CEIL = FIX / "report_gl_h200.json", FIX / "report_cuda_h200.json", FIX / "ceilings_h200.json"
+LLVMPIPE = FIX / "report_gl_llvmpipe.json"   # a real phased search on llvmpipe, 16 results kept a size
 
 
 @pytest.fixture
@@ -134,16 +135,24 @@ def test_annotate_stores_rooflines_that_validate(gl, cuda, tmp_path):
 
 # --- compare ------------------------------------------------------------------
 
+def _header(md: str) -> list[str]:
+    line = [l for l in md.splitlines() if l.startswith("| problem")][0]
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
 def test_compare_joins_shared_problems_in_order(gl, cuda):
-    pairs = report.join(gl, cuda)
-    assert [report.problem_key(a) for a, _ in pairs] == [(n, n, n, "float32", False, False) for n in (512, 1024, 2048)]
-    assert all(report.problem_key(a) == report.problem_key(b) for a, b in pairs)
-    md = report.compare_table(gl, cuda, rl.load(CEIL), rl.load(CEIL))
-    rows = {r[0]: r for r in _rows(md)}
-    assert set(rows) == {"512x512x512 f32 NN", "1024x1024x1024 f32 NN", "2048x2048x2048 f32 NN"}
-    r = rows["2048x2048x2048 f32 NN"]
-    assert r[1:4] == ["336", "31500", f"{336 / 31500:.3f}x"]
-    assert r[6] == "44100" and r[8] == f"{31500 / 44100:.2f}x"        # cuBLAS from the CUDA run
+    rows = report.join([gl, cuda])
+    assert [name for name, _ in rows] == [f"{n}x{n}x{n} f32 NN" for n in (512, 1024, 2048)]
+    assert all(report.problem_key(a) == report.problem_key(b) for _, (a, b) in rows)
+    md = report.compare_table([gl, cuda], rl.load(CEIL))
+    head = _header(md)
+    assert head == ["problem", "gl GFLOP/s", "cuda GFLOP/s", "cuda / gl", "gl % roofline",
+                    "cuda % roofline", "gl x cublas", "cuda x cublas"]
+    r = {row[0]: row for row in _rows(md)}["2048x2048x2048 f32 NN"]
+    assert r[1:4] == ["336", "31500", f"{31500 / 336:.2f}x"]
+    # each run against the cuBLAS timed in its own run
+    gl_ref = gl["problems"][3]["baselines"]["cublas"]["gflops"]
+    assert r[6] == f"{336 / gl_ref:.3f}x" and r[7] == f"{31500 / 44100:.2f}x"
     assert "Only in gl: 256x256x256 f32 NN, 2560x16x2560 f32 NN" in md
     assert "Only in cuda: 4096x4096x4096 f32 NN, 64x64x60000 f32 NN" in md
 
@@ -152,16 +161,118 @@ def test_compare_join_ignores_problems_differing_only_in_trans_or_dtype(gl, cuda
     c = copy.deepcopy(cuda)
     c["problems"][0]["trans_b"] = True
     c["problems"][1]["dtype"] = "float64"
-    assert [a["M"] for a, _ in report.join(gl, c)] == [2048]
+    assert [ps[0]["M"] for _, ps in report.join([gl, c])] == [2048]
 
 
-def test_compare_refuses_same_backend_and_disjoint_problems(gl, cuda):
-    with pytest.raises(report.CompareError, match="both reports are of backend 'gl'"):
-        report.join(gl, gl)
+def test_compare_two_runs_strategies_and_devices_of_one_backend(gl, tmp_path):
+    again = copy.deepcopy(gl)
+    again["problems"][2]["best"]["gflops"] = 149.0
+    # two runs of the same kind: told apart by their file names
+    md = report.compare_table([gl, again], sources=["runs/monday.json", "runs/tuesday.json"])
+    assert _header(md)[1:4] == ["monday GFLOP/s", "tuesday GFLOP/s", "tuesday / monday"]
+    assert {r[0]: r for r in _rows(md)}["1024x1024x1024 f32 NN"][3] == "0.50x"
+    # two strategies
+    again["strategy"] = "random"
+    assert _header(report.compare_table([gl, again]))[1:3] == ["phased GFLOP/s", "random GFLOP/s"]
+    # two devices
+    again["strategy"] = "phased"
+    again["device"] = dict(again["device"], renderer="NVIDIA H100 80GB HBM3/PCIe/SSE2")
+    assert _header(report.compare_table([gl, again]))[1:3] == ["NVIDIA H200 GFLOP/s", "NVIDIA H100 80GB HBM3 GFLOP/s"]
+
+
+def test_compare_three_reports_rows_held_by_any_two(gl, cuda):
+    third = copy.deepcopy(gl)
+    third["strategy"] = "random"
+    third["problems"] = [p for p in third["problems"] if p["M"] in (256, 2560)]
+    md = report.compare_table([gl, cuda, third])
+    head = _header(md)
+    assert head[1:4] == ["gl phased GFLOP/s", "cuda random GFLOP/s", "gl random GFLOP/s"]
+    rows = {r[0]: r for r in _rows(md)}
+    # 256 and the skinny shape are held by gl and its random run; 512-2048 by gl and cuda
+    assert set(rows) == {"256x256x256 f32 NN", "512x512x512 f32 NN", "1024x1024x1024 f32 NN",
+                         "2048x2048x2048 f32 NN", "2560x16x2560 f32 NN"}
+    assert rows["256x256x256 f32 NN"][2] == "—" and rows["256x256x256 f32 NN"][5] == "1.00x"
+    assert "Only in cuda random: 4096x4096x4096 f32 NN, 64x64x60000 f32 NN" in md
+
+
+def test_compare_refuses_one_report_and_disjoint_problems(gl, cuda):
+    with pytest.raises(report.CompareError, match="two or more reports"):
+        report.join([gl])
     c = copy.deepcopy(cuda)
     c["problems"] = [p for p in c["problems"] if p["M"] in (4096, 64)]
     with pytest.raises(report.CompareError, match="share no problem"):
-        report.join(gl, c)
+        report.join([gl, c])
+
+
+# --- rooflines through the backend's hooks ---------------------------------------
+
+def test_report_asks_the_backend_for_its_roofline(gl, monkeypatch):
+    """A backend named in a report is asked for its model; report/ knows no backend names."""
+    from shadertune import backends
+    from shadertune.report import rooflines
+
+    monkeypatch.setitem(backends._REGISTRY, "made-up", "fake_backend:FakeBackend")
+    from fake_backend import FakeBackend
+    seen = []
+
+    def roofline(self, problem, config, ceilings):
+        seen.append((problem.M, dict(config)))
+        return {"gflops": 4.0 * problem.M, "bound": "invented"}
+    monkeypatch.setattr(FakeBackend, "roofline", roofline, raising=False)
+    monkeypatch.setattr(FakeBackend, "ceiling_lines", lambda self, c: [("made-up peak", 9999.0)],
+                        raising=False)
+    rooflines.backend_model.cache_clear()
+    try:
+        rep = copy.deepcopy(gl)
+        rep["backend"] = "made-up"
+        for p in rep["problems"]:
+            p.pop("roofline", None)
+        row = {r[0]: r for r in _rows(report.show(rep))}["1024x1024x1024 f32 NN"]
+        assert row[3] == f"{100 * 298.0 / 4096:.0f}% of 4096 (invented)"
+        assert (1024, gl["problems"][2]["best"]["config"]) in seen
+        assert rooflines.ceiling_lines(rep) == [("made-up peak", 9999.0)]
+    finally:
+        rooflines.backend_model.cache_clear()
+
+
+def test_reports_of_unknown_backends_keep_their_own_rooflines_and_baselines(gl):
+    rep = copy.deepcopy(gl)
+    rep["backend"] = "os:system"
+    rep.pop("ceilings")
+    rep["problems"][2]["roofline"] = {"gflops": 596.0, "bound": "stored"}
+    rows = {r[0]: r for r in _rows(report.show(rep))}
+    assert rows["1024x1024x1024 f32 NN"][3] == "50% of 596 (stored)"
+    assert rows["512x512x512 f32 NN"][3] == "—"
+    assert "x numpy-cpu" in report.show(rep)
+
+
+# --- software renderers: no roofline is claimed ----------------------------------
+
+def test_no_roofline_on_a_software_renderer():
+    rep = report.load(LLVMPIPE)
+    ceil = {"schema": 1, "kind": "roofline", "created": "x", "device": {"renderer": "llvmpipe"},
+            "ceilings": {"fragment_fma_gflops": 0.9, "fetch_gtexels": 0.01}, "details": {}}
+    md = report.show(rep, ceil)
+    assert "% of roofline" not in md and "609%" not in md
+    assert "No roofline: llvmpipe (LLVM 15.0.6, 256 bits) is a software renderer" in md
+    assert "Measured throughput: fragment_fma_gflops = 0.90 GFLOP/s" in md
+    other = copy.deepcopy(rep)
+    other["strategy"] = "random"
+    cmp = report.compare_table([rep, other], ceil)
+    assert "% roofline" not in cmp and "No roofline for random: llvmpipe (LLVM" in cmp
+    out = report.annotate(rep, ceil)
+    assert not any("roofline" in p for p in out["problems"])
+    assert report.no_roofline(out)
+
+
+def test_ceilings_measured_in_software_are_no_roofline_for_any_report(gl, tmp_path):
+    flagged = rl.mark_software(rl.store.new({"backend": "gl", "renderer": "llvmpipe"},
+                                            rl.load(CEIL)["ceilings"]))
+    rl.save(tmp_path / "c.json", flagged)
+    md = report.show(gl, rl.load(tmp_path / "c.json"))
+    assert "% of roofline" not in md and "No roofline: measured on a software renderer" in md
+    assert "Measured throughput:" in md
+    assert "% of roofline" in report.show(gl, rl.load(CEIL))
 
 
 # --- the CLI ------------------------------------------------------------------
@@ -172,16 +283,47 @@ def test_cli_show_prints_markdown(capsys):
     assert out.startswith("## gl on NVIDIA H200") and "| 1024x1024x1024 f32 NN |" in out
 
 
+def test_cli_compare_of_one_backend_and_three_reports(tmp_path, capsys, gl):
+    other = copy.deepcopy(gl)
+    other["strategy"] = "random"
+    b = _write(tmp_path, other, "b.json")
+    assert main(["compare", str(GL), str(b), str(CUDA)]) == 0
+    out = capsys.readouterr().out
+    assert "| problem | gl phased GFLOP/s | gl random GFLOP/s | cuda random GFLOP/s |" in out
+
+
+def _deep(n: int) -> str:
+    return '{"schema": 1, "x": ' + "[" * n + "]" * n + "}"
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda d: d.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary"), "not UTF-8 text (a binary file?)"),
+    (lambda d: d.write_text(_deep(200_000)), "nested too deeply"),
+    (lambda d: d.mkdir(), "cannot read"),
+])
+def test_cli_bad_files_are_one_line(tmp_path, capsys, make, match):
+    bad = tmp_path / "bad.json"
+    make(bad)
+    for argv in (["show", str(bad)], ["compare", str(GL), str(bad)], ["show", str(GL), "--ceilings", str(bad)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert match in err and err.count("\n") == 0 and err.startswith("shadertune.report: error:"), err
+
+
 @pytest.mark.parametrize("argv,match", [
-    (["compare", str(GL), str(GL)], "both reports are of backend 'gl'"),
     (["compare", str(GL), str(CEIL)], "not a report"),
+    (["compare", str(GL)], "two or more reports, got 1"),
     (["show", "nope.json"], "nope.json: no such file"),
     (["show", str(GL), "--ceilings", str(GL)], "this is a run report, not a ceilings file"),
+    (["show", str(GL), "--plot", "out.jpg"], "out.jpg: unknown plot format '.jpg'; use .png, .svg, .pdf"),
+    (["show", str(GL), "--plot", "out"], "unknown plot format '(no extension)'"),
 ])
 def test_cli_refuses_with_one_line_and_nonzero_exit(capsys, argv, match):
     assert main(argv) != 0
-    err = capsys.readouterr().err.strip()
+    captured = capsys.readouterr()
+    err = captured.err.strip()
     assert match in err and err.count("\n") == 0 and err.startswith("shadertune.report: error:")
+    assert captured.out == ""           # refused before anything was printed
 
 
 def test_cli_compare_disjoint(tmp_path, capsys, cuda):
@@ -191,18 +333,23 @@ def test_cli_compare_disjoint(tmp_path, capsys, cuda):
     assert "share no problem" in capsys.readouterr().err
 
 
-def test_cli_roofline_tiny_on_llvmpipe(tmp_path, capsys):
+def test_cli_roofline_tiny_says_when_it_is_no_roofline(tmp_path, capsys):
+    from shadertune.backends import get_backend
     from shadertune.errors import ContextError
-    from shadertune.roofline import gl as rgl
     try:
-        rgl.context()
+        software = get_backend("gl").device().limits["software_renderer"]
     except ContextError as e:
         pytest.skip(f"no GL: {e}")
     out = tmp_path / "ceil.json"
     assert main(["roofline", "--preset", "tiny", "--backend", "all", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "fragment_fma_gflops" in text and "fetch_gtexels" in text
-    assert rl.load(out)["ceilings"]["fragment_fma_gflops"] > 0
+    saved = rl.load(out)
+    assert saved["ceilings"]["fragment_fma_gflops"] > 0
+    # llvmpipe: flagged, said, and no report holds a kernel against it
+    assert saved["device"].get("software_renderer", False) is software
+    assert ("not a roofline" in text) is software
+    assert ("% of roofline" in report.show(report.load(GL), saved)) is not software
 
 
 def test_report_package_imports_without_matplotlib():

@@ -114,12 +114,45 @@ def test_load_refuses_bad_files_naming_file_and_field(tmp_path, mutate, match):
     assert str(p) in str(e.value)
 
 
-def test_load_refuses_missing_and_non_json(tmp_path):
-    with pytest.raises(rl.CeilingsError, match="no such ceilings file"):
+def test_load_refuses_missing_non_json_binary_and_deep_files(tmp_path):
+    with pytest.raises(rl.CeilingsError, match="nope.json: no such file"):
         rl.load(tmp_path / "nope.json")
     (tmp_path / "x.json").write_text("{")
-    with pytest.raises(rl.CeilingsError, match="not valid JSON"):
+    with pytest.raises(rl.CeilingsError, match="not a ceilings file: invalid JSON at line 1"):
         rl.load(tmp_path / "x.json")
+    (tmp_path / "b.json").write_bytes(b"\x00\xff\xfe\x80")
+    with pytest.raises(rl.CeilingsError, match="not UTF-8 text"):
+        rl.load(tmp_path / "b.json")
+    (tmp_path / "d.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(rl.CeilingsError, match="nested too deeply"):
+        rl.load(tmp_path / "d.json")
+
+
+def test_the_software_renderer_flag_round_trips_and_merges(tmp_path):
+    g = _measurement()
+    assert rl.software_reason(g) is None
+    soft = rl.mark_software(g)
+    assert soft["device"]["software_renderer"] is True and "software_renderer" not in g["device"]
+    rl.save(tmp_path / "s.json", soft)
+    back = rl.load(tmp_path / "s.json")
+    assert "measured on a software renderer" in rl.software_reason(back)
+    # merged with a GPU's CUDA ceilings: no roofline for GL kernels, one for CUDA's
+    c = rl.store.new({"backend": "cuda", "renderer": "H"}, {"cuda_fma_gflops": 5.0, "cuda_dram_gbs": 3.0})
+    m = rl.load(rl.save(tmp_path / "m.json", rl.merge(soft, c)))
+    assert rl.software_reason(m, "gl") and rl.software_reason(m, "cuda") is None
+    assert rl.software_reason(rl.merge(g, c)) is None
+    bad = dict(g, device=dict(g["device"], software_renderer="yes"))
+    with pytest.raises(rl.CeilingsError, match="device.software_renderer must be true or false"):
+        rl.store.validate(bad)
+
+
+def test_ceiling_lines_of_each_model():
+    assert rl.gl_ceiling_lines(CEIL)[0] == ("fragment FMA peak 1,943", 1942.9)
+    label, v = rl.gl_ceiling_lines({"ceilings": CEIL})[1]
+    assert v == pytest.approx(21.12 * 64 / 3) and "21.3 flops/fetch" in label
+    assert rl.gl_ceiling_lines({"fragment_fma_gflops": 5.0}) == [("fragment FMA peak 5", 5.0)]
+    assert rl.cuda_ceiling_lines(CEIL) == [("CUDA FMA peak 65,119", 65119.4)]
+    assert rl.cuda_ceiling_lines({"fetch_gtexels": 1.0}) == []
 
 
 def test_merge_keeps_both_backends():

@@ -1,10 +1,7 @@
 """End to end on the real GL backend (llvmpipe in CI) at a tiny, ragged shape."""
 import json
 
-import pytest
-
 from shadertune.db import Store
-from shadertune.errors import ContextError
 from shadertune.problem import Problem
 from shadertune.search import Budget, tune
 from shadertune.search.cli import main
@@ -12,15 +9,6 @@ from shadertune.search.report_json import check_report
 from shadertune.select import select_config
 
 P = Problem(16, 24, 20)
-
-
-@pytest.fixture(scope="module")
-def gl(gl_backend):
-    try:
-        gl_backend.device()
-    except ContextError as e:
-        pytest.skip(f"no GL context: {e}")
-    return gl_backend
 
 
 def test_phased_search_on_gl_verifies_times_stores_and_resumes(gl, tmp_path):

@@ -8,18 +8,27 @@ from fake_backend import NP_BEST, OUTER, FakeBackend, best_correct, cost_ms, mak
 from shadertune.config import Config
 from shadertune.problem import Problem
 from shadertune.result import OK, Result
-from shadertune.search import Budget, Evaluator, Tracker, get_strategy
+from shadertune.search import Budget, Evaluator, SearchOptions, Tracker, get_strategy
 from shadertune.search.phased import powers_of_two
-from shadertune.space import Space
+from shadertune.space import PhasePlan, Space
 
 P = Problem(8, 8, 64)
 
 
-def run(strategy, budget=Budget(), problem=P, backend=None, **kw):
+def run(strategy, budget=Budget(), problem=P, backend=None, phases=None, **kw):
+    """Run `strategy` on the fake backend; `phases` collects (label, evaluations so far)."""
     be = backend or FakeBackend()
-    ev = Evaluator(be, problem, repeats=3, warmup=0)
-    results = get_strategy(strategy, **kw)(be.space(problem), ev, budget)
+    ev = Evaluator(be, problem, repeats=3, warmup=0,
+                   on_phase=None if phases is None else lambda label: phases.append((label, ev.measured)))
+    options = SearchOptions(cost_model=lambda cs: be.predict_ms(problem, cs), **kw)
+    results = get_strategy(strategy)(be.space(problem), ev, budget, options)
     return be, results
+
+
+def plan_part(results, phases):
+    """The results of the phase plan: those before the local search took over."""
+    end = next(n for label, n in phases if label == "local search")
+    return results[:end]
 
 
 def best_cfg(results):
@@ -29,12 +38,16 @@ def best_cfg(results):
 
 def test_phased_finds_the_exhaustive_optimum_with_few_evaluations():
     be, ex = run("exhaustive")
-    _, ph = run("phased")
+    phases = []
+    _, ph = run("phased", phases=phases)
     space = be.space(P)
     assert len(ex) == len(space)
-    assert best_cfg(ex) == best_correct(space) == best_cfg(ph)
-    assert best_cfg(ph)["np"] == NP_BEST          # only the np refinement reaches 22
-    assert len(ph) <= 0.05 * len(space)
+    plan = plan_part(ph, phases)
+    assert best_cfg(ex) == best_correct(space) == best_cfg(plan) == best_cfg(ph)
+    assert best_cfg(plan)["np"] == NP_BEST        # only the np refinement reaches 22
+    assert len(plan) <= 0.05 * len(space)
+    # then the local search: nothing better nearby, so it converges soon after
+    assert phases[-1][0].startswith("converged") and len(ph) <= len(plan) + 100
 
 
 def test_no_config_is_evaluated_twice():
@@ -47,8 +60,9 @@ def test_no_config_is_evaluated_twice():
 
 def test_phased_order_follows_jiang():
     """outer loops (glsl, fetch, unroll) -> np powers of two -> mc -> mrt -> np refinement."""
-    _, results = run("phased")
-    cfgs = [r.config for r in results]
+    phases = []
+    _, results = run("phased", phases=phases)
+    cfgs = [r.config for r in plan_part(results, phases)]
     # outer knobs change in blocks, in product order with glsl outermost
     blocks = [k for k, _ in itertools.groupby((c["glsl"], c["fetch"], c["unroll"]) for c in cfgs)]
     assert blocks == list(itertools.product(*(list(OUTER[k]) for k in ("glsl", "fetch", "unroll"))))
@@ -71,6 +85,11 @@ def test_phased_order_follows_jiang():
     assert all(c["np"] != 16 for c in refine)
     assert {(c["mc"], c["mrt_h"], c["mrt_w"]) for c in refine} == {("1x4", 2, 2)}
     assert [c["np"] for c in refine] == [12, 24, 20, 28, 22]
+    # each phase is named as it starts
+    labels = [label for label, _ in phases]
+    assert labels[:4] == ["glsl=330 fetch=texelFetch unroll=1: np", "glsl=330 fetch=texelFetch unroll=1: mc",
+                          "glsl=330 fetch=texelFetch unroll=1: mrt_h mrt_w",
+                          "glsl=330 fetch=texelFetch unroll=1: np refinement"]
 
 
 def test_mrt_group_is_searched_jointly_over_both_knobs():
@@ -84,8 +103,7 @@ def test_mrt_group_is_searched_jointly_over_both_knobs():
 
 def _line_space(domain, best, valid=lambda v: True):
     """A one-knob space whose cost is |np - best| + 1: for refinement tests."""
-    return Space({"np": domain}, [lambda c: valid(c["np"])],
-                 phases={"outer": [], "refine": "np", "groups": []}), \
+    return Space({"np": domain}, [lambda c: valid(c["np"])], phases=PhasePlan(refine="np")), \
         lambda cfg: _fake_result(cfg, abs(cfg["np"] - best) + 1.0)
 
 
@@ -96,9 +114,8 @@ def _fake_result(cfg, ms, status=OK):
 @pytest.mark.parametrize("best", [3, 5, 6, 7, 9, 13, 22, 47, 63, 64, 100, 127])
 def test_np_refinement_reaches_any_value_of_a_unimodal_line(best):
     space, evaluate = _line_space(tuple(range(1, 129)), best)
-    results = get_strategy("phased")(space, evaluate, Budget())
-    assert best_cfg(results)["np"] == best
-    assert len(results) <= 8 + 2 * 7 + 2      # powers of two + ~2 per halving
+    results = get_strategy("phased")(space, evaluate, Budget(max_evals=8 + 2 * 7 + 2))
+    assert best_cfg(results)["np"] == best    # powers of two + ~2 per halving reach it
 
 
 def test_np_refinement_only_tries_values_the_space_accepts():
@@ -107,8 +124,7 @@ def test_np_refinement_only_tries_values_the_space_accepts():
     def evaluate(cfg):
         seen.append(cfg["np"])
         return _fake_result(cfg, abs(cfg["np"] - 23) + 1.0)
-    space = Space({"np": tuple(range(1, 65))}, ["np % 3 != 0"],
-                  phases={"outer": [], "refine": "np", "groups": []})
+    space = Space({"np": tuple(range(1, 65))}, ["np % 3 != 0"], phases=PhasePlan(refine="np"))
     results = get_strategy("phased")(space, evaluate, Budget())
     assert all(v % 3 for v in seen)
     assert best_cfg(results)["np"] == 23
@@ -167,7 +183,7 @@ def test_random_samples_large_spaces_without_enumerating(monkeypatch):
     monkeypatch.setattr(Space, "configs", lambda self: pytest.fail("enumerated"))
     seen = []
     results = random_search.search(space, lambda c: seen.append(c) or _fake_result(c, 1.0),
-                                   Budget(max_evals=40), seed=3)
+                                   Budget(max_evals=40), SearchOptions(seed=3))
     assert len(results) == 40 == len(set(seen))
     assert all(space.why_invalid(c) is None for c in seen)
 
@@ -184,10 +200,12 @@ def test_wrong_fast_kernels_are_never_best():
 
 def test_coordinate_descent_without_a_phase_plan():
     be = FakeBackend(phases=None)
-    ev = Evaluator(be, P, repeats=1, warmup=0)
+    phases = []
+    ev = Evaluator(be, P, repeats=1, warmup=0, on_phase=lambda label: phases.append((label, ev.measured)))
     space = be.space(P)
     assert space.phases is None
-    results = get_strategy("phased")(space, ev, Budget())
+    results = plan_part(get_strategy("phased")(space, ev, Budget()), phases)
+    assert phases[0][0] == "coordinate descent"
     by_cfg = {r.config: r for r in results}
     best = best_cfg(results)
     # a coordinate-wise optimum: every one-knob move from it was evaluated and is no better
@@ -217,10 +235,10 @@ def test_budget_validation():
 
 
 def test_a_named_start_point_is_where_the_np_sweep_begins():
-    plan = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-            "groups": [["mc"], ["mrt_h", "mrt_w"]],
-            "start": {"glsl": "330", "fetch": "texelFetch", "unroll": 1, "np": 8, "mc": "1x2",
-                      "mrt_h": 2, "mrt_w": 1}}
+    plan = PhasePlan(outer=("glsl", "fetch", "unroll"), refine="np",
+                     groups=(("mc",), ("mrt_h", "mrt_w")),
+                     start=Config(glsl="330", fetch="texelFetch", unroll=1, np=8, mc="1x2",
+                                  mrt_h=2, mrt_w=1))
     _, results = run("phased", backend=FakeBackend(phases=plan))
     first = [r.config for r in results][:6]
     assert [c["np"] for c in first] == [2, 4, 8, 16, 32, 64]

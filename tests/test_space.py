@@ -1,8 +1,12 @@
-"""Space: domains, restrictions (callables and expression strings), sizes, neighbours."""
+"""Space: domains, restrictions (expressions, pyATF callables, declared and whole-config
+callables), early pruning, sizes, neighbours, the phase plan."""
+import itertools
+import random
+
 import pytest
 
 from shadertune.config import Config
-from shadertune.space import Space
+from shadertune.space import PhasePlan, Space, restriction
 
 
 def space(**kw):
@@ -11,14 +15,28 @@ def space(**kw):
                  constants=kw.pop("constants", {"limit": 4}), **kw)
 
 
+def product_filtered(s: Space) -> set:
+    """The definition of a space: every point of the product that why_invalid accepts."""
+    pts = (Config(dict(zip(s.knobs, v))) for v in itertools.product(*s.knobs.values()))
+    return {c for c in pts if s.why_invalid(c) is None}
+
+
 def test_sizes_full_and_pruned():
     s = space()
     assert s.full_size == 12
-    valid = [(c["a"], c["b"], c["c"]) for c in s.configs()]
-    expect = [(a, b, c) for a in (1, 2, 4) for b in "xy" for c in (1, 2)
-              if a * c <= 4 and (b != "y" or a > 1)]
+    valid = {(c["a"], c["b"], c["c"]) for c in s.configs()}
+    expect = {(a, b, c) for a in (1, 2, 4) for b in "xy" for c in (1, 2)
+              if a * c <= 4 and (b != "y" or a > 1)}
     assert valid == expect and len(s) == len(expect) == 8
     assert s.describe()["size"] == 8 and s.describe()["full_size"] == 12
+
+
+def test_enumeration_is_depth_first_in_the_binding_order():
+    s = space()
+    order = s.binding_order()
+    assert sorted(order) == ["a", "b", "c"]
+    keys = [tuple(s.knobs[k].index(c[k]) for k in order) for c in s.configs()]
+    assert keys == sorted(keys)
 
 
 def test_membership_and_reasons():
@@ -52,6 +70,87 @@ def test_expression_builtins_and_constants():
     assert [c["np"] for c in s.configs()] == [2, 4, 8]
 
 
+def test_pyatf_callables_read_knobs_and_constants_by_parameter_name():
+    def block_shape(BM, WM):
+        "warp tiles divide the block tile"
+        return BM % WM == 0
+
+    def fits(BM, limit):
+        return BM <= limit
+    s = Space({"BM": (16, 32, 64, 128), "WM": (16, 32, 48)}, [block_shape, fits], {"limit": 64})
+    assert {(c["BM"], c["WM"]) for c in s} == {(16, 16), (32, 16), (32, 32), (64, 16), (64, 32)}
+    assert s.why_invalid(Config(BM=32, WM=48)) == "restriction warp tiles divide the block tile not met"
+    assert "fits not met" in s.why_invalid(Config(BM=128, WM=16))
+    with pytest.raises(ValueError, match="must all be knobs or constants"):
+        Space({"BM": (16,)}, [lambda BM, nope: True])
+
+
+def test_declared_knobs_and_whole_config_callables():
+    calls = []
+
+    @restriction(knobs=["a"])
+    def small_a(cfg):
+        calls.append(dict(cfg))
+        return cfg["a"] < 3
+    s = Space({"a": (1, 2, 3, 4), "b": tuple(range(50))}, [small_a, lambda cfg: cfg["b"] % 2 == 0])
+    s.binding_order()                                    # (samples pass rates)
+    calls.clear()
+    assert {(c["a"], c["b"]) for c in s} == {(a, b) for a in (1, 2) for b in range(0, 50, 2)}
+    # checked as soon as 'a' is bound, once per value: a=3, 4 never reach the 50 values of b
+    assert sorted(d["a"] for d in calls) == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="declares unknown knobs"):
+        Space({"a": (1,)}, [restriction(knobs=["z"])(lambda cfg: True)])
+
+
+def test_a_rule_is_checked_as_soon_as_its_knobs_are_bound():
+    """Dead subtrees are cut at their root: a rule on two knobs that rejects most
+    pairs means the rules on the other knobs run on the surviving pairs only."""
+    seen = {"pair": 0, "rest": 0}
+
+    def pair(a, b):
+        seen["pair"] += 1
+        return a == b
+
+    def rest(c, d, a):
+        seen["rest"] += 1
+        return (c + d + a) % 3 != 0
+    doms = {"a": tuple(range(10)), "b": tuple(range(10)), "c": tuple(range(10)), "d": tuple(range(10))}
+    s = Space(doms, [pair, rest])
+    s.binding_order()                                    # (samples pass rates)
+    seen.update(pair=0, rest=0)
+    n = len(s)
+    # each pair of (a, b) once; 'rest' only below the 10 pairs that pass, once per (c, d)
+    assert seen == {"pair": 100, "rest": 1000}
+    assert s.binding_order()[-2:] in (["c", "d"], ["d", "c"])        # free knobs go last
+    assert n == len(product_filtered(s)) == sum((c + d + a) % 3 != 0 for a in range(10)
+                                                for c in range(10) for d in range(10))
+
+
+def test_enumeration_equals_the_filtered_product_on_random_spaces():
+    rng = random.Random(7)
+    for trial in range(25):
+        knobs = {f"k{i}": tuple(rng.sample(range(1, 9), rng.randint(1, 4))) for i in range(rng.randint(1, 5))}
+        names = list(knobs)
+        rules = []
+        for _ in range(rng.randint(0, 4)):
+            picked = rng.sample(names, rng.randint(1, len(names)))
+            m = rng.randint(2, 4)
+            form = rng.choice(["expr", "atf", "declared", "whole"])
+            if form == "expr":
+                rules.append(f"({' + '.join(picked)} + lim) % {m} != 0")
+            elif form == "atf":
+                rules.append(eval(f"lambda {', '.join(picked)}, lim: ({' + '.join(picked)} + lim) % {m} != 0"))
+            elif form == "declared":
+                rules.append(restriction(knobs=picked)(
+                    lambda cfg, p=tuple(picked), m=m: (sum(cfg[k] for k in p) + 1) % m != 0))
+            else:
+                rules.append(lambda cfg, p=tuple(picked), m=m: (sum(cfg[k] for k in p) + 1) % m != 0)
+        s = Space(knobs, rules, {"lim": 1})
+        got = s.configs()
+        assert len(got) == len(set(got)), trial
+        assert set(got) == product_filtered(s), (trial, knobs)
+
+
 def test_bad_spaces_are_refused():
     with pytest.raises(ValueError):
         Space({})
@@ -59,10 +158,16 @@ def test_bad_spaces_are_refused():
         Space({"a": ()})
     with pytest.raises(ValueError, match="repeated"):
         Space({"a": (1, 1)})
+    with pytest.raises(TypeError, match="JSON scalars"):
+        Space({"a": ((1, 2),)})
     with pytest.raises(ValueError, match="shadow"):
         Space({"a": (1,)}, constants={"a": 2})
     with pytest.raises(ValueError, match="unknown knobs"):
-        Space({"a": (1,)}, phases={"outer": ["b"], "refine": "a", "groups": []})
+        Space({"a": (1,)}, phases=PhasePlan(outer=("b",), refine="a"))
+    with pytest.raises(TypeError, match="PhasePlan"):
+        Space({"a": (1,)}, phases={"outer": [], "refine": "a", "groups": []})
+    with pytest.raises(ValueError, match="starts outside"):
+        space(phases=PhasePlan(refine="a", start=Config(a=4, b="x", c=2)))
 
 
 def test_neighbours_differ_in_one_knob_and_are_valid():
@@ -71,10 +176,17 @@ def test_neighbours_differ_in_one_knob_and_are_valid():
     assert n == [Config(a=1, b="x", c=2), Config(a=2, b="x", c=2)]     # a=4 breaks a*c <= 4
 
 
-def test_phase_plan_is_kept():
-    plan = {"outer": ["b"], "refine": "a", "groups": [["c"]]}
-    assert space(phases=plan).phases == plan
-    assert space().phases is None
+def test_phase_plan_is_a_frozen_typed_value():
+    plan = PhasePlan(outer=["b"], refine="a", groups=[["c"]])
+    assert plan.outer == ("b",) and plan.groups == (("c",),) and plan.start is None
+    s = space(phases=plan)
+    assert s.phases == plan and space().phases is None
+    with pytest.raises(AttributeError):
+        plan.refine = "c"
+    started = plan.starting_at({"a": 1, "b": "x", "c": 1})
+    assert started.start == Config(a=1, b="x", c=1) and plan.start is None
+    s.phases = started                                   # a space takes a new plan, checked
+    assert s.phases.start == Config(a=1, b="x", c=1)
 
 
 def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
@@ -89,7 +201,8 @@ def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
     for c in s.configs():
         assert c["mrt_h"] * c["mrt_w"] <= lim["max_draw_buffers"]
         assert c["np"] <= 20
-    assert {k: s.phases[k] for k in ("outer", "refine", "groups")} == {
-        "outer": ["glsl", "fetch", "unroll"], "refine": "np", "groups": [["mc"], ["mrt_h", "mrt_w"]]}
-    if "start" in s.phases:                    # an optional start point must be in the space
-        assert s.why_invalid(s.phases["start"]) is None
+    assert (s.phases.outer, s.phases.refine, s.phases.groups) == (
+        ("out", "glsl", "fetch", "unroll"), "np",
+        (("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
+    if s.phases.start is not None:             # an optional start point must be in the space
+        assert s.why_invalid(s.phases.start) is None

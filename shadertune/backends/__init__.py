@@ -13,13 +13,18 @@ def available() -> list[str]:
     return list(_REGISTRY)
 
 
-def get_backend(name: str, **options) -> Backend:
-    """Instantiate a backend by name ('gl' or 'cuda'); imports lazily."""
+def backend_class(name: str) -> type[Backend]:
+    """The Backend class registered as `name` ('gl' or 'cuda'); imports lazily."""
     import importlib
     if name not in _REGISTRY:
         raise ValueError(f"unknown backend {name!r}; expected one of {available()}")
     mod, cls = _REGISTRY[name].split(":")
-    return getattr(importlib.import_module(mod), cls)(**options)
+    return getattr(importlib.import_module(mod), cls)
 
 
-__all__ = ["Backend", "DeviceInfo", "Kernel", "available", "get_backend"]
+def get_backend(name: str, **options) -> Backend:
+    """Instantiate a backend by name ('gl' or 'cuda'); imports lazily."""
+    return backend_class(name)(**options)
+
+
+__all__ = ["Backend", "DeviceInfo", "Kernel", "available", "backend_class", "get_backend"]

@@ -8,13 +8,25 @@ the default, which states what "nothing" means.
 Required (abstract): name, device(), space(problem), default_config(problem),
 build(problem, config) -> Kernel, source(problem, config), template_hash().
 
+Attribute with a default: default_strategy = "phased", the search strategy used
+when none is named.
+
 Optional hooks, with their defaults:
 - search_session()         context manager around one search (GL: a larger texture pool)
 - precompile(problem, cs)  build many configs ahead, in parallel (CUDA: NVRTC in a pool)
+- candidates(problem, n)   up to n configs worth timing first, best first (CUDA: its
+                           curated, model-ranked list); default [default_config(problem)]
 - predict_ms(problem, cs)  a cost model: predicted milliseconds per config, or None
                            (no model); the model-guided strategy ranks by it
 - roofline(problem, config, ceilings)  the bound that applies to one config, or None
+- ceiling_lines(ceilings)  device-wide bounds [(label, GFLOP/s)] a plot draws across sizes
 - measure_ceilings(preset) the device's measured ceilings (the roofline's inputs)
+- run_call(call, plan)     execute one checked matmul call (shadertune.matmul's seam):
+                           by default on host arrays, one kernel per 2-D product
+- presets(), preset_config(name, problem)  named configs matmul(config=NAME) takes
+- on_device(device_index)  an instance on that device (matmul's device_index)
+- dtypes, shared_by_threads  what the backend computes in; whether one instance may
+                           serve several threads
 """
 from __future__ import annotations
 
@@ -91,6 +103,20 @@ class Kernel(abc.ABC):
 
 class Backend(abc.ABC):
     name: str = ""
+    # compute dtypes: matmul computes float64 where numpy's result is float64 and the
+    # backend has it, else float32
+    dtypes: tuple[str, ...] = ("float32",)
+    # whether one instance may serve several threads at once; a GL backend cannot (its
+    # context is current in one thread), so matmul makes one per thread
+    shared_by_threads: bool = True
+
+    @classmethod
+    def on_device(cls, device_index: int | None) -> "Backend":
+        """An instance on device `device_index` (None: the default device)."""
+        return cls() if device_index is None else cls(device_index=device_index)
+    # the search strategy tune() and the CLI use when none is named
+    # (shadertune.search.STRATEGIES); a backend with a cost model may prefer "model"
+    default_strategy: str = "phased"
 
     # --- required ---------------------------------------------------------
     @abc.abstractmethod
@@ -128,6 +154,11 @@ class Backend(abc.ABC):
         A config that cannot compile says so when it is built; by default nothing
         is built ahead."""
 
+    def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
+        """Up to `n` configs a search should time first, best first; by default the
+        untuned default alone."""
+        return [self.default_config(problem)][:n]
+
     def predict_ms(self, problem: Problem, configs: Sequence[Config]) -> list[float] | None:
         """Predicted milliseconds of each config (a cost model), or None: no model."""
         return None
@@ -137,9 +168,46 @@ class Backend(abc.ABC):
         {'gflops', 'bound', ...}, or None where the backend has no model."""
         return None
 
+    def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
+        """Bounds that hold for every problem, e.g. the FMA peak: [(label, GFLOP/s)];
+        none by default."""
+        return []
+
     def measure_ceilings(self, preset: str = "full") -> dict:
         """Measure this device's ceilings (see shadertune.roofline)."""
         raise NotImplementedError(f"backend {self.name!r} measures no ceilings")
+
+    # --- matmul's seam ------------------------------------------------------
+    def run_call(self, call, plan):
+        """Execute one checked matmul call (shadertune.inputs.MatmulCall: operands as the
+        caller gave them, shapes, dtypes and out already checked) and return the result
+        in the caller's array kind, written into call.out when given.
+
+        plan.config(problem) is the caller's config resolved for a problem (once per
+        call) and plan.kernel(problem) its built kernel from matmul's cache; with
+        adapt=True the config may move to fit (a tiling remainder).  The default brings
+        the operands to the host in the problem's dtype and runs one kernel for every
+        2-D product of a batch."""
+        from ..host import run_on_host
+        kernel = None
+
+        def product(A, B, C, dest):
+            nonlocal kernel
+            kernel = kernel or plan.kernel(call.problem)
+            dest[...] = kernel.run(A, B, C, alpha=call.alpha, beta=call.beta)
+        return run_on_host(call, product)
+
+    def presets(self) -> dict[str, str]:
+        """Named configs matmul(config=NAME) takes: name -> what it is ('auto' and
+        'default' are always there)."""
+        return {"fast": "the default config (what matmul runs untuned)"}
+
+    def preset_config(self, name: str, problem: Problem):
+        """The knobs of preset `name` for `problem` (a Config or dict; knobs left out
+        are filled from the default config)."""
+        if name == "fast":
+            return self.default_config(problem)
+        raise KeyError(f"backend {self.name!r} has no preset {name!r}")
 
 
 def template_names_hash(names: list[str]) -> str:

@@ -9,8 +9,8 @@ data (verified results of a store), learners (scikit-learn, the `model` extra),
 model (PerfModel), validate (leave-problems-out scores), saved (files next to
 the store, retraining), candidates (what is ranked for a problem), firstuse
 (tune="first-use"), measure (time a list of configs through the search core),
-guided (a backend whose cost model is the learned one), sample (data
-generation), cli (python -m shadertune.perfmodel).
+guided (the learned model as tune()'s cost model), sample (data generation),
+cli (python -m shadertune.perfmodel).
 """
 from . import derived  # noqa: F401  (registers the GL and CUDA derived features)
 from .features import Featurizer, register_derived

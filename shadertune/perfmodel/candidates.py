@@ -1,13 +1,14 @@
-"""The valid configs a model ranks for a problem.
+"""The valid configs a model ranks for a problem when a whole space is too many.
 
 The whole pruned space when its product is small (ENUMERATE_UP_TO); else a
 sample, bounded in count and time, of three kinds:
 - seeds: configs measured on other problems (where the model has seen real
   times) and the backend's default, those valid for this problem;
 - random walks from the seeds, one knob changed per step, valid steps only
-  (CUDA's product is millions of points of which a handful per thousand are
-  valid: uniform draws alone find almost none);
-- uniform draws from the product, valid ones kept.
+  (the CUDA and GL products are millions of points of which a few per
+  thousand are valid: uniform draws alone find few, and enumerating the valid
+  ones takes seconds);
+- uniform draws (search.random_search.draws).
 Seeds come first: a ranking keeps the given order among equal predictions.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterable
 
 from ..config import Config
+from ..search.random_search import draws
 from ..space import Space
 
 ENUMERATE_UP_TO = 20_000
@@ -27,19 +29,16 @@ WALK_STEPS = 12
 
 def candidates(space: Space, seeds: Iterable, *, samples: int = SAMPLES, seconds: float = SECONDS,
                seed: int = 0) -> list[Config]:
-    if space.full_size <= ENUMERATE_UP_TO:
-        out = {c: None for c in seeds if _valid(space, c)}
-        out.update(dict.fromkeys(space.configs()))
-        return list(out)
-    deadline = time.monotonic() + seconds
-    rng = random.Random(seed)
-    out: dict[Config, None] = {}
+    out = {}
     for c in seeds:
         c = c if isinstance(c, Config) else Config(c)
         if c not in out and _valid(space, c):
             out[c] = None
-        if len(out) >= samples or time.monotonic() > deadline:
-            return list(out)
+    if space.full_size <= ENUMERATE_UP_TO:
+        out.update(dict.fromkeys(space.configs()))
+        return list(out)
+    deadline = time.monotonic() + seconds
+    rng = random.Random(seed)
     names = list(space.knobs)
     starts = list(out)
     target = min(samples, len(out) + max(samples // 2, 1))
@@ -51,12 +50,10 @@ def candidates(space: Space, seeds: Iterable, *, samples: int = SAMPLES, seconds
             if nxt != cur and (nxt in out or _valid(space, nxt)):
                 cur = nxt
                 out[cur] = None
-    tries = 0
-    while len(out) < samples and tries < 4 * samples and time.monotonic() < deadline:
-        tries += 1
-        c = Config({k: rng.choice(space.knobs[k]) for k in names})
-        if c not in out and _valid(space, c):
-            out[c] = None
+    for c in draws(space, rng):
+        if len(out) >= samples or time.monotonic() > deadline:
+            break
+        out[c] = None
     return list(out)
 
 

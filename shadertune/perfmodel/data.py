@@ -1,7 +1,7 @@
 """What a model learns from: the verified results of one backend, device and
 template hash in a store (every problem, every config), read through the
-Store's public queries, so a result the store does not call correct never
-reaches a model."""
+Store's public queries, so a result the store does not call correct (under
+the default tolerance of its dtype, what matmul uses) never reaches a model."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,6 +20,7 @@ class TrainingData:
     problems: list[Problem] = field(default_factory=list)   # one per row
     configs: list[Config] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)            # measured median
+    errors: list[float] = field(default_factory=list)        # relative error against float64
 
     def __len__(self) -> int:
         return len(self.ms)
@@ -37,7 +38,7 @@ class TrainingData:
         idx = [i for i, p in enumerate(self.problems) if p in keep]
         return TrainingData(self.backend, self.device, self.template_hash,
                             [self.problems[i] for i in idx], [self.configs[i] for i in idx],
-                            [self.ms[i] for i in idx])
+                            [self.ms[i] for i in idx], [self.errors[i] for i in idx])
 
     def by_problem(self) -> dict[Problem, list[tuple[Config, float]]]:
         out: dict[Problem, list] = {}
@@ -60,6 +61,7 @@ def training_data(store, backend: str, device: str, template_hash: str) -> Train
             data.problems.append(p)
             data.configs.append(r.config)
             data.ms.append(float(r.median_ms))
+            data.errors.append(float(r.error))
     return data
 
 

@@ -10,15 +10,17 @@ and timed by the search core and every result is stored, so the call after it
 (in this process or any other using the store) is an exact hit.
 
 Time bound: no evaluation starts after `seconds` (the float64 reference of the
-problem is counted in them); the one in flight finishes. Off by default.
-A problem is tuned at most once per process and store, even when no config
-passed (its failures are in the store).
+problem and the ranking are counted in them); the one in flight finishes. Off by
+default.  A problem is tuned at most once per process and store, even when no
+config passed (its failures are in the store).
 """
 from __future__ import annotations
 
 import pathlib
 import random
 import threading
+import time
+import warnings
 from dataclasses import dataclass
 
 from ..problem import Problem
@@ -50,82 +52,80 @@ def parse(tune) -> FirstUse | None:
                      f"got {tune!r}")
 
 
-def check(tune, config) -> FirstUse | None:
-    """parse(tune), and tune needs config='auto' (it fills what auto reads)."""
-    spec = parse(tune)
-    if spec is not None and not (isinstance(config, str) and config == "auto"):
-        raise ValueError(f"matmul: tune={tune!r} needs config='auto', got config={config!r}")
-    return spec
-
-
 _done: set = set()
 _lock = threading.Lock()
 
 
-def ensure_tuned(backend, problem: Problem, db, spec: FirstUse) -> list | None:
-    """Tune `problem` as above unless the store has a verified result for it or it
-    was tried in this process; the Results measured, or None when nothing was done."""
+def ensure_tuned(backend, problem: Problem, db, spec: FirstUse, *,
+                 tolerance: float | None = None) -> list | None:
+    """Tune `problem` as above unless the store has a verified result for it (within
+    `tolerance`, None: the dtype's default) or it was tried in this process; the
+    Results measured, or None when nothing was done.  A read-only store cannot
+    keep what first use would measure: it warns once and tunes nothing."""
     from ..db import Store, StoreError, default_path
     if min(problem.M, problem.N, problem.K) < 1:
         return None
+    t0 = time.monotonic()
     path = db.path if isinstance(db, Store) else (pathlib.Path(db).expanduser() if db else default_path())
     device, th = backend.device().key, backend.template_hash()
-    key = (str(path), backend.name, device, th, problem)
+    key = (str(path), backend.name, device, th, problem, tolerance)
     if key in _done:         # tuned or found tuned before: a later call costs nothing here
         return None
     with _lock:
         if key in _done:
             return None
+        _done.add(key)
         try:
             store = db if isinstance(db, Store) else Store(path)
         except StoreError:
             return None      # select() warns about an unusable store and takes the default
         try:
-            _done.add(key)
-            if store.best(backend.name, device, problem, th) is not None:
+            if store.best(backend.name, device, problem, th, tolerance=tolerance) is not None:
                 return None
-            configs = first_use_configs(backend, problem, store, spec.k)
+            if store.readonly:
+                warnings.warn(f"shadertune: tune={NAME!r} needs a writable store to keep what it "
+                              f"measures; {store.path} is read-only: {problem.key} is not tuned",
+                              RuntimeWarning, stacklevel=4)
+                return None
+            configs = first_use_configs(backend, problem, store, spec.k, tolerance=tolerance)
             from ..search import Budget
             from .measure import measure
-            return measure(backend, problem, configs, store,
+            return measure(backend, problem, configs, store, tolerance=tolerance, since=t0,
                            budget=Budget(max_evals=spec.k, seconds=spec.seconds))
+        except StoreError as e:
+            warnings.warn(f"shadertune: tune={NAME!r} stopped: {e}", RuntimeWarning, stacklevel=4)
+            return None
         finally:
             if store is not db:
                 store.close()
 
 
-def first_use_configs(backend, problem: Problem, store, k: int) -> list:
+def first_use_configs(backend, problem: Problem, store, k: int, *,
+                      tolerance: float | None = None) -> list:
     """The up to `k` configs first-use tuning times, best candidate first."""
     from ..select import select
+    chosen = select(backend, problem, store, tolerance=tolerance)
+    default = backend.default_config(problem)
+    order = ranked_space(backend, problem, store, [chosen.config, default])
+    return list(dict.fromkeys([chosen.config, default, *order]))[:k]
+
+
+def ranked_space(backend, problem: Problem, store, seeds=()) -> list:
+    """Valid configs of `problem`, best predicted first: the whole space when small,
+    else a sample (perfmodel.candidates) seeded with `seeds` and the configs the
+    model has seen verified on this dtype; ranked by the learned model (trained
+    on this dtype), else the backend's cost model, else in a seeded random order."""
     from .candidates import candidates
     from .saved import model_for
-    chosen = select(backend, problem, store)
     model, _ = model_for(backend, store)
-    space = backend.space(problem)
-    seeds = [chosen.config, backend.default_config(problem)]
+    if model is not None and not model.trained_on(problem.dtype):
+        model = None
+    seeds = list(seeds) + (model.verified_configs(problem.dtype) if model is not None else [])
+    cands = candidates(backend.space(problem), seeds)
     if model is not None:
-        seeds += model.verified_configs
-    cands = candidates(space, seeds)
-    if model is not None:
-        order = [c for _, c in model.rank(problem, cands)]
-    elif (ms := backend.predict_ms(problem, cands)) is not None:
-        order = [cands[i] for i in sorted(range(len(cands)), key=lambda i: ms[i])]
-    else:                    # nothing predicts: a seeded random sample
-        order = list(cands)
-        random.Random(0).shuffle(order)
-    picked = []
-    for c in dict.fromkeys([chosen.config, backend.default_config(problem), *order]):
-        if len(picked) == k:
-            break
-        if _source_builds(backend, problem, c):      # no slot for a config its generator refuses
-            picked.append(c)
-    return picked
-
-
-def _source_builds(backend, problem: Problem, cfg) -> bool:
-    from ..errors import BuildError, InvalidConfig
-    try:
-        backend.source(problem, cfg)
-    except (InvalidConfig, BuildError):
-        return False
-    return True
+        return [c for _, c in model.rank(problem, cands)]
+    if (ms := backend.predict_ms(problem, cands)) is not None:
+        return [cands[i] for i in sorted(range(len(cands)), key=lambda i: ms[i])]
+    order = list(cands)      # nothing predicts
+    random.Random(0).shuffle(order)
+    return order

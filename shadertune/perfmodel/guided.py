@@ -1,37 +1,29 @@
-"""A backend whose cost model is the learned one: tune() through it ranks by the
-model trained on the store (its model-guided strategy reads Backend.predict_ms).
+"""The learned model as a search's cost model (what tune() passes its strategy).
 
-    entry = tune(learned_cost_model(backend, store), problem, store=store, ...)
+    predict = learned_cost_model(backend, store, problem)   # (problem, configs) -> ms, or None
 
-Everything else is the wrapped backend's own (results are stored under its
-name, device and templates). Without a model for the backend and device (too
-little data, no scikit-learn), predict_ms is the backend's own (None for GL).
+The model is the one saved for the backend's device and templates beside the
+store (saved.trained_model: never trained for a search, which would wait for
+it), if it was trained on problems of this one's dtype; None otherwise, and
+tune() then uses the backend's own predict_ms (docs/perfmodel.md says which is
+used when).
 """
 from __future__ import annotations
 
-from .saved import model_for
+from collections.abc import Callable
+
+from .saved import trained_model
 
 
-class LearnedCostModel:
-    def __init__(self, backend, store):
-        self._backend = backend
-        self._store = store
-        self.name = backend.name
-
-    @property
-    def model(self):
-        """The model predict_ms uses (trained or retrained as saved.model_for says), or None."""
-        return model_for(self._backend, self._store)[0]
-
-    def predict_ms(self, problem, configs):
-        m = self.model
-        if m is None:
-            return self._backend.predict_ms(problem, configs)
-        return m.predict_ms(problem, configs)
-
-    def __getattr__(self, attr):
-        return getattr(self._backend, attr)
+def learned_cost_model(backend, store, problem) -> Callable | None:
+    m = trained_model(backend, store) if store is not None else None
+    if m is None or not m.trained_on(problem.dtype):
+        return None
+    return m.predict_ms
 
 
-def learned_cost_model(backend, store) -> LearnedCostModel:
-    return LearnedCostModel(backend, store)
+# configs a search ranks by the learned model at most (a uniform sample of a larger
+# space): it predicts about 25,000 configs a second (the features are computed in
+# Python), so ranking stays near a second; the backends' analytical models rank
+# SearchOptions.rank_limit
+RANK_LIMIT = 20_000

@@ -21,7 +21,7 @@ from . import learners
 from .data import TrainingData
 from .features import Featurizer
 
-FORMAT = 4            # bump when a saved model can no longer be read as written
+FORMAT = 5            # bump when a saved model can no longer be read as written
 TARGETS = ("log_gflops", "log_ms")
 DEFAULT_TARGET = "log_gflops"
 
@@ -37,7 +37,7 @@ def _target(data: TrainingData, target: str) -> np.ndarray:
 class PerfModel:
     def __init__(self, *, backend: str, device: str, template_hash: str, limits: Mapping,
                  learner: str, target: str, featurizer: Featurizer, estimator, meta: dict,
-                 verified_configs: Sequence[Config] = ()):
+                 verified: Mapping[str, Sequence[tuple[Config, float]]] | None = None):
         self.backend = backend
         self.device = device
         self.template_hash = template_hash
@@ -47,7 +47,9 @@ class PerfModel:
         self.featurizer = featurizer
         self.estimator = estimator
         self.meta = meta       # rows, problems (keys), fit_seconds, trained_at, sklearn, store_count, validation
-        self.verified_configs = list(verified_configs)
+        # dtype -> (config, its largest relative error on a problem of that dtype),
+        # best-ranked first: the configs `auto` may choose from
+        self.verified = {d: list(v) for d, v in (verified or {}).items()}
 
     # --- training -----------------------------------------------------------
     @classmethod
@@ -66,13 +68,19 @@ class PerfModel:
         est = learners.make(learner, seed)
         with learners.one_thread():
             est.fit(X, y)
-        # every config verified on some problem, best-ranked first (each problem's
-        # fastest, then each one's second, ...): what `auto` may choose from
-        ranks = {}
+        # per dtype, every config verified on some problem of it, best-ranked first
+        # (each problem's fastest, then each one's second, ...), with its largest
+        # error: what `auto` may choose from
+        ranks: dict = {}
+        worst: dict = {}
+        for p, c, ms, err in zip(data.problems, data.configs, data.ms, data.errors):
+            worst[p.dtype, c] = max(worst.get((p.dtype, c), 0.0), err)
         for p, results in data.by_problem().items():
             for i, (c, _) in enumerate(sorted(results, key=lambda t: t[1])):
-                ranks[c] = min(ranks.get(c, i), i)
-        verified = sorted(ranks, key=lambda c: (ranks[c], c.key))
+                ranks[p.dtype, c] = min(ranks.get((p.dtype, c), i), i)
+        verified: dict = {}
+        for d, c in sorted(ranks, key=lambda dc: (ranks[dc], dc[1].key)):
+            verified.setdefault(d, []).append((c, worst[d, c]))
         meta = {"format": FORMAT, "rows": len(data),
                 "problems": sorted(p.key for p in data.distinct_problems),
                 "dtypes": sorted({p.dtype for p in data.problems}),
@@ -80,7 +88,18 @@ class PerfModel:
                 "sklearn": sk.__version__, "seed": seed}
         return cls(backend=data.backend, device=data.device, template_hash=data.template_hash,
                    limits=limits or {}, learner=learner, target=target, featurizer=feat,
-                   estimator=est, meta=meta, verified_configs=verified)
+                   estimator=est, meta=meta, verified=verified)
+
+    def trained_on(self, dtype: str) -> bool:
+        """Whether problems of `dtype` were in the training data: a model predicts no
+        other element type (another dtype is another regime: other kernels, rates)."""
+        return dtype in self.meta["dtypes"]
+
+    def verified_configs(self, dtype: str, tolerance: float | None = None) -> list[Config]:
+        """Configs verified on some problem of `dtype`, best-ranked first; with a
+        tolerance, only those whose errors on every such problem were within it."""
+        return [c for c, err in self.verified.get(dtype, ())
+                if tolerance is None or err <= tolerance]
 
     # --- prediction ---------------------------------------------------------
     def predict_gflops(self, problem: Problem, configs: Sequence[Mapping]) -> np.ndarray:

@@ -60,7 +60,9 @@ def generate(backend, store, problems, *, configs: int = 16, seconds: float | No
             done["skipped"].append(f"{p.key}: {e}")
             continue
         model, _ = model_for(backend, store)
-        seeds = [default] + (model.verified_configs if model is not None else [])
+        if model is not None and not model.trained_on(p.dtype):
+            model = None
+        seeds = [default] + (model.verified_configs(p.dtype) if model is not None else [])
         cands = candidates(space, seeds, seed=rng.randrange(1 << 30))
         guided = [c for _, c in model.rank(p, cands)] if model is not None else []
         pool = [c for c in cands if c != default]

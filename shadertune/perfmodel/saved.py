@@ -137,6 +137,23 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
         return m, "trained"
 
 
+def trained_model(backend, store) -> PerfModel | None:
+    """The model last trained for `backend`'s device and templates on `store`, as it
+    was saved: never trained here, nor checked against the store's growth (one
+    file stat when there is none; a search must not wait for a training).  None
+    when none was saved or it cannot be loaded here."""
+    device = backend.device()
+    path = model_path(store.path, backend.name, device.key, backend.template_hash())
+    key = str(path)
+    with _lock:
+        m = _memory.get(key)
+        if m is None and path.exists():
+            m = load(path)
+            if m is not None:
+                _memory[key] = m
+    return m
+
+
 def forget() -> None:
     """Drop the models held in this process (the saved files stay)."""
     with _lock:

@@ -1,14 +1,14 @@
-"""Reports of tuning runs: load + validate, Markdown tables, plots, two-backend comparison.
+"""Reports of tuning runs: load + validate, Markdown tables, plots, comparisons.
 
     rep = load("gl.json")                      # ReportError names the missing field
     rep = annotate(rep, roofline.load("ceilings.json"))   # per-problem roofline
     print(show(rep))                           # Markdown
-    plot_report(rep, "gl.png")                 # needs matplotlib (imported only then)
-    print(compare_table(load("gl.json"), load("cuda.json")))
+    plot_report(rep, "gl.png")                 # .png/.svg/.pdf; needs matplotlib (imported only then)
+    print(compare_table([load("a.json"), load("b.json"), ...]))   # any two or more reports
 
 CLI: python -m shadertune.report {show,compare,roofline} ...
 """
-from .annotate import annotate, roofline_of
+from .rooflines import annotate, no_roofline, roofline_of
 from .compare import CompareError, compare_table, join
 from .schema import SCHEMA, ReportError, load, problem_key, problem_label, validate
 from .tables import problem_table, show
@@ -19,11 +19,11 @@ def plot_report(report, out=None, ceilings=None):
     return _p(report, out, ceilings)
 
 
-def plot_compare(a, b, out=None, ceil_a=None, ceil_b=None, **kw):
+def plot_compare(reports, out=None, ceilings=None, sources=None):
     from .plots import plot_compare as _p
-    return _p(a, b, out, ceil_a, ceil_b, **kw)
+    return _p(reports, out, ceilings, sources)
 
 
 __all__ = ["SCHEMA", "ReportError", "CompareError", "load", "validate", "annotate", "roofline_of",
-           "show", "problem_table", "compare_table", "join", "plot_report", "plot_compare",
-           "problem_key", "problem_label"]
+           "no_roofline", "show", "problem_table", "compare_table", "join", "plot_report",
+           "plot_compare", "problem_key", "problem_label"]

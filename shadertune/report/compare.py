@@ -1,71 +1,128 @@
-"""Two reports of different backends side by side, on the problems they share."""
+"""Two or more reports side by side: backends, devices, strategies or runs.
+
+Each report gets a short label made of what sets it apart from the others
+(backend, device, strategy; the file name when nothing else differs).  The
+rows are the problems that at least two reports hold, in the order they first
+appear; the first report is the reference of the ratio columns.
+"""
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Mapping, Sequence
 
-from .annotate import fraction, roofline_of
+from .rooflines import fraction, no_roofline, roofline_of
 from .schema import ReportError, problem_key, problem_label
 from .tables import _md, baseline_gflops, fmt_gflops, fmt_pct, fmt_ratio, ratio
 
-REFERENCE = "cublas"        # the vendor library every backend is held against
+REFERENCE = "cublas"        # the vendor library every run is held against, where it was timed
 
 
 class CompareError(ReportError):
-    """The two reports cannot be compared; the message says why in one line."""
+    """The reports cannot be compared; the message says why in one line."""
 
 
-def join(a: Mapping, b: Mapping, src_a: str = "first report", src_b: str = "second report"):
-    """[(problem_a, problem_b)] in a's order for the problems both reports hold."""
-    if a["backend"] == b["backend"]:
-        raise CompareError(f"both reports are of backend {a['backend']!r} ({src_a}, {src_b}); "
-                           "compare needs two different backends")
-    index = {problem_key(p): p for p in b["problems"]}
-    pairs = [(p, index[problem_key(p)]) for p in a["problems"] if problem_key(p) in index]
-    if not pairs:
-        ka = ", ".join(problem_label(p) for p in a["problems"][:4]) or "none"
-        kb = ", ".join(problem_label(p) for p in b["problems"][:4]) or "none"
-        raise CompareError(f"{src_a} and {src_b} share no problem (M,N,K,dtype,trans): "
-                           f"{a['backend']} has {ka}; {b['backend']} has {kb}")
-    return pairs
+def short_device(report: Mapping) -> str:
+    # 'llvmpipe (LLVM 15.0.6, 256 bits)' -> 'llvmpipe', 'NVIDIA H200/PCIe/SSE2' -> 'NVIDIA H200':
+    # the detail is in the table's heading
+    return str(report["device"]["renderer"]).split(" (")[0].split("/")[0].strip()
 
 
-def only_in(a: Mapping, b: Mapping) -> list[str]:
-    keys = {problem_key(p) for p in b["problems"]}
-    return [problem_label(p) for p in a["problems"] if problem_key(p) not in keys]
+def _stem(src: str) -> str:
+    name = str(src).replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-5] if name.endswith(".json") else name
+
+
+_FIELDS = ((lambda r: r["backend"]), short_device, (lambda r: r["strategy"]))
+
+
+def labels(reports: Sequence[Mapping], sources: Sequence[str]) -> list[str]:
+    """A distinct short label per report: the fewest of backend, device, strategy that
+    tell the reports apart, else the file name (two runs of one kind)."""
+    for fields in itertools.chain.from_iterable(
+            itertools.combinations(_FIELDS, k) for k in range(1, len(_FIELDS) + 1)):
+        out = [" ".join(f(r) for f in fields) for r in reports]
+        if len(set(out)) == len(out):
+            return out
+    out = [_stem(s) for s in sources]
+    if len(set(out)) < len(out):
+        out = [f"{s} #{i + 1}" for i, s in enumerate(out)]
+    return out
+
+
+def join(reports: Sequence[Mapping], sources: Sequence[str] | None = None):
+    """[(problem_label, [problem entry or None per report])] for the problems that at least
+    two reports hold, in order of first appearance."""
+    sources = list(sources or [f"report {i + 1}" for i in range(len(reports))])
+    if len(reports) < 2:
+        raise CompareError(f"compare needs two or more reports, got {len(reports)}")
+    index: dict[tuple, list] = {}
+    for i, r in enumerate(reports):
+        for p in r["problems"]:
+            slots = index.setdefault(problem_key(p), [None] * len(reports))
+            if slots[i] is None:              # a problem listed twice in one report: the first counts
+                slots[i] = p
+    rows = [(problem_label(next(p for p in ps if p)), ps) for ps in index.values()
+            if sum(p is not None for p in ps) >= 2]
+    if not rows:
+        held = "; ".join(f"{src} has {', '.join(problem_label(p) for p in r['problems'][:4]) or 'none'}"
+                         for src, r in zip(sources, reports))
+        raise CompareError(f"the reports share no problem (M,N,K,dtype,trans): {held}")
+    return rows
+
+
+def only_in(reports: Sequence[Mapping], sources: Sequence[str], rows) -> list[str]:
+    """'Only in LABEL: problems' lines for problems held by one report alone."""
+    shared = {problem_key(p) for _, ps in rows for p in ps if p}
+    out = []
+    for lab, r in zip(labels(reports, sources), reports):
+        alone = [problem_label(p) for p in r["problems"] if problem_key(p) not in shared]
+        if alone:
+            out.append(f"Only in {lab}: " + ", ".join(dict.fromkeys(alone)))
+    return out
 
 
 def _best(p) -> float | None:
-    return p["best"]["gflops"] if p.get("best") else None
+    return p["best"]["gflops"] if p and p.get("best") else None
 
 
-def _reference(pa, pb) -> float | None:
-    g = baseline_gflops(pb, REFERENCE)
-    return g if g is not None else baseline_gflops(pa, REFERENCE)
+def per_report(value, n):
+    """One value for each of n reports: a sequence as given, anything else repeated."""
+    return value if isinstance(value, Sequence) and not isinstance(value, (str, Mapping)) else [value] * n
 
 
-def compare_table(a: Mapping, b: Mapping, ceil_a=None, ceil_b=None, src_a="first report",
-                  src_b="second report") -> str:
-    pairs = join(a, b, src_a, src_b)
-    na, nb = a["backend"], b["backend"]
-    has_ref = any(_reference(pa, pb) is not None for pa, pb in pairs)
-    header = ["problem", f"{na} GFLOP/s", f"{nb} GFLOP/s", f"{na}/{nb}",
-              f"{na} % roofline", f"{nb} % roofline"]
-    if has_ref:
-        header += [f"{REFERENCE} GFLOP/s", f"{na}/{REFERENCE}", f"{nb}/{REFERENCE}"]
-    rows = []
-    for pa, pb in pairs:
-        ga, gb = _best(pa), _best(pb)
-        row = [problem_label(pa), fmt_gflops(ga), fmt_gflops(gb), fmt_ratio(ratio(ga, gb)),
-               fmt_pct(fraction(ga, roofline_of(a, pa, ceil_a))),
-               fmt_pct(fraction(gb, roofline_of(b, pb, ceil_b)))]
-        if has_ref:
-            ref = _reference(pa, pb)
-            row += [fmt_gflops(ref), fmt_ratio(ratio(ga, ref)), fmt_ratio(ratio(gb, ref))]
-        rows.append(row)
-    out = [f"## {na} ({a['device']['renderer']}) vs {nb} ({b['device']['renderer']})", "",
-           _md(header, rows, right_from=1)]
-    for name, x, y in ((na, a, b), (nb, b, a)):
-        left = only_in(x, y)
-        if left:
-            out += ["", f"Only in {name}: " + ", ".join(left)]
+def compare_table(reports: Sequence[Mapping], ceilings=None, sources: Sequence[str] | None = None) -> str:
+    """Markdown: GFLOP/s of each report, each one's ratio to the first, % of its roofline
+    where one applies, and each one's ratio to the reference library timed in its own run.
+
+    `ceilings`: one override for every report, or a sequence of one per report (None: the
+    reports' own)."""
+    n = len(reports)
+    sources = list(sources or [f"report {i + 1}" for i in range(n)])
+    rows = join(reports, sources)
+    labs = labels(reports, sources)
+    ceil = per_report(ceilings, n)
+    roofs = [[roofline_of(r, ps[i], ceil[i]) if ps[i] else None for _, ps in rows]
+             for i, r in enumerate(reports)]
+    with_roof = [i for i in range(n) if any(roofs[i])]
+    with_ref = [i for i in range(n) if any(baseline_gflops(ps[i], REFERENCE) for _, ps in rows if ps[i])]
+    header = (["problem"] + [f"{lab} GFLOP/s" for lab in labs]
+              + [f"{lab} / {labs[0]}" for lab in labs[1:]]
+              + [f"{labs[i]} % roofline" for i in with_roof]
+              + [f"{labs[i]} x {REFERENCE}" for i in with_ref])
+    body = []
+    for j, (name, ps) in enumerate(rows):
+        g = [_best(p) for p in ps]
+        body.append([name] + [fmt_gflops(v) for v in g]
+                    + [fmt_ratio(ratio(v, g[0])) for v in g[1:]]
+                    + [fmt_pct(fraction(g[i], roofs[i][j])) for i in with_roof]
+                    + [fmt_ratio(ratio(g[i], baseline_gflops(ps[i], REFERENCE) if ps[i] else None))
+                       for i in with_ref])
+    title = " vs ".join(f"{lab} ({r['backend']} on {r['device']['renderer']}, {r['strategy']})"
+                        for lab, r in zip(labs, reports))
+    out = [f"## {title}", "", _md(header, body, right_from=1)]
+    notes = only_in(reports, sources, rows)
+    notes += [f"No roofline for {lab}: {why}." for lab, r, c in zip(labs, reports, ceil)
+              if (why := no_roofline(r, c))]
+    if notes:
+        out += [""] + notes
     return "\n".join(out)

@@ -6,8 +6,6 @@ with a ReportError naming the file and the field's path, e.g.
 """
 from __future__ import annotations
 
-import json
-import pathlib
 from collections.abc import Mapping
 
 from ..result import STATUSES
@@ -114,18 +112,8 @@ def validate(d, src: str = "<report>") -> dict:
 
 def load(path) -> dict:
     """Read and validate a report file; every failure is a one-line ReportError."""
-    p = pathlib.Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise ReportError(f"{p}: no such file") from None
-    except OSError as e:
-        raise ReportError(f"{p}: cannot read ({e.strerror or e})") from None
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ReportError(f"{p}: not a report: invalid JSON at line {e.lineno} column {e.colno} ({e.msg})") from None
-    return validate(d, str(p))
+    from ..roofline.store import read_json
+    return validate(read_json(path, ReportError, "a report"), str(path))
 
 
 def problem_key(p: Mapping) -> tuple:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..roofline import UNITS
-from .annotate import ceilings_of, fraction, roofline_of
+from .rooflines import ceilings_of, fraction, no_roofline, roofline_of
 from .schema import problem_label
 
 # Knobs folded into one column entry (mrt_h=4, mrt_w=2 -> mrt=4x2).
@@ -71,27 +71,36 @@ def roof_cell(gflops, roof) -> str:
 
 
 def problem_table(report: Mapping, ceilings: Mapping | None = None) -> str:
+    """One row per problem; no roofline column where none may be claimed (software renderer)."""
     names = baseline_names(report)
-    header = (["problem", "best config", "GFLOP/s", "% of roofline"]
+    roofed = no_roofline(report, ceilings) is None
+    header = (["problem", "best config", "GFLOP/s"] + (["% of roofline"] if roofed else [])
               + [f"x {n}" for n in names] + ["searched"])
     rows = []
     for p in report["problems"]:
         best = p.get("best")
         g = best["gflops"] if best else None
-        roof = roofline_of(report, p, ceilings)
+        roof = [roof_cell(g, roofline_of(report, p, ceilings))] if roofed else []
         searched = f"{p['evaluated']}/{p['space_size']} in {p['seconds']:.0f} s"
-        rows.append([problem_label(p), fmt_config(best["config"] if best else None), fmt_gflops(g),
-                     roof_cell(g, roof)]
-                    + [fmt_ratio(ratio(g, baseline_gflops(p, n))) for n in names] + [searched])
+        rows.append([problem_label(p), fmt_config(best["config"] if best else None), fmt_gflops(g)]
+                    + roof + [fmt_ratio(ratio(g, baseline_gflops(p, n))) for n in names] + [searched])
     return _md(header, rows, right_from=2)
 
 
-def ceilings_lines(ceilings: Mapping | None) -> str:
+def ceilings_lines(ceilings: Mapping | None, why_not: str | None = None) -> str:
+    if why_not:
+        head = f"No roofline: {why_not}."
+        if not ceilings:
+            return head
+        return head + "\nMeasured throughput: " + _ceiling_parts(ceilings) + "."
     if not ceilings:
         return "Ceilings: not measured (run `python -m shadertune.report roofline`)."
-    parts = [f"{k} = {fmt_gflops(v)} {UNITS.get(k, '')}".rstrip()
-             for k, v in ceilings.items() if isinstance(v, (int, float))]
-    return "Ceilings: " + ", ".join(parts) + "."
+    return "Ceilings: " + _ceiling_parts(ceilings) + "."
+
+
+def _ceiling_parts(ceilings: Mapping) -> str:
+    return ", ".join(f"{k} = {fmt_gflops(v)} {UNITS.get(k, '')}".rstrip()
+                     for k, v in ceilings.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
 def show(report: Mapping, ceilings: Mapping | None = None) -> str:
@@ -100,4 +109,5 @@ def show(report: Mapping, ceilings: Mapping | None = None) -> str:
     head = (f"## {report['backend']} on {dev['renderer']} ({dev['driver']})\n\n"
             f"strategy {report['strategy']}, created {report['created']}, "
             f"{len(report['problems'])} problem(s)\n")
-    return "\n".join([head, problem_table(report, ceilings), "", ceilings_lines(ceilings_of(report, ceilings))])
+    return "\n".join([head, problem_table(report, ceilings), "",
+                      ceilings_lines(ceilings_of(report, ceilings), no_roofline(report, ceilings))])

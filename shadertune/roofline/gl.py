@@ -32,9 +32,13 @@ def context(device_index=None):
 
 
 def device_of(ctx) -> dict:
+    """The measured device; `software_renderer` marks a CPU rasteriser, whose ceilings
+    are no roofline (roofline.model.ceilings_are_a_roofline)."""
+    from ..backends.gl.timing import software_renderer
     info = ctx.info
     return {"backend": "gl", "vendor": info.get("GL_VENDOR", ""),
-            "renderer": info.get("GL_RENDERER", ""), "driver": info.get("GL_VERSION", "")}
+            "renderer": info.get("GL_RENDERER", ""), "driver": info.get("GL_VERSION", ""),
+            "software_renderer": bool(software_renderer(ctx))}
 
 
 _timed = timed  # shared with the matmul driver
@@ -120,22 +124,52 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
     import moderngl
     if pattern not in FETCH_PATTERNS:
         raise ValueError(f"fetch pattern must be one of {FETCH_PATTERNS}, got {pattern!r}")
+
+    def source(texels):
+        src = ctx.texture((tex_size, tex_size), 4, texels.tobytes(), dtype="f4")
+        src.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        src.use(0)
+        return src
+    r = _fragment_loads(ctx, "gl/roofline/fetch.frag", source, dict(pattern=pattern), size, tex_size,
+                        fetches, iters, target_ms, max_iters, repeats, return_output)
+    r["gtexels"] = r["rate"]
+    r["pattern"] = pattern
+    return r
+
+
+def fragment_ssbo_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_ms=20.0,
+                       max_iters=1 << 16, repeats=5, return_output=False) -> dict:
+    """G vec4 loads/s from a small (cache-resident) storage buffer in a fragment shader,
+    with fetch.frag's matmul-like addresses (the image path's second operand path).
+
+    return_output adds the framebuffer and the source vec4s (fetch_reference checks
+    them with pattern 'matmul': element [y, x] of the buffer's rows is texel (x, y))."""
+    def source(texels):
+        buf = ctx.buffer(texels)
+        buf.bind_to_storage_buffer(0)
+        return buf
+    r = _fragment_loads(ctx, "gl/roofline/ssbo.frag", source, {}, size, tex_size, fetches, iters,
+                        target_ms, max_iters, repeats, return_output)
+    r["gloads"] = r["rate"]
+    return r
+
+
+def _fragment_loads(ctx, shader, make_source, params, size, tex_size, fetches, iters, target_ms,
+                    max_iters, repeats, return_output) -> dict:
+    """Time `shader` (fetches from a tex_size^2 source of random vec4s, which
+    make_source(texels) uploads and binds) over a size^2 framebuffer: G loads/s as 'rate'."""
+    import moderngl
     if tex_size & (tex_size - 1):
         raise ValueError(f"tex_size must be a power of two (addresses wrap by masking), got {tex_size}")
     prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
-                       fragment_shader=templates.render("gl/roofline/fetch.frag",
-                                                        tex_size=tex_size, fetches=fetches,
-                                                        pattern=pattern))
+                       fragment_shader=templates.render(shader, tex_size=tex_size, fetches=fetches, **params))
     rng = np.random.default_rng(0)
     texels = rng.random((tex_size, tex_size, 4), dtype=np.float32)
-    src = ctx.texture((tex_size, tex_size), 4, texels.tobytes(), dtype="f4")
-    src.filter = (moderngl.NEAREST, moderngl.NEAREST)
+    src = make_source(texels)
     tex = ctx.texture((size, size), 4, dtype="f4")
     fbo = ctx.framebuffer([tex])
     vao = ctx.vertex_array(prog, [])
     try:
-        src.use(0)
-        prog["tex"].value = 0
         fbo.use()
         ctx.viewport = (0, 0, size, size)
         draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
@@ -147,8 +181,8 @@ def fragment_fetch_rate(ctx, size=1024, tex_size=64, fetches=8, iters=1, target_
         vao.release(); fbo.release(); tex.release(); src.release(); prog.release()
     ms = statistics.median(times)
     n = size * size * it * fetches
-    r = {"gtexels": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
-         "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size, "pattern": pattern,
+    r = {"rate": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
+         "pixels": size * size, "iters": it, "fetches": fetches, "tex_size": tex_size,
          "gbytes_per_s": 16 * n / (ms * 1e-3) / 1e9}
     if return_output:
         r["output"], r["texels"] = out, texels
@@ -234,6 +268,14 @@ def measure_gl(ctx=None, quick=False, *, preset: str | None = None, compute=True
         suffix = "" if pattern == "matmul" else f"_{pattern}"
         ceilings["fetch_gtexels" + suffix] = r["gtexels"]
         details["fragment_fetch" + suffix] = r
+    # The image path's storage-buffer operands: their load rate is the second fetch ceiling.
+    try:
+        r = fragment_ssbo_rate(ctx, **p)
+    except Exception as e:          # no storage buffers in fragment shaders: say so, keep the rest
+        details["fragment_ssbo"] = {"skipped": f"{e.__class__.__name__}: {e}".strip()[:300]}
+    else:
+        ceilings["ssbo_gloads"] = r["gloads"]
+        details["fragment_ssbo"] = r
     if compute:
         # Not gated on ctx.version_code: NVIDIA's EGL hands out a 3.3 core context
         # that still compiles #version 430 compute shaders (ARB_compute_shader).

@@ -1,7 +1,10 @@
 """Roofline models: which measured ceiling bounds a config or a problem.
 
 GL (Brook-style, Jiang/seeds 002): a fragment shader is bound by
-min(fragment ALU peak, texel-fetch rate x flops per fetch of its blocking).
+min(fragment ALU peak, texel-fetch rate x flops per fetch of its blocking);
+on the image path, where an operand may come from a storage buffer, also by
+the storage-buffer load rate x flops per load (the two paths are separate
+units, so the slower of the two times bounds the fragment).
 CUDA: min(FMA peak, DRAM bandwidth x the problem's arithmetic intensity).
 """
 from __future__ import annotations
@@ -46,10 +49,48 @@ def gl_fetch_counts(config: Mapping, K: int | None = None) -> tuple[float, float
     return 2.0 * np_ * outputs, float(steps * fetch_per_step + mrt_h * mrt_w)
 
 
+def _is_image(config: Mapping) -> bool:
+    return config.get("out", "mrt") == "image"
+
+
+def gl_image_load_counts(config: Mapping, K: int | None = None) -> tuple[float, float, float]:
+    """(flops, texture fetches, storage-buffer loads) of one image-path fragment over one
+    pass of `np` k-values (backends/gl/image_layout.py).
+
+    A fragment owns block_h x block_w outputs; per A texel (4 k) it reads block_h A
+    vec4s and 4 x block_w / 4 B vec4s, each from a texture or a storage buffer as
+    a_src / b_src say; per pass it also loads its block_h x block_w / 4 C texels
+    (imageLoad, counted as texture fetches).  Without np (or np=0) the per-pass
+    term is left out."""
+    rows, cols = int(config["block_h"]), int(config["block_w"])
+    if rows < 1 or cols < 4 or cols % 4:
+        raise ValueError(f"an image-path block is block_h >= 1 x block_w (a multiple of 4), "
+                         f"got {rows} x {cols}")
+    per_step = {"texture": 0, "ssbo": 0}
+    for src, n in ((config.get("a_src", "texture"), rows), (config.get("b_src", "texture"), cols)):
+        if src not in per_step:
+            raise ValueError(f"unknown operand source {src!r}; expected 'texture' or 'ssbo'")
+        per_step[src] += n
+    outputs = rows * cols
+    np_ = config.get("np")
+    if np_ is None or int(np_) <= 0:
+        return 2.0 * 4 * outputs, float(per_step["texture"]), float(per_step["ssbo"])
+    np_ = int(np_)
+    if K is not None and K > 0:
+        np_ = min(np_, -(-K // 4) * 4)
+    steps = math.ceil(np_ / 4)
+    return (2.0 * np_ * outputs, float(steps * per_step["texture"] + outputs // 4),
+            float(steps * per_step["ssbo"]))
+
+
 def flops_per_fetch(config: Mapping, K: int | None = None) -> float:
-    """Flops a fragment does per RGBA32F texel it fetches (the GL arithmetic intensity)."""
-    flops, fetches = gl_fetch_counts(config, K)
-    return flops / fetches
+    """Flops a fragment does per RGBA32F texel it fetches (the GL arithmetic intensity;
+    on the image path per texture fetch, inf when it fetches none)."""
+    if _is_image(config):
+        flops, fetches, _ = gl_image_load_counts(config, K)
+    else:
+        flops, fetches = gl_fetch_counts(config, K)
+    return flops / fetches if fetches else math.inf
 
 
 def _flat(ceilings: Mapping) -> Mapping:
@@ -66,8 +107,12 @@ def _need(c: Mapping, key: str) -> float:
 
 
 def gl_config_roofline(config: Mapping, ceilings: Mapping, K: int | None = None) -> dict:
-    """{'gflops', 'bound': 'fetch'|'alu', 'flops_per_fetch'} for one GL config."""
+    """{'gflops', 'bound': 'fetch'|'alu', 'flops_per_fetch'} for one GL config; an
+    image-path config adds 'flops_per_load' (per storage-buffer load) and may be
+    bound by 'ssbo' (the measured storage-buffer load rate, `ssbo_gloads`)."""
     c = _flat(ceilings)
+    if _is_image(config):
+        return _gl_image_roofline(config, c, K)
     alu = _need(c, "fragment_fma_gflops")
     rate = _need(c, "fetch_gtexels")                      # G fetches/s
     fpf = flops_per_fetch(config, K)
@@ -75,6 +120,36 @@ def gl_config_roofline(config: Mapping, ceilings: Mapping, K: int | None = None)
     if fetch_bound < alu:
         return {"gflops": fetch_bound, "bound": "fetch", "flops_per_fetch": fpf}
     return {"gflops": alu, "bound": "alu", "flops_per_fetch": fpf}
+
+
+def _gl_image_roofline(config: Mapping, c: Mapping, K: int | None) -> dict:
+    """The image path's bound: a fragment's flops over the longest of its ALU time,
+    texture-fetch time and storage-buffer load time (separate units, so the slowest
+    one bounds it)."""
+    flops, fetches, loads = gl_image_load_counts(config, K)
+    times = {"alu": flops / _need(c, "fragment_fma_gflops")}
+    if fetches:
+        times["fetch"] = fetches / _need(c, "fetch_gtexels")
+    if loads:
+        times["ssbo"] = loads / _need(c, "ssbo_gloads")
+    bound = max(times, key=times.get)
+    return {"gflops": flops / times[bound], "bound": bound,
+            "flops_per_fetch": flops / fetches if fetches else math.inf,
+            "flops_per_load": flops / loads if loads else math.inf}
+
+
+def ceilings_are_a_roofline(measurement: Mapping) -> bool:
+    """False where the GL ceilings were measured on a software renderer (llvmpipe and
+    kin, `device.software_renderer`): a CPU rasteriser's 'fetch rate' and 'FMA peak'
+    come from one microbenchmark's code path on the host's cores, and a kernel that
+    JIT-compiles differently beats them by several times, so no percentage of them
+    means anything.  A merged file (roofline.merge) keeps each backend's device."""
+    dev = measurement.get("device") if isinstance(measurement, Mapping) else None
+    if not isinstance(dev, Mapping):
+        return True
+    devices = dev.get("backends") if isinstance(dev.get("backends"), Mapping) else {"gl": dev}
+    gl = devices.get("gl")
+    return not (isinstance(gl, Mapping) and gl.get("software_renderer"))
 
 
 def cuda_problem_roofline(problem, ceilings: Mapping) -> dict:
@@ -107,3 +182,27 @@ def best_gl_roofline(ceilings: Mapping, max_targets: int = 8) -> dict:
                 if best is None or r["gflops"] > best["gflops"]:
                     best = dict(r, config={"mc": mc, "mrt_h": h, "mrt_w": w})
     return best
+
+
+def _peak_line(c: Mapping, key: str, label: str) -> list[tuple[str, float]]:
+    v = c.get(key)
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+        return [(f"{label} {v:,.0f}", float(v))]
+    return []
+
+
+def gl_ceiling_lines(ceilings: Mapping) -> list[tuple[str, float]]:
+    """The fragment FMA peak, and the fetch roofline of the best blocking (within 8 targets)."""
+    c = _flat(ceilings)
+    lines = _peak_line(c, "fragment_fma_gflops", "fragment FMA peak")
+    try:
+        top = best_gl_roofline(c)
+    except KeyError:
+        return lines
+    return lines + [(f"fetch roofline {top['gflops']:,.0f} ({top['flops_per_fetch']:.1f} flops/fetch)",
+                     top["gflops"])]
+
+
+def cuda_ceiling_lines(ceilings: Mapping) -> list[tuple[str, float]]:
+    """The CUDA FMA peak (FP32)."""
+    return _peak_line(_flat(ceilings), "cuda_fma_gflops", "CUDA FMA peak")

@@ -6,7 +6,15 @@ A measurement is a dict:
      "ceilings": {name: positive number, ...},   # e.g. fragment_fma_gflops
      "details": {benchmark: {how it was measured}}}
 GL and CUDA measurements can be merged into one file (merge()), so a report
-of either backend finds its ceilings in the same place.
+of either backend finds its ceilings in the same place; the merged device is
+{"backends": {backend: device}}.
+
+device["software_renderer"] (optional, false when absent): the numbers were
+measured on a CPU rasteriser (Mesa llvmpipe and kin).  They are throughput
+figures of one run, not a roofline: the shaders run on CPU threads, a kernel
+can beat a microbenchmark that keeps fewer threads busy, and a --quick run
+differs from a full one by up to 3x.  Reports hold no kernel against such
+ceilings (software_reason()).
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ UNITS = {
     "fetch_gtexels": "G texel fetches/s",
     "fetch_gtexels_distinct": "G texel fetches/s",
     "fetch_gtexels_quad": "G texel fetches/s",
+    "ssbo_gloads": "G storage-buffer vec4 loads/s",
     "compute_fma_gflops": "GFLOP/s",
     "cuda_fma_gflops": "GFLOP/s",
     "cuda_fma64_gflops": "GFLOP/s",
@@ -43,6 +52,39 @@ def new(device: Mapping, ceilings: Mapping, details: Mapping | None = None) -> d
             "device": dict(device), "ceilings": dict(ceilings), "details": dict(details or {})}
 
 
+def mark_software(measurement: Mapping) -> dict:
+    """A copy of a one-device `measurement` flagged as taken on a software renderer."""
+    return dict(measurement, device=dict(measurement["device"], software_renderer=True))
+
+
+def _devices(measurement: Mapping) -> dict:
+    dev = measurement.get("device")
+    if not isinstance(dev, Mapping):
+        return {}
+    inner = dev.get("backends")
+    if isinstance(inner, Mapping):
+        return {k: v for k, v in inner.items() if isinstance(v, Mapping)}
+    return {dev.get("backend", "?"): dev}
+
+
+SOFTWARE_NOTE = "CPU throughput of one run, not a roofline (kernels can exceed it; runs differ by up to 3x)"
+
+
+def software_reason(measurement: Mapping | None, backend: str | None = None) -> str | None:
+    """Why `measurement` (a stored ceilings dict) is no roofline for `backend`'s kernels (any
+    backend's, if None), or None if it is one."""
+    if not isinstance(measurement, Mapping):
+        return None
+    devices = _devices(measurement)
+    if backend is not None and backend in devices:
+        devices = {backend: devices[backend]}
+    for dev in devices.values():
+        if dev.get("software_renderer") is True:
+            where = dev.get("renderer")
+            return f"measured on a software renderer{f' ({where})' if where else ''}: {SOFTWARE_NOTE}"
+    return None
+
+
 def validate(d, source: str = "<ceilings>") -> dict:
     if not isinstance(d, Mapping):
         raise CeilingsError(f"{source}: a ceilings file must hold a JSON object, got {type(d).__name__}")
@@ -55,6 +97,10 @@ def validate(d, source: str = "<ceilings>") -> dict:
             raise CeilingsError(f"{source}: field {key!r} must be {typ.__name__}, got {type(d[key]).__name__}")
     if d["schema"] != SCHEMA:
         raise CeilingsError(f"{source}: schema {d['schema']} is not supported (expected {SCHEMA})")
+    for name, dev in _devices(d).items():
+        if not isinstance(dev.get("software_renderer", False), bool):
+            raise CeilingsError(f"{source}: device.software_renderer must be true or false, "
+                                f"got {dev['software_renderer']!r:.40}")
     for k, v in d["ceilings"].items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise CeilingsError(f"{source}: ceilings.{k} must be a positive number, got {v!r}")
@@ -84,12 +130,27 @@ def save(path, d: Mapping) -> pathlib.Path:
     return p
 
 
-def load(path) -> dict:
+def read_json(path, error: type[Exception], what: str):
+    """Parse a JSON file; every failure is one line of `error` naming the file.
+
+    Shared by the ceilings and the report loaders: a missing file, a folder, a
+    binary file, invalid JSON and JSON nested past the parser's depth all end here."""
     p = pathlib.Path(path)
     try:
-        d = json.loads(p.read_text())
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise CeilingsError(f"{p}: no such ceilings file") from None
+        raise error(f"{p}: no such file") from None
+    except UnicodeDecodeError:
+        raise error(f"{p}: not {what}: not UTF-8 text (a binary file?)") from None
+    except OSError as e:
+        raise error(f"{p}: cannot read ({e.strerror or e})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise CeilingsError(f"{p}: not valid JSON ({e})") from None
-    return validate(d, str(p))
+        raise error(f"{p}: not {what}: invalid JSON at line {e.lineno} column {e.colno} ({e.msg})") from None
+    except RecursionError:
+        raise error(f"{p}: not {what}: JSON nested too deeply to read") from None
+
+
+def load(path) -> dict:
+    return validate(read_json(path, CeilingsError, "a ceilings file"), str(path))

@@ -1,13 +1,16 @@
 """The search core: strategies over evaluate(config) -> Result, the evaluator, the CLI.
 
     from shadertune.search import Budget, tune
-    entry = tune(backend, problem, strategy="phased", budget=Budget(max_evals=200), store=Store())
+    entry = tune(backend, problem, budget=Budget(seconds=60), store=Store())
 """
 from .budget import Budget, BudgetExhausted, Tracker
-from .evaluate import Evaluator, make_inputs, relative_error
+from .contract import BaseEvaluator, FunctionEvaluator
+from .evaluate import Evaluator, make_inputs, make_operands, relative_error
+from .options import SearchOptions
 from .registry import STRATEGIES, get_strategy
 from .report_json import make_report, write_report
 from .tune import tune
 
-__all__ = ["Budget", "BudgetExhausted", "Evaluator", "STRATEGIES", "Tracker", "get_strategy",
-           "make_inputs", "make_report", "relative_error", "tune", "write_report"]
+__all__ = ["BaseEvaluator", "Budget", "BudgetExhausted", "Evaluator", "FunctionEvaluator",
+           "STRATEGIES", "SearchOptions", "Tracker", "get_strategy", "make_inputs",
+           "make_operands", "make_report", "relative_error", "tune", "write_report"]

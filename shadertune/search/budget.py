@@ -5,6 +5,12 @@ one config twice in a search (a repeat returns the first Result), and it
 raises BudgetExhausted *before* an evaluation that the budget no longer
 allows, so a strategy just catches that and returns what it has.
 
+A strategy may ask for a batch (`many`): the configs not evaluated yet go to
+the evaluator at once (which may compile them in parallel, or farm them out),
+cut to the evaluations `max_evals` still allows; the time limit is checked
+before each evaluation of the batch.  The budget is therefore exact whether a
+strategy asks one config at a time or a batch.
+
 Every distinct config counts against `max_evals`, whether the evaluator
 measured it or replayed it from the store: a resumed search then follows the
 same path and stops at the same point as one that was never interrupted.
@@ -13,11 +19,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Callable
 
 from ..config import Config
 from ..result import Result
+from .contract import as_evaluator
 
 
 @dataclass(frozen=True)
@@ -42,20 +50,29 @@ def score(r: Result | None) -> float:
 
 
 class Tracker:
-    def __init__(self, evaluate: Callable[[Config], Result], budget: Budget | None = None,
+    def __init__(self, evaluate, budget: Budget | None = None,
                  clock: Callable[[], float] = time.monotonic):
-        self._evaluate = evaluate
+        self._evaluate = as_evaluator(evaluate)
         self.budget = budget or Budget()
         self._clock = clock
         self._t0 = clock()
         self.seen: dict[Config, Result] = {}
         self.results: list[Result] = []
 
-    def spent(self) -> bool:
+    def _out_of_time(self) -> bool:
         b = self.budget
-        if b.max_evals is not None and len(self.results) >= b.max_evals:
-            return True
         return b.seconds is not None and self._clock() - self._t0 >= b.seconds
+
+    def _evals_left(self) -> float:
+        b = self.budget
+        return math.inf if b.max_evals is None else b.max_evals - len(self.results)
+
+    def spent(self) -> bool:
+        return self._evals_left() <= 0 or self._out_of_time()
+
+    def _record(self, cfg: Config, r: Result) -> None:
+        self.seen[cfg] = r
+        self.results.append(r)
 
     def __call__(self, cfg: Config) -> Result:
         cfg = cfg if isinstance(cfg, Config) else Config(cfg)
@@ -64,19 +81,47 @@ class Tracker:
         if self.spent():
             raise BudgetExhausted
         r = self._evaluate(cfg)
-        self.seen[cfg] = r
-        self.results.append(r)
+        self._record(cfg, r)
         return r
+
+    def many(self, cfgs: Iterable) -> list[Result]:
+        """Results of `cfgs` in order (a config seen before gives its first Result).
+
+        The new ones are one batch for the evaluator, cut to the evaluations the
+        budget has left; the time limit is checked before each.  When the budget
+        cut the batch, what was evaluated is recorded and BudgetExhausted raised."""
+        cfgs = [c if isinstance(c, Config) else Config(c) for c in cfgs]
+        todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
+        if todo:
+            left = self._evals_left()
+            allowed = todo[:max(0, left)] if left < len(todo) else todo
+            if not allowed or self._out_of_time():
+                raise BudgetExhausted
+            results = self._evaluate.many(allowed, stop=self._out_of_time)
+            if len(results) > len(allowed):
+                raise RuntimeError(f"the evaluator returned {len(results)} results "
+                                   f"for a batch of {len(allowed)}")
+            for cfg, r in zip(allowed, results):
+                self._record(cfg, r)
+            if len(results) < len(todo):
+                raise BudgetExhausted
+        return [self.seen[c] for c in cfgs]
 
     def prefetch(self, cfgs) -> None:
         """Tell the evaluator which configs come next (a backend may compile them in
-        parallel); configs this search has evaluated are left out."""
-        fn = getattr(self._evaluate, "prefetch", None)
-        if fn is None or self.spent():
+        parallel); configs this search has evaluated, and those past the budget's
+        evaluations, are left out."""
+        if self.spent():
             return
         todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
+        left = self._evals_left()
+        todo = todo[:max(0, left)] if left < len(todo) else todo
         if todo:
-            fn(todo)
+            self._evaluate.prefetch(todo)
+
+    def phase(self, label: str) -> None:
+        """The strategy's current phase, passed on to the evaluator (progress)."""
+        self._evaluate.phase(label)
 
     def get(self, cfg: Config) -> Result | None:
         """The Result for `cfg` if this search has evaluated it (no evaluation)."""

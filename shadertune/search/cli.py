@@ -3,34 +3,59 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
+import pathlib
 import sys
 
+from .. import __version__
 from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
+from ..texttable import text_table
 from .budget import Budget
 from .progress import Progress
-from .registry import STRATEGIES
-from .report_json import make_report, write_report
+from .registry import DESCRIPTIONS, STRATEGIES
+from .report_json import make_report, problem_entry, write_report
 from .tune import tune
 
 PROG = "shadertune.search"
+log = logging.getLogger("shadertune.search")
 
-EPILOG = """\
+# Seconds per problem on a software renderer when neither --budget nor --time-limit is
+# given: llvmpipe measures a 1024^3 config in seconds, and Jiang's full order takes hours.
+SOFTWARE_TIME_LIMIT = 30.0
+
+EPILOG = f"""\
 sizes: --size N tunes N x N x N; --m M --n N --k K one shape; --sizes 256,512,1024
-a table of squares (an item may also be MxNxK), tuned once so that
-shadertune.matmul(A, B) with config="auto" can pick the best stored config for a
-shape (exact, else the nearest tuned shape).
+a table of squares (an item may also be MxNxK; repeated items are tuned once), so
+that shadertune.matmul(A, B) with config="auto" can pick the best stored config
+for a shape (exact, else the nearest tuned shape).
 
---budget and --time-limit apply to each problem.  Every result is written to the
-store as it is measured: an interrupted search resumes where it stopped when run
-again with the same arguments, and --retune measures everything afresh.
+limits: --budget and --time-limit apply to each problem.  On a software renderer
+(device limit software_renderer, e.g. Mesa's llvmpipe) a search given neither
+stops starting evaluations after {SOFTWARE_TIME_LIMIT:g} s per problem; --time-limit 0
+means no limit.
 
 store: --db PATH, else $SHADERTUNE_DB, else $XDG_CACHE_HOME/shadertune/tune.sqlite
-(~/.cache/shadertune/tune.sqlite).
+(~/.cache/shadertune/tune.sqlite).  Every result is written as it is measured: an
+interrupted search resumes where it stopped when run again with the same
+arguments, and --retune measures everything afresh.  Stored verdicts are judged
+against this run's --tolerance.  A read-only store (a shared one) is replayed, and
+the search stops at the first measurement it would have to write: import it into
+a writable one first (python -m shadertune.db import SHARED --db MINE).
+--report must be another file than the store.
+
+progress: on a terminal a bar per problem (evaluations out of the budget with an
+ETA, or the time out of the limit; phase; best so far); elsewhere a line when a
+problem starts, every 10 s and when it ends; -q prints none; -v logs each
+evaluation (logger "shadertune"), -vv more.
+
+Ctrl-C stops the search: the table and --report hold the finished problems and
+the one in progress (marked incomplete); rerun to resume.
 
 exit status: 0 when every problem has a verified best config; 1 on failure (no
-GPU context, unusable store, no config passed verification) with one line
-'shadertune.search: error: <reason>' on stderr; 2 on bad arguments; 130 when
+GPU context, unusable or unwritable store, no config passed verification) with one
+line '{PROG}: error: <reason>' on stderr; 2 on bad arguments; 130 when
 interrupted.
 """
 
@@ -45,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "(Jiang),\nexhaustive or random search over the pruned kernel space; every config "
                 "verified\nagainst float64, timed with GPU timers and stored in SQLite.",
                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s (shadertune) {__version__}")
     p.add_argument("--backend", default="gl",
                    help="'gl' (default) or 'cuda', or module:Class of another backend")
     g = p.add_argument_group("problem")
@@ -58,28 +84,34 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--trans-a", action="store_true", help="A is stored transposed (K x M)")
     g.add_argument("--trans-b", action="store_true", help="B is stored transposed (N x K)")
     s = p.add_argument_group("search")
-    s.add_argument("--strategy", default="phased", choices=sorted(STRATEGIES),
-                   help="phased: Jiang's order with np refinement (default); exhaustive: every "
-                        "valid config; random: uniform without replacement")
+    s.add_argument("--strategy", choices=sorted(STRATEGIES),
+                   help="; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) +
+                        " (default: the backend's, phased for gl, model for cuda)")
     s.add_argument("--budget", type=int, metavar="N", help="at most N evaluations per problem")
     s.add_argument("--time-limit", type=float, metavar="S",
-                   help="stop starting new evaluations after S seconds per problem")
+                   help="stop starting new evaluations after S seconds per problem (0: no "
+                        f"limit; default: none, {SOFTWARE_TIME_LIMIT:g} on a software renderer "
+                        "without --budget)")
     s.add_argument("--repeats", type=int, default=10, help="timed runs per config (default 10)")
     s.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
     s.add_argument("--tolerance", type=float,
                    help="largest relative Frobenius error accepted (default 1e-5 float32, "
                         "1e-12 float64)")
-    s.add_argument("--seed", type=int, default=0, help="seed of the inputs and of random (default 0)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="seed of the inputs and of random (default 0; not a store key)")
     s.add_argument("--retune", action="store_true",
                    help="measure every config afresh instead of reusing stored results")
     o = p.add_argument_group("output")
     o.add_argument("--db", metavar="PATH", help="SQLite store (default: $SHADERTUNE_DB or the cache dir)")
     o.add_argument("--report", metavar="PATH", help="write the JSON report here")
-    o.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    o.add_argument("-q", "--quiet", action="store_true", help="no progress")
+    o.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log each evaluation (-vv: more)")
     return p
 
 
 def problems_from(args, parser) -> list[Problem]:
+    """The problems to tune, in the order given, each once."""
     forms = [args.size is not None, any(v is not None for v in (args.m, args.n, args.k)),
              args.sizes is not None]
     if sum(forms) != 1:
@@ -102,18 +134,53 @@ def problems_from(args, parser) -> list[Problem]:
     for pr in out:
         if min(pr.M, pr.N, pr.K) < 1:
             parser.error(f"sizes must be positive, got {pr.M}x{pr.N}x{pr.K}")
-    return out
+    unique = list(dict.fromkeys(out))
+    if len(unique) < len(out):
+        log.info("repeated sizes tuned once: %d problems", len(unique))
+    return unique
 
 
 def load_backend(name: str):
-    if ":" in name:                      # module:Class, e.g. a test backend
-        mod, cls = name.split(":", 1)
-        try:
-            return getattr(importlib.import_module(mod), cls)()
-        except (ImportError, AttributeError) as e:
-            raise ShadertuneError(f"cannot load backend {name!r}: {e}") from None
-    from ..backends import get_backend
-    return get_backend(name)
+    """A backend by registry name, or module:Class of a shadertune Backend subclass."""
+    from ..backends import Backend, get_backend
+    if ":" not in name:
+        return get_backend(name)
+    mod, cls = name.split(":", 1)
+    try:
+        obj = getattr(importlib.import_module(mod), cls)
+    except Exception as e:               # ImportError, AttributeError, or the module's own error
+        raise ShadertuneError(f"cannot load backend {name!r}: {type(e).__name__}: {e}") from None
+    if not (isinstance(obj, type) and issubclass(obj, Backend)):
+        raise ShadertuneError(f"cannot load backend {name!r}: {mod}.{cls} is not a shadertune "
+                              f"Backend class (a subclass of shadertune.backends.Backend)")
+    try:
+        return obj()
+    except ContextError:
+        raise
+    except Exception as e:
+        raise ShadertuneError(f"cannot create backend {name!r}: {type(e).__name__}: {e}") from None
+
+
+def same_file(a, b) -> bool:
+    """Whether two paths name one file (through symlinks and relative parts too)."""
+    a, b = pathlib.Path(a).expanduser(), pathlib.Path(b).expanduser()
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_report_path(args, parser) -> None:
+    from ..db import default_path
+    if not args.report:
+        return
+    store = pathlib.Path(args.db).expanduser() if args.db else default_path()
+    for f in (store, *(store.with_name(store.name + s) for s in ("-wal", "-shm", "-journal"))):
+        if same_file(args.report, f):
+            parser.error(f"--report {args.report} is the store's file {f}: the report would "
+                         f"overwrite it; write the report elsewhere")
 
 
 def fmt_config(cfg: dict) -> str:
@@ -127,65 +194,178 @@ def table(entries: list[dict]) -> str:
     for e in entries:
         b = e["best"]
         rows.append([f"{e['M']}x{e['N']}x{e['K']} {e['dtype']}" +
-                     ("".join(" T" + w for w, t in (("a", e["trans_a"]), ("b", e["trans_b"])) if t)),
+                     ("".join(" T" + w for w, t in (("a", e["trans_a"]), ("b", e["trans_b"])) if t)) +
+                     (" (incomplete)" if e.get("incomplete") else ""),
                      fmt_config(b["config"]) if b else "(none passed)",
                      f"{b['gflops']:.2f}" if b else "-", f"{b['median_ms']:.4g}" if b else "-",
                      f"{b['error']:.1e}" if b and b["error"] is not None else "-",
                      f"{e['evaluated']} ({e['measured']}/{e['cached']})", f"{e['seconds']:.1f}",
                      f"{e['space_size']}/{e['full_space_size']}"])
-    widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
-    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"
-    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] +
-                     [line(r) for r in rows])
+    return text_table(head, rows)
 
 
 def fail(reason: str, code: int = 1) -> int:
-    print(f"{PROG}: error: {reason}", file=sys.stderr)
+    print(f"{PROG}: error: {' '.join(reason.split())}", file=sys.stderr)
     return code
+
+
+class _TqdmHandler(logging.Handler):
+    """Log lines on stderr that leave a progress bar intact."""
+
+    def emit(self, record):
+        try:
+            from tqdm import tqdm
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
+
+def _logging(args):
+    logger = logging.getLogger("shadertune")
+    handler = _TqdmHandler()
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    level = logging.ERROR if args.quiet else (logging.WARNING, logging.INFO)[min(args.verbose, 1)]
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if args.verbose > 1 else level)
+
+    def restore():
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+    return restore
+
+
+def _budget(args, device) -> Budget:
+    seconds = args.time_limit
+    if seconds is None and args.budget is None and (device.limits or {}).get("software_renderer"):
+        seconds = SOFTWARE_TIME_LIMIT
+        log.warning("%s is a software renderer: each problem stops starting evaluations after "
+                    "%g s (--time-limit S to change, 0: no limit)", device.renderer, seconds)
+    return Budget(args.budget, seconds or None)
+
+
+class _Problem:
+    """One problem being searched: what the report needs if the search stops part-way."""
+
+    def __init__(self, problem: Problem, progress: Progress):
+        self.problem = problem
+        self.progress = progress
+        self.results = []
+        self.cached = []
+        self.t0 = progress.clock()
+
+    def record(self, result, cached: bool) -> None:
+        self.results.append(result)
+        if cached:
+            self.cached.append(result.config)
+        self.progress.update(result, cached)
+        if log.isEnabledFor(logging.INFO):
+            r = result
+            what = (f"{r.median_ms:.4g} ms, {r.gflops or 0:.3g} GFLOP/s, error {r.error or 0:.1e}"
+                    if r.ok else r.message)
+            log.info("%s %s: %s: %s%s", self.problem.key, fmt_config(r.config), r.status, what,
+                     " (cached)" if cached else "")
+
+    def with_replayed_seconds(self, entry: dict, store, backend, device) -> dict:
+        """entry["seconds"]: this run's seconds plus those the store records for measuring
+        the results it replayed, so that a report rebuilt from the store carries the
+        original search time; entry["run_seconds"]: this run's alone."""
+        replayed, unknown = store.measured_seconds(backend.name, device.key, self.problem,
+                                                   backend.template_hash(), self.cached)
+        if unknown:
+            log.info("%s: %d replayed results have no measuring time on record (stored before "
+                     "schema version 3)", self.problem.key, unknown)
+        entry["run_seconds"] = entry["seconds"]
+        entry["seconds"] = round(entry["seconds"] + replayed, 6)
+        return entry
+
+    def incomplete_entry(self, store, backend, device) -> dict:
+        from ..db import space_sizes
+        size, full = space_sizes(store, backend, self.problem, backend.space(self.problem))
+        entry = problem_entry(self.problem, self.results, space_size=size, full_space_size=full,
+                              measured=len(self.results) - len(self.cached),
+                              cached=len(self.cached), seconds=self.progress.clock() - self.t0)
+        entry["incomplete"] = True
+        return self.with_replayed_seconds(entry, store, backend, device)
 
 
 def main(argv=None) -> int:
     from ..db import Store, StoreError
     parser = build_parser()
     args = parser.parse_args(argv)
-    problems = problems_from(args, parser)
     for name, v in (("--budget", args.budget), ("--repeats", args.repeats)):
         if v is not None and v < 1:
             parser.error(f"{name} must be at least 1")
-    if args.time_limit is not None and not args.time_limit > 0:
-        parser.error("--time-limit must be positive")
-    budget = Budget(args.budget, args.time_limit)
+    if args.warmup < 0:
+        parser.error("--warmup must be at least 0")
+    if args.time_limit is not None and not args.time_limit >= 0:
+        parser.error("--time-limit must be at least 0 (0: no limit)")
+    if args.tolerance is not None and not args.tolerance > 0:
+        parser.error("--tolerance must be positive")
+    restore_logging = _logging(args)
+    try:
+        problems = problems_from(args, parser)
+        check_report_path(args, parser)
+        return _search(args, problems, Store, StoreError)
+    finally:
+        restore_logging()
+
+
+def _search(args, problems, Store, StoreError) -> int:
     entries: list[dict] = []
-    store = None
+    store = backend = device = current = None
+    code, reason = 0, None
     try:
         backend = load_backend(args.backend)
         device = backend.device()
+        budget = _budget(args, device)
         store = Store(args.db)
-        for pr in problems:
-            bar = Progress(f"{pr.M}x{pr.N}x{pr.K}", total=args.budget,
-                           enabled=None if not args.quiet else False)
-            try:
-                entries.append(tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
-                                    retune=args.retune, repeats=args.repeats, warmup=args.warmup,
-                                    seed=args.seed, tolerance=args.tolerance, on_result=bar.update))
-            finally:
-                bar.close()
+        if store.readonly:
+            log.warning("store %s is read-only: its results are replayed and the search stops at "
+                        "the first measurement it would have to write", store.path)
+        for i, pr in enumerate(problems, 1):
+            progress = Progress(f"{pr.M}x{pr.N}x{pr.K}", index=i, count=len(problems),
+                                total=budget.max_evals, time_limit=budget.seconds,
+                                mode="off" if args.quiet else None)
+            current = _Problem(pr, progress)
+            entry = tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
+                         retune=args.retune, repeats=args.repeats, warmup=args.warmup,
+                         seed=args.seed, tolerance=args.tolerance, on_result=current.record,
+                         on_phase=progress.phase)
+            entries.append(current.with_replayed_seconds(entry, store, backend, device))
+            progress.close()
+            current = None
     except KeyboardInterrupt:
-        return fail("interrupted; results measured so far are in the store, rerun to resume", 130)
+        code, reason = 130, "interrupted; results measured so far are in the store, rerun to resume"
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:
-        return fail(" ".join(str(e).split()) or type(e).__name__)
-    finally:
-        if store is not None:
-            store.close()
-    print(table(entries))
-    print(f"store: {store.path}")
-    if args.report:
+        code, reason = 1, str(e) or type(e).__name__
+    if current is not None:
+        current.progress.close(incomplete=True)
+        if current.results:
+            try:
+                entries.append(current.incomplete_entry(store, backend, device))
+            except (Exception, KeyboardInterrupt) as e:      # a second Ctrl-C, a failing store
+                log.warning("no report entry for the problem in progress: %s",
+                            str(e) or type(e).__name__)
+    if store is not None:
+        store.close()
+    if entries:
+        print(table(entries))
+        print(f"store: {store.path}")
+    if args.report and entries:
         try:
-            write_report(args.report, make_report(backend.name, device, args.strategy, entries))
+            write_report(args.report, make_report(backend.name, device,
+                                                  args.strategy or backend.default_strategy, entries))
         except OSError as e:
-            return fail(f"cannot write report {args.report}: {e}")
+            return fail(f"cannot write report {args.report}: {e}" +
+                        (f" (and: {reason})" if reason else ""), code or 1)
+    if reason is not None:
+        return fail(reason, code)
     failed = [f"{e['M']}x{e['N']}x{e['K']}" for e in entries if e["best"] is None]
     if failed:
         return fail(f"no config passed verification for {', '.join(failed)} "
                     f"(see the statuses in the store or --report)")
     return 0
+
+
+__all__ = ["build_parser", "load_backend", "main", "problems_from", "table"]

@@ -8,7 +8,11 @@ search stops with that one-line reason.
 
 With a store, a config already measured for this backend, device, problem
 and template hash is replayed instead of measured (`retune=True` measures
-afresh), and each new Result is written as soon as it exists.
+afresh), its verdict judged again under this evaluator's tolerance (a verdict
+that needs a new measurement is measured: shadertune.verdict), and each new
+Result is written as soon as it exists, with the seconds its measurement took.
+The inputs and their float64 reference are made at the first measurement: a
+search replayed from the store makes none.
 
 Timing races against the best median so far ("best"), so that a search spends
 its time on the configs that can win.  For a kernel that times its own checked
@@ -30,6 +34,7 @@ and `repeats`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -42,19 +47,26 @@ from ..config import Config
 from ..errors import BuildError, ContextError, InvalidConfig, RunError, TooSlow
 from ..problem import Problem
 from ..result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG, Result
+from ..verdict import DEFAULT_TOLERANCE, over_tolerance, rejudge
+from .contract import BaseEvaluator
 from .operands import OperandCache
 
-DEFAULT_TOLERANCE = {"float32": 1e-5, "float64": 1e-12}
+
+def make_operands(problem: Problem, seed: int = 0):
+    """Seeded random A, B as stored (trans flags say A is K x M, B is N x K):
+    what every config of a search is verified on."""
+    rng = np.random.default_rng(seed)
+    a_shape, b_shape = problem.stored_shapes
+    A = rng.uniform(-1.0, 1.0, a_shape).astype(problem.dtype)
+    B = rng.uniform(-1.0, 1.0, b_shape).astype(problem.dtype)
+    return A, B
 
 
 def make_inputs(problem: Problem, seed: int = 0):
-    """Seeded random A, B as stored (trans flags say A is K x M, B is N x K) and
-    the float64 reference of op(A) @ op(B) from the very values the kernel gets."""
-    rng = np.random.default_rng(seed)
+    """make_operands' A, B and the float64 reference of op(A) @ op(B) from the
+    very values the kernel gets."""
     p = problem
-    a_shape, b_shape = p.stored_shapes
-    A = rng.uniform(-1.0, 1.0, a_shape).astype(p.dtype)
-    B = rng.uniform(-1.0, 1.0, b_shape).astype(p.dtype)
+    A, B = make_operands(p, seed)
     a64, b64 = A.astype(np.float64), B.astype(np.float64)
     ref = (a64.T if p.trans_a else a64) @ (b64.T if p.trans_b else b64)
     return A, B, ref
@@ -101,15 +113,20 @@ def check_output(C: np.ndarray, ref: np.ndarray, ref_norm: float) -> tuple[int, 
     return bad, (diff / ref_norm if ref_norm > 0 else diff)
 
 
-class Evaluator:
-    """evaluate(config) -> Result for one backend and problem (what strategies call)."""
+class Evaluator(BaseEvaluator):
+    """evaluate(config) -> Result for one backend and problem (what strategies call).
+
+    A batch (many) is evaluated one config after another here, after the whole
+    batch is announced (prefetch); the strategy's phase names go to on_phase."""
 
     def __init__(self, backend, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2,
                  slow_ms: float = 1000.0, slow_factor: float = 3.0, slow_floor_ms: float = 20.0,
                  race_factor: float = 1.1, contend_factor: float = 1.02,
                  abandon_factor: float = 1.5, operand_cache_bytes: int = 2 << 30,
-                 race: bool | None = None, seed: int = 0, on_result: Callable[[Result, bool], None] | None = None):
+                 race: bool | None = None, seed: int = 0,
+                 on_result: Callable[[Result, bool], None] | None = None,
+                 on_phase: Callable[[str], None] | None = None):
         self.backend = backend
         self.problem = problem
         device = backend.device()
@@ -131,23 +148,37 @@ class Evaluator:
         self._best_run_ms: float | None = None   # fastest checked run of a correct config
         self._best_ms: float | None = None       # best median of a correct config so far
         self.on_result = on_result
-        self.A, self.B, self.ref = make_inputs(problem, seed)
-        self.ref_norm = float(np.linalg.norm(self.ref))
+        self.seed = seed
+        self.on_phase = on_phase
         self.operands = OperandCache(operand_cache_bytes)   # A and B never change
         self.measured = 0
         self.cached = 0
         # where a search's time goes (seconds per stage, summed over measured configs)
         self.stage_seconds = dict.fromkeys(("build", "check", "verify", "time", "release", "store"), 0.0)
 
+    @functools.cached_property
+    def _inputs(self):
+        A, B, ref = make_inputs(self.problem, self.seed)
+        return A, B, ref, float(np.linalg.norm(ref))
+
+    A = property(lambda self: self._inputs[0])
+    B = property(lambda self: self._inputs[1])
+    ref = property(lambda self: self._inputs[2])
+    ref_norm = property(lambda self: self._inputs[3])
+
+    def stored(self, config: Config) -> Result | None:
+        """The stored Result judged under this tolerance, or None: measure it."""
+        if self.store is None or self.retune:
+            return None
+        r = self.store.get(self.backend.name, self.device, self.problem, config, self.template_hash)
+        return None if r is None else rejudge(r, self.tolerance)
+
     def prefetch(self, configs) -> None:
         """Configs the strategy evaluates next: the backend's precompile (CUDA: NVRTC
         in a process pool) builds those not in the store at once, in parallel, so
         that each build() finds its kernel compiled.  Never fails the search: a config
         that cannot compile says so when it is built."""
-        todo = [Config(c) for c in configs]
-        if self.store is not None and not self.retune:
-            todo = [c for c in todo if self.store.get(self.backend.name, self.device, self.problem,
-                                                      c, self.template_hash) is None]
+        todo = [c for c in map(Config, configs) if self.stored(c) is None]
         if len(todo) < 2:
             return
         t0 = time.perf_counter()
@@ -160,6 +191,10 @@ class Evaluator:
         finally:
             self._clock("build", t0)
 
+    def phase(self, label: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(label)
+
     def _clock(self, stage: str, t0: float) -> float:
         now = time.perf_counter()
         self.stage_seconds[stage] += now - t0
@@ -167,19 +202,18 @@ class Evaluator:
 
     def __call__(self, config: Config) -> Result:
         config = config if isinstance(config, Config) else Config(config)
-        r = None
-        if self.store is not None and not self.retune:
-            r = self.store.get(self.backend.name, self.device, self.problem, config,
-                               self.template_hash)
+        r = self.stored(config)
         from_store = r is not None
         if from_store:
             self.cached += 1
         else:
+            t0 = time.perf_counter()
             r = self.measure(config)
             self.measured += 1
             if self.store is not None:
+                seconds = time.perf_counter() - t0
                 t0 = time.perf_counter()
-                self.store.put(r, self.template_hash)
+                self.store.put(r, self.template_hash, seconds=seconds, seed=self.seed)
                 self._clock("store", t0)
         if r.ok and (self._best_ms is None or r.median_ms < self._best_ms):
             self._best_ms = r.median_ms
@@ -250,7 +284,7 @@ class Evaluator:
                                         f"(unwritten or overflowed)")
         if not err <= self.tolerance:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,
-                                message=f"relative error {err:.3g} > tolerance {self.tolerance:g}")
+                                message=over_tolerance(err, self.tolerance))
         try:
             if device_ms is not None and self.race:
                 times, note = self._race(kernel, float(device_ms), bar)

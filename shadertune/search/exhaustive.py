@@ -1,16 +1,22 @@
-"""Exhaustive search: every valid config of the (pruned) space, in domain order."""
+"""Exhaustive search: every valid config of the (pruned) space, in enumeration order,
+asked for in batches of options.batch (an evaluator may run a batch at once)."""
 from __future__ import annotations
 
 from ..result import Result
 from ..space import Space
 from .budget import Budget, BudgetExhausted, Tracker
+from .options import SearchOptions
 
 
-def search(space: Space, evaluate, budget: Budget | None = None) -> list[Result]:
+def search(space: Space, evaluate, budget: Budget | None = None,
+           options: SearchOptions | None = None) -> list[Result]:
+    options = options or SearchOptions()
     run = Tracker(evaluate, budget)
+    run.phase("exhaustive")
+    configs = space.configs()
     try:
-        for cfg in space.configs():
-            run(cfg)
+        for i in range(0, len(configs), options.batch):
+            run.many(configs[i:i + options.batch])
     except BudgetExhausted:
         pass
     return run.results

@@ -1,12 +1,12 @@
-"""Phased search (Jiang, "ATLAS for GPU"), driven by `space.phases`.
+"""Phased search (Jiang, "ATLAS for GPU"), driven by `space.phases` (a PhasePlan).
 
 Jiang's order: for each compiler, for each profile, for each unroll: search
 np over powers of two; then each mc; then each mrt; evaluate; then
 recursively search np on both sides of the best power of two.  A backend
 states its plan as
 
-    space.phases = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-                    "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+    PhasePlan(outer=("glsl", "fetch", "unroll"), refine="np",
+              groups=(("mc",), ("mrt_h", "mrt_w")))
 
 and this module reads it as follows, for each combination of the outer knobs
 (first outer knob outermost, domain order):
@@ -29,27 +29,44 @@ and this module reads it as follows, for each combination of the outer knobs
    accepted value lies strictly inside either side.
 
 A point the space rejects (cheap membership check) is skipped without being
-evaluated.  With `space.phases` None the generic order is coordinate descent:
-from the first valid config, sweep every knob in turn over its domain,
-moving to the best, until a full sweep brings no improvement.
+evaluated; the candidates of steps 2 and 3 are asked for as one batch each
+(announced together, so a backend may compile them in parallel).  With
+`space.phases` None the generic order is coordinate descent: from the first
+valid config, sweep every knob in turn over its domain, moving to the best,
+until a full sweep brings no improvement.
+
+When the plan is done and budget remains, the search goes on with local.py's
+local search from the best config, restarting from the best config of each
+other outer combination (best first), then from random draws, until the
+convergence rule there ends it.
 """
 from __future__ import annotations
 
 import itertools
+import random
 
 from ..config import Config
 from ..result import Result
 from ..space import Space
 from .budget import Budget, BudgetExhausted, Tracker, score
+from .local import fresh_batches, improve
+from .options import SearchOptions
+from .random_search import draws
 
 
-def search(space: Space, evaluate, budget: Budget | None = None) -> list[Result]:
+def search(space: Space, evaluate, budget: Budget | None = None,
+           options: SearchOptions | None = None) -> list[Result]:
+    options = options or SearchOptions()
     run = Tracker(evaluate, budget)
     try:
-        if space.phases:
-            _phased(space, run)
-        else:
-            _coordinate_descent(space, run)
+        ends = _phased(space, run) if space.phases is not None else _coordinate_descent(space, run)
+        # the best of each other outer combination first: other basins, already timed
+        others = sorted((c for c in dict.fromkeys(ends) if score(run.get(c)) < float("inf")),
+                        key=lambda c: score(run.get(c)))
+        restarts = itertools.chain(([c] for c in others),
+                                   fresh_batches(draws(space, random.Random(options.seed)),
+                                                 options.batch, run))
+        improve(space, run, options, restarts)
     except BudgetExhausted:
         pass
     return run.results
@@ -57,25 +74,32 @@ def search(space: Space, evaluate, budget: Budget | None = None) -> list[Result]
 
 # --- the phase plan --------------------------------------------------------
 
-def _phased(space: Space, run: Tracker) -> None:
+def _phased(space: Space, run: Tracker) -> list[Config]:
+    """Run the plan; the best config of each outer combination."""
     plan = space.phases
-    outer = list(plan.get("outer", []))
-    refine = plan.get("refine")
-    groups = [list(g) for g in plan.get("groups", []) if g]
+    outer, refine, groups = list(plan.outer), plan.refine, [list(g) for g in plan.groups]
+    ends = []
     for values in itertools.product(*(space.knobs[k] for k in outer)):
         fixed = dict(zip(outer, values))
+        where = " ".join(f"{k}={v}" for k, v in fixed.items())
+        label = (where + ": ") if where else ""
         cur = _start(space, run, fixed)
         if cur is None:
             continue                      # no valid point with these outer values
         if refine is not None:
+            run.phase(label + refine)
             cur = _best_of(run, [cur.replace(**{refine: v}) for v in powers_of_two(space.knobs[refine])]
                            + [cur], space)
         for group in groups:
+            run.phase(label + " ".join(group))
             combos = itertools.product(*(space.knobs[k] for k in group))
             cur = _best_of(run, [cur.replace(**dict(zip(group, c))) for c in combos] + [cur], space)
         run(cur)                          # step 7: the chosen point is evaluated
         if refine is not None:
-            refine_recursively(space, run, cur, refine)
+            run.phase(label + refine + " refinement")
+            cur = refine_recursively(space, run, cur, refine)
+        ends.append(cur)
+    return ends
 
 
 def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
@@ -86,35 +110,35 @@ def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
             return cand
     # A backend may name a start point (its safe default): the np sweep then runs with
     # a sensible mc/mrt instead of the slowest corner of the space.
-    start = (space.phases or {}).get("start")
-    if start:
-        cand = Config(start).replace(**fixed)
+    plan = space.phases
+    if plan is not None and plan.start is not None:
+        cand = plan.start.replace(**fixed)
         if cand in space:
             return cand
     # the refine knob varies fastest: the other knobs keep their first (simplest) values
     # when some small refine values need other ones (e.g. np=2 only with mc=2x2)
-    refine = (space.phases or {}).get("refine")
+    refine = plan.refine if plan is not None else None
     rest = [k for k in space.knobs if k not in fixed and k != refine]
     rest += [refine] if refine is not None and refine not in fixed else []
-    for values in itertools.product(*(space.knobs[k] for k in rest)):
-        cand = Config({**fixed, **dict(zip(rest, values))})
-        if cand in space:
-            return cand
-    return None
+    # The first point of that product order among the valid configs with these outer
+    # values: searched in the space's (cached) enumeration, since walking the product
+    # point by point takes minutes where no valid point has these outer values (a
+    # backend path that fixes an outer knob, e.g. GL's image path and its one glsl).
+    index = {k: {v: i for i, v in enumerate(space.knobs[k])} for k in rest}
+    matching = [c for c in space.configs() if all(c[k] == v for k, v in fixed.items())]
+    return min(matching, key=lambda c: tuple(index[k][c[k]] for k in rest), default=None)
 
 
 def _best_of(run: Tracker, cands: list[Config], space: Space) -> Config:
-    """Evaluate the valid candidates (in order); return the fastest, else the last one.
+    """Evaluate the valid candidates (in order, one batch); return the fastest, else
+    the last one.
 
     The last candidate is the current point, kept when nothing valid beats it."""
     best_cfg, best_s = cands[-1], score(run.get(cands[-1]))
-    run.prefetch([c for c in cands if c in space])   # e.g. CUDA compiles them in parallel
-    for cfg in cands:
-        if cfg not in space:
-            continue
-        s = score(run(cfg))
-        if s < best_s:
-            best_cfg, best_s = cfg, s
+    valid = [c for c in cands if c in space]
+    for cfg, r in zip(valid, run.many(valid)):
+        if score(r) < best_s:
+            best_cfg, best_s = cfg, score(r)
     return best_cfg
 
 
@@ -172,10 +196,11 @@ def _is_int(v) -> bool:
 
 # --- generic order without a plan -----------------------------------------------
 
-def _coordinate_descent(space: Space, run: Tracker) -> None:
+def _coordinate_descent(space: Space, run: Tracker) -> list[Config]:
     cur = _start(space, run, {})
     if cur is None:
-        return
+        return []
+    run.phase("coordinate descent")
     best_s = score(run(cur))
     improved = True
     while improved:
@@ -187,3 +212,4 @@ def _coordinate_descent(space: Space, run: Tracker) -> None:
                     nxt, best_s, improved = cfg, s, True
             if improved:
                 cur = nxt
+    return [cur]

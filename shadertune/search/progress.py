@@ -1,21 +1,65 @@
-"""A one-line progress bar on stderr (no dependency); drawn only on a terminal."""
+"""Progress of a search on stderr, one problem at a time.
+
+On a terminal: a tqdm bar (count of evaluations out of the budget with its ETA;
+with a time limit alone, the time out of the limit), the problem's place in the
+table (2/3), the current phase, evaluations replayed from the store and the best
+GFLOP/s so far.  Elsewhere (CI logs, notebooks, pipes): the same facts as plain
+lines, one when a problem starts, one every `interval` seconds and one when it
+ends.  mode "off" (the CLI's -q) writes nothing.
+"""
 from __future__ import annotations
 
 import sys
 import time
 
+from tqdm import tqdm
+
+PREFIX = "shadertune.search"
+
+
+def fmt_seconds(s: float) -> str:
+    return tqdm.format_interval(max(0.0, s))
+
 
 class Progress:
-    def __init__(self, label: str, total: int | None = None, stream=None, enabled: bool | None = None):
+    def __init__(self, label: str, *, index: int = 1, count: int = 1, total: int | None = None,
+                 time_limit: float | None = None, stream=None, mode: str | None = None,
+                 interval: float = 10.0, clock=time.monotonic):
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
-        self.label = label
+        if mode is None:
+            isatty = getattr(self.stream, "isatty", None)
+            mode = "bar" if isatty is not None and isatty() else "lines"
+        if mode not in ("bar", "lines", "off"):
+            raise ValueError(f"progress mode must be bar, lines or off, got {mode!r}")
+        self.mode = mode
+        self.label = f"{index}/{count} {label}" if count > 1 else label
         self.total = total
+        self.time_limit = time_limit
+        self.interval = interval
+        self.clock = clock
         self.n = 0
         self.cached = 0
         self.best_gflops: float | None = None
-        self.t0 = time.monotonic()
-        self._last = 0.0
+        self.phase_label: str | None = None
+        self.t0 = clock()
+        self._last_line = self.t0
+        self._bar = None
+        if mode == "bar":
+            by_time = total is None and time_limit is not None
+            self._bar = tqdm(total=time_limit if by_time else total, desc=self.label,
+                             file=self.stream, leave=True, dynamic_ncols=True, mininterval=0.1,
+                             unit="eval", bar_format=("{l_bar}{bar}| {elapsed}<{remaining} {postfix}"
+                                                      if by_time else None))
+            self._by_time = by_time
+        elif mode == "lines":
+            limits = [f"budget {total} evaluations" if total else "",
+                      f"time limit {fmt_seconds(time_limit)}" if time_limit else ""]
+            self._write(f"searching ({', '.join(x for x in limits if x) or 'no limit'})")
+
+    # --- events ---------------------------------------------------------------
+    def phase(self, label: str) -> None:
+        self.phase_label = label
+        self._draw()
 
     def update(self, result, cached: bool = False) -> None:
         self.n += 1
@@ -23,29 +67,68 @@ class Progress:
         g = result.gflops
         if g is not None and (self.best_gflops is None or g > self.best_gflops):
             self.best_gflops = g
-        now = time.monotonic()
-        if now - self._last >= 0.1:        # redraw at most 10 times a second
-            self._last = now
-            self.draw()
+        if self._bar is not None:
+            if self._by_time:
+                self._bar.n = min(self.clock() - self.t0, self.time_limit)
+            else:
+                self._bar.update(1)
+            self._draw()
+        elif self.mode == "lines" and self.clock() - self._last_line >= self.interval:
+            self._write(self.status())
 
-    def line(self, width: int = 24) -> str:
-        if self.total:
-            done = min(self.n / self.total, 1.0)
-            bar = "[" + "#" * int(done * width) + "." * (width - int(done * width)) + "] "
-            count = f"{self.n}/{self.total}"
-        else:
-            bar, count = "", f"{self.n}"
-        best = f"best {self.best_gflops:.2f} GFLOP/s" if self.best_gflops is not None else "best -"
-        cached = f" ({self.cached} cached)" if self.cached else ""
-        return f"{self.label} {bar}{count}{cached}  {best}  {time.monotonic() - self.t0:.1f}s"
+    def close(self, *, incomplete: bool = False) -> None:
+        if self._bar is not None:
+            self._draw()
+            self._bar.close()
+            self._bar = None
+        elif self.mode == "lines":
+            what = "stopped" if incomplete else "done"
+            self._write(f"{what}: {self.n} evaluations{self._cached()} in "
+                        f"{fmt_seconds(self.clock() - self.t0)}, {self._best()}")
+        self.mode = "off"
 
-    def draw(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\033[K" + self.line())
-            self.stream.flush()
+    # --- text ---------------------------------------------------------------
+    def eta(self) -> float | None:
+        """Seconds left: by the evaluation rate out of the budget, and at most the time limit."""
+        elapsed = self.clock() - self.t0
+        left = []
+        if self.total and self.n:
+            left.append(elapsed / self.n * max(0, self.total - self.n))
+        if self.time_limit:
+            left.append(self.time_limit - elapsed)
+        return max(0.0, min(left)) if left else None
 
-    def close(self) -> None:
-        if self.enabled:
-            self.draw()
-            self.stream.write("\n")
-            self.stream.flush()
+    def _cached(self) -> str:
+        return f" ({self.cached} cached)" if self.cached else ""
+
+    def _best(self) -> str:
+        return f"best {self.best_gflops:.2f} GFLOP/s" if self.best_gflops is not None else "best -"
+
+    def status(self) -> str:
+        count = f"{self.n}/{self.total}" if self.total else f"{self.n}"
+        eta = self.eta()
+        parts = [f"{count} evaluations{self._cached()}", self._best()]
+        if self.phase_label:
+            parts.append(f"phase {self.phase_label}")
+        parts.append(fmt_seconds(self.clock() - self.t0)
+                     + (f", about {fmt_seconds(eta)} left" if eta is not None else ""))
+        return ", ".join(parts)
+
+    def _draw(self) -> None:
+        if self._bar is None:
+            return
+        parts = [self._best()]
+        if self.cached:
+            parts.append(f"{self.cached} cached")
+        if self._by_time:
+            parts.insert(0, f"{self.n} evals")
+        elif self.time_limit:
+            parts.append(f"{fmt_seconds(self.time_limit - (self.clock() - self.t0))} to the limit")
+        if self.phase_label:
+            parts.append(self.phase_label)
+        self._bar.set_postfix_str(", ".join(parts), refresh=True)
+
+    def _write(self, text: str) -> None:
+        self._last_line = self.clock()
+        self.stream.write(f"{PREFIX}: {self.label}: {text}\n")
+        self.stream.flush()

@@ -3,7 +3,8 @@
 Small spaces are enumerated and shuffled.  Large ones (more than
 ENUMERATE_LIMIT points before restrictions) are sampled from the product of
 the domains with rejection of invalid and repeated points, so that the first
-evaluation does not wait for the whole space to be enumerated.
+evaluation does not wait for the whole space to be enumerated.  Draws are
+asked for in batches of options.batch (an evaluator may run a batch at once).
 """
 from __future__ import annotations
 
@@ -13,22 +14,27 @@ from ..config import Config
 from ..result import Result
 from ..space import Space
 from .budget import Budget, BudgetExhausted, Tracker
+from .local import fresh_batches
+from .options import SearchOptions
 
 ENUMERATE_LIMIT = 100_000
 
 
-def search(space: Space, evaluate, budget: Budget | None = None, *, seed: int = 0) -> list[Result]:
+def search(space: Space, evaluate, budget: Budget | None = None,
+           options: SearchOptions | None = None) -> list[Result]:
+    options = options or SearchOptions()
     run = Tracker(evaluate, budget)
-    rng = random.Random(seed)
+    run.phase("random")
     try:
-        for cfg in _draws(space, rng):
-            run(cfg)
+        for batch in fresh_batches(draws(space, random.Random(options.seed)), options.batch, run):
+            run.many(batch)
     except BudgetExhausted:
         pass
     return run.results
 
 
-def _draws(space: Space, rng: random.Random):
+def draws(space: Space, rng: random.Random):
+    """Valid configs of `space` in a seeded uniform random order, each once."""
     if space.full_size <= ENUMERATE_LIMIT:
         cfgs = space.configs()
         rng.shuffle(cfgs)

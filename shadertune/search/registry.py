@@ -1,23 +1,32 @@
-"""Strategies by name.  Each is a plain function search(space, evaluate, budget) -> list[Result]."""
+"""Strategies by name.  Each is a function with one signature,
+
+    search(space, evaluate, budget=None, options=None) -> list[Result]
+
+(options: a SearchOptions; every strategy reads the options it uses).
+"""
 from __future__ import annotations
 
-import functools
-
-from . import exhaustive, phased, random_search
+from . import exhaustive, model, phased, random_search
 
 STRATEGIES = {
     "phased": phased.search,
+    "model": model.search,
     "exhaustive": exhaustive.search,
     "random": random_search.search,
 }
 
+# one line each, for --strategy's help
+DESCRIPTIONS = {
+    "phased": "Jiang's phase plan with np refinement, then local search",
+    "model": "the cost model's best guesses, then local search (random starts without a model)",
+    "exhaustive": "every valid config",
+    "random": "uniform draws without replacement",
+}
 
-def get_strategy(name: str, *, seed: int = 0):
-    """The strategy `name`, with `seed` bound where it takes one."""
+
+def get_strategy(name: str):
+    """The strategy `name`."""
     try:
-        fn = STRATEGIES[name]
+        return STRATEGIES[name]
     except KeyError:
         raise ValueError(f"unknown strategy {name!r}; expected one of {sorted(STRATEGIES)}") from None
-    if fn is random_search.search:
-        return functools.partial(fn, seed=seed)
-    return fn

@@ -6,7 +6,11 @@
                    "best": {"config", "median_ms", "gflops", "error"} | null,
                    "results": [Result.to_dict(), ...],
                    "stage_seconds": {"build", "check", "verify", "time", "release",
-                                     "store"} (optional: where the search's time went)}]}
+                                     "store"} (optional: where the search's time went),
+                   "run_seconds" (optional: this run's wall seconds; "seconds" then adds the
+                                  stored measuring seconds of the results it replayed, so a
+                                  report rebuilt from the store carries the original time),
+                   "incomplete": true (optional: the search of this problem was stopped)}]}
 
 Others may add per-problem "baselines" and "roofline"; the names above stay.
 """
@@ -68,12 +72,19 @@ def check_report(doc: dict) -> None:
                     raise ValueError(f"report problem {i} best lacks {k!r}")
 
 
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
 def write_report(path, doc: dict) -> None:
     """Write atomically (temp file + rename): a reader never sees half a report."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())         # as open() would make it, not mkstemp's 0600
         with os.fdopen(fd, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")

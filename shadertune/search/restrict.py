@@ -43,12 +43,14 @@ def narrow(space: Space, fixed: dict) -> Space:
     unknown = set(fixed) - set(space.knobs)
     if unknown:
         raise ValueError(f"--fix names unknown knobs {sorted(unknown)}; knobs are {list(space.knobs)}")
-    phases = dict(space.phases) if space.phases else None
-    sub = Space(knobs, space.restrictions, space.constants, phases=phases)
-    if phases and phases.get("start") and sub.why_invalid(phases["start"]):
+    # the backend's own Space class (e.g. GL's, which enumerates per output path)
+    sub = type(space)(knobs, space.restrictions, space.constants)
+    plan = space.phases
+    if plan is not None and plan.start is not None and sub.why_invalid(plan.start):
         # keep a start point inside the subspace: the old one with the fixed values put in
-        cand = {**phases["start"], **{k: v[0] for k, v in knobs.items() if k in fixed}}
-        phases["start"] = cand if sub.why_invalid(cand) is None else None
+        cand = plan.start.replace(**{k: v[0] for k, v in knobs.items() if k in fixed})
+        plan = plan.starting_at(cand if sub.why_invalid(cand) is None else None)
+    sub.phases = plan
     return sub
 
 

@@ -1,8 +1,6 @@
 """CUDABackend: the Backend protocol over the CUDA GEMM template."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ...config import Config
@@ -16,6 +14,9 @@ from .tuning import candidates
 
 class CUDABackend(Backend):
     name = "cuda"
+    dtypes = ("float32", "float64")
+    # the cost model ranks the space (tuning.model_cycles): search.model uses it
+    default_strategy = "model"
 
     def __init__(self, device_id: int = 0):
         self.device_id = device_id
@@ -44,23 +45,23 @@ class CUDABackend(Backend):
     def space(self, problem: Problem):
         if problem not in self._spaces:
             sp = make_space(problem, self.limits())
-            # The phased search starts from the model's first pick: a walk of the
-            # knob product for the first valid point took the whole 30 s budget
-            # of a 2560x128x2560 search (run I, 2026-11-22).
+            # The searches start from the candidate list's first pick (the
+            # model's, default_config): never from a walk of the knob product
+            # for the first valid point, which can take a whole budget.
             first = candidates(problem, sp, self.limits(), 1)
             if first:
-                sp.phases = {**sp.phases, "start": first[0].to_dict()}
+                sp.phases = sp.phases.starting_at(first[0])
             self._spaces[problem] = sp
         return self._spaces[problem]
 
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
-        """A short, model-ranked list of valid configs for a quick tuning pass."""
+        """The curated, model-ranked list (tuning.candidates): what a search times first."""
         return candidates(problem, self.space(problem), self.limits(), n)
 
     def default_config(self, problem: Problem) -> Config:
-        start = self.space(problem).phases.get("start")   # candidates(problem, 1)[0], set by space()
-        if start:
-            return Config(start)
+        start = self.space(problem).phases.start   # candidates(problem, 1)[0], set by space()
+        if start is not None:
+            return start
         for cfg in self.space(problem):   # tiny or odd shapes: any valid point
             return cfg
         raise InvalidConfig(f"no valid CUDA config for {problem.key}")
@@ -96,6 +97,10 @@ class CUDABackend(Backend):
         from ...roofline.model import cuda_problem_roofline
         return cuda_problem_roofline(problem, ceilings)
 
+    def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
+        from ...roofline.model import cuda_ceiling_lines
+        return cuda_ceiling_lines(ceilings)
+
     def measure_ceilings(self, preset: str = "full") -> dict:
         from ...roofline import measure_cuda
         return measure_cuda(preset=preset)
@@ -110,10 +115,25 @@ class CUDABackend(Backend):
                     hold_stream: bool = True) -> list[float]:
         return baseline.cublas_time(problem, repeats, operands_=operands, hold_stream=hold_stream)
 
-    def matmul(self, A, B, *, config=None, alpha=1.0, beta=0.0, out=None, C=None):
-        from . import api
-        return api.matmul(A, B, backend=self, config=config, alpha=alpha, beta=beta, out=out, C=C)
+    # --- matmul's seam --------------------------------------------------------
+    @classmethod
+    def on_device(cls, device_index: int | None) -> "CUDABackend":
+        return cls(device_id=device_index or 0)
 
-    @functools.lru_cache(maxsize=64)
-    def _kernel(self, problem: Problem, config: Config):
-        return self.build(problem, config)
+    def run_call(self, call, plan):
+        """On this backend's device (api.py)."""
+        from .api import run_call
+        return run_call(self, call, plan)
+
+    def presets(self) -> dict[str, str]:
+        from .api import PRESETS
+        return dict(PRESETS)
+
+    def preset_config(self, name: str, problem: Problem):
+        from .api import preset_config
+        return preset_config(self, name, problem)
+
+    def matmul(self, A, B, out=None, **options):
+        """shadertune.matmul on this backend (its kernel cache is matmul's)."""
+        from ...api import matmul
+        return matmul(A, B, out, backend=self, **options)

@@ -1,11 +1,15 @@
-"""A focused candidate list per problem: the default config and the short
-list a quick tuning pass measures (the full space is for the search core).
+"""The CUDA cost model and a focused candidate list per problem.
 
-Candidates come from a small product of shapes known to work for SIMT GEMM,
-filtered by the space (so every one is valid), then ranked by a rough
-analytical model: FMA work on the busiest SM at an efficiency set by the
-register tile's reuse and the warps resident, against the bytes moved
-(including split-K's workspace), plus launch and per-stage overheads.
+model_cycles is the backend's cost model (Backend.predict_ms; the model
+strategy ranks the space by it): FMA work on the busiest SM at an efficiency
+set by the register tile's reuse and the warps resident, against the bytes
+moved (including split-K's workspace), plus launch and per-stage overheads.
+
+candidates() is a short list from a small product of shapes known to work,
+filtered by the space (so every one is valid) and ranked by the model; its
+first config is default_config (what matmul uses untuned) and every search's
+start point.  Where each rule below came from: notes/cuda.md, "Where the
+candidate rules come from".
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import math
 
 from ...config import Config
 from ...problem import Problem
-from .space import WARP, derive
+from .space import KNOB_DEFAULTS, WARP, derive
 
 _TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32),
           (32, 32), (128, 32), (256, 32), (128, 16), (64, 16), (256, 16), (32, 16), (16, 16)]
@@ -46,9 +50,9 @@ def _raw(problem: Problem, limits: dict):
 
 # Tensor-core (MMA = 3) warp tiles, (WM, WN): mma fragments of 16 x 8.
 _MMA_WARP_TILES = [(64, 32), (32, 64), (64, 64), (32, 32), (64, 16), (32, 16), (16, 32), (16, 16)]
-# 3xTF32 FMAs per cycle per SM at full efficiency. Run P (H200, 2026-11-22):
-# the best 3xTF32 config ran 1.14x the best FFMA one at 4096^2 (55.8 vs 49.1
-# TFLOP/s), where the model gives both full efficiency: 1.14 x 128.
+# 3xTF32 FMAs per cycle per SM at full efficiency through mma.sync: 1.14 x the
+# FFMA kernel's 128, the measured ratio of the two kernels' best at 4096^2,
+# where the model gives both full efficiency.
 MMA_FMA_RATE = 146
 
 
@@ -93,6 +97,8 @@ def _raw_wgmma(problem: Problem, limits: dict):
 
 
 def model_cycles(problem: Problem, c, limits: dict) -> float:
+    # a plain dict: ranking a space reads ~20 knobs of each of ~10^5 configs
+    c = {**KNOB_DEFAULTS, **(c.to_dict() if isinstance(c, Config) else c)}
     d = derive(problem, c)
     sms = limits["num_sms"]
     regs = max(32, math.ceil(d.regs_est / 8) * 8)
@@ -117,7 +123,8 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         eff = min(1.0, reuse / 4.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
         fma_rate = 128 if problem.dtype == "float32" else 64
     k_work = min(d.k_chunk, max(problem.K, 1))
-    compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff)
+    # an empty C (M or N = 0) has no blocks: no work and no efficiency to divide by
+    compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff) if busiest else 0.0
     # A stage cannot finish faster than a global load (~700 cycles); DB hides
     # one stage of it, blocks resident on one SM overlap theirs. (The model
     # ranks register-path configs only: candidates() adds the pipelines.)
@@ -126,8 +133,8 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     compute = max(compute, latency)
     # K_G reduction: a second launch (~3 us incl. the gap between kernels), or
     # in the launch (KR) the last block of a tile reads all KG partials of it
-    # alone (~64 B/cycle for one SM) after one more L2 round trip. (Run 3
-    # measured the second launch nearer 7 us; not recalibrated, see notes.)
+    # alone (~64 B/cycle for one SM) after one more L2 round trip.  (A second
+    # launch was measured nearer 7 us; not recalibrated, see notes/cuda.md.)
     if c["KG"] > 1 and c.get("KR", 0):
         reduce = 1500 + c["KG"] * c["BM"] * c["BN"] * problem.itemsize / 64
     else:
@@ -161,9 +168,8 @@ def _ranked(problem: Problem, space, limits: dict, raw) -> list:
 def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Config]:
     """Up to `n` valid configs: the model's pick first, then the kernels'
     lists in turn (FFMA, 3xTF32 mma.sync, 3xTF32 wgmma where the space has
-    them). Where the wgmma kernel exists it gets half the list: it was the
-    fastest on every problem of run U's probe (H200, 2026-11-23: 1.13-1.16x
-    the mma.sync kernel on squares)."""
+    them). Where the wgmma kernel exists it gets half the list: the fastest
+    kernel where it exists (measured: 1.13-1.16x the mma.sync one on squares)."""
     kinds = [r for r in (_ranked(problem, space, limits, raw(problem, limits))
                          for raw in (_raw, _raw_mma, _raw_wgmma)) if r]
     if len(kinds) <= 1:
@@ -196,8 +202,8 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
 
     def take(cfg):
         # KR is left out of the shape: both reductions of one shape would fill
-        # the list in pairs (run 3 lost DeepBench's t8x4 KL1 winner that way);
-        # the best shape's other reduction is added explicitly below.
+        # the list in pairs and push other shapes out; the best shape's other
+        # reduction is added explicitly below.
         shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN", "KR", "ST"))
         if shape not in shapes and len(picked) < n:
             shapes.add(shape)
@@ -210,18 +216,17 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
         twin = best.replace(KR=1 - best["KR"])
         if space.why_invalid(twin) is None and len(picked) < n:
             picked.append(twin)
-        # and the best split config without K_L per register tile (the
-        # DeepBench winner of runs 1-2, 128x16 t8x4 KG32 KL1, ranks below
-        # many KL permutations of t8x8).
-        # Per tile, the best such config of each of two k-depths: the model put
-        # 128x16x32 KR1 (0.032 ms) first, and run A's 128x16x16 KR0 (0.017 ms)
-        # out of the list (2026-11-22, DeepBench N=16).
+        # and the best split configs without K_L for two register tiles, each
+        # at two k-depths (the second with the separate reduction): the model
+        # ranks them below many K_L permutations of one tile, and it misorders
+        # k-depths of split configs (a measured winner ran 2x faster than the
+        # model's pick of the same tile).
         tiles: dict = {}
         for _, cfg in ranked:
             if cfg["KL"] == 1 and cfg["KG"] > 1:
                 bks = tiles.setdefault((cfg["TM"], cfg["TN"]), {})
                 if len(tiles) <= 2 and cfg["BK"] not in bks and len(bks) < 2:
-                    if bks:      # the second k-depth with run A's separate reduction
+                    if bks:      # the second k-depth with the separate reduction
                         kr0 = cfg.replace(KR=0)
                         cfg = kr0 if space.why_invalid(kr0) is None else cfg
                     bks[cfg["BK"]] = cfg
@@ -235,16 +240,13 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
     for _, cfg in ranked:
         take(cfg)
     # The copy pipeline is not in the model: the list is ranked on the
-    # register path and every shape comes with its cp.async pipelines, in the
-    # order run H measured (2026-11-22, H200, 175 shapes timed with each):
-    # 2 deep was fastest for 77 (DeepBench splits 51 of 112, squares 13 of 28),
-    # 4 deep next without a split (squares 8 of 28, DGEMM 6 of 16); the
-    # register path won 33, mostly split configs.
-    # The tensor-core kernel always pipelines (ST >= 2); 3 deep first, a guess
-    # to be measured like run H did for the FFMA kernel.
+    # register path and every shape comes with its cp.async pipelines, most
+    # often fastest first: FFMA 2 deep, then 4 deep without a split, then the
+    # register path (which wins mostly split configs); mma.sync 3 deep first
+    # (a guess, unmeasured); wgmma 3 and 4 deep (within 1-2%; 2 deep behind).
     out = []
     for cfg in picked:
-        if cfg.get("MMA", 0) == 4:   # run U's probe: 3 and 4 deep within 1-2%, 2 deep behind
+        if cfg.get("MMA", 0) == 4:
             order = (3, 4)
         elif cfg.get("MMA", 0):
             order = (3, 4, 2) if cfg["KG"] == 1 else (3, 2)

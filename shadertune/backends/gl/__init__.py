@@ -7,14 +7,16 @@ from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
-from .codegen import fragment_source, plan_layout, templates_hash
+from .codegen import fragment_source, is_image, plan_layout, templates_hash
 from .driver import GLKernel
+from .image_driver import ImageKernel
 from .pool import default_pool_bytes
-from .space import default_config, gl_space
+from .space import default_config, gl_space, with_defaults
 
 
 class GLBackend(Backend):
     name = "gl"
+    shared_by_threads = False     # its context is current in one thread (context.py)
 
     def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
         self.device_index = device_index
@@ -22,6 +24,7 @@ class GLBackend(Backend):
         self._ctx = ctx
         self._device: DeviceInfo | None = None
         self._pool = None
+        self._transfers = None
 
     @property
     def pool(self):
@@ -34,16 +37,30 @@ class GLBackend(Backend):
         return self._pool
 
     @property
+    def transfers(self):
+        """How operands reach the GPU and C comes back (backends/gl/transfer.py):
+        staging buffers kept for this backend's kernels."""
+        if self._transfers is None:
+            from .transfer import Transfers
+            self._transfers = Transfers(self.ctx)
+        return self._transfers
+
+    @property
     def ctx(self):
+        """The context, made in (and serving only) the thread of first use, and made
+        current there (a thread may hold several; ContextError from another thread or a
+        forked child)."""
+        from .context import get_context, make_current
         if self._ctx is None:
-            from .context import get_context
             self._ctx = get_context(self.device_index, self.context_kind)
+        make_current(self._ctx)
         return self._ctx
 
     @contextlib.contextmanager
     def search_session(self):
         """A search builds hundreds of kernels of one shape: the texture pool may hold
-        2 GB meanwhile (operands stay on the GPU across layouts), all given back after."""
+        2 GB meanwhile (operands stay on the GPU across layouts), all given back after,
+        with the transfers' staging memory."""
         pool = self.pool
         before = pool.max_bytes
         pool.max_bytes = max(before, default_pool_bytes(searching=True))
@@ -52,6 +69,8 @@ class GLBackend(Backend):
         finally:
             pool.max_bytes = before
             pool.clear()
+            if self._transfers is not None:
+                self._transfers.release()
 
     def device(self) -> DeviceInfo:
         if self._device is None:
@@ -73,19 +92,23 @@ class GLBackend(Backend):
         return default_config(problem, self.space(problem))
 
     def source(self, problem: Problem, config: Config) -> str:
-        config = Config(config)
+        config = with_defaults(config)
         self._check_problem(problem)
         return fragment_source(plan_layout(problem.M, problem.N, problem.K, config), config)
 
     def build(self, problem: Problem, config: Config) -> GLKernel:
-        config = Config(config)
+        """The kernel of `config` (a config without the image-path knobs is an MRT one)."""
+        config = with_defaults(config)
         self._check_problem(problem)
         why = self.space(problem).why_invalid(config)
         if why:
             raise InvalidConfig(f"config not in the GL space for {problem.key}: {why}")
         layout = plan_layout(problem.M, problem.N, problem.K, config)
         src = fragment_source(layout, config)
-        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool)
+        if is_image(config):
+            return ImageKernel(self.ctx, problem, config, layout, src, pool=self.pool,
+                               transfers=self.transfers)
+        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool, transfers=self.transfers)
 
     def template_hash(self) -> str:
         return templates_hash()
@@ -95,9 +118,26 @@ class GLBackend(Backend):
         from ...roofline.model import gl_config_roofline
         return gl_config_roofline(config, ceilings, problem.K)
 
+    def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
+        from ...roofline.model import gl_ceiling_lines
+        return gl_ceiling_lines(ceilings)
+
     def measure_ceilings(self, preset: str = "full") -> dict:
         from ...roofline import measure_gl
         return measure_gl(self.ctx, preset=preset)
 
+    def run_call(self, call, plan):
+        """Host arrays in float32, tiled under the texture limit (calls.py)."""
+        from .calls import run_call
+        return run_call(self, call, plan)
 
-__all__ = ["GLBackend", "GLKernel"]
+    def presets(self) -> dict[str, str]:
+        from .calls import PRESETS
+        return dict(PRESETS)
+
+    def preset_config(self, name: str, problem: Problem):
+        from .calls import preset_config
+        return super().preset_config(name, problem) if name == "fast" else preset_config(name, problem)
+
+
+__all__ = ["GLBackend", "GLKernel", "ImageKernel"]

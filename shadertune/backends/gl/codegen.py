@@ -1,21 +1,41 @@
-"""GLSL code generation: a GL config + problem shape -> fragment shader source."""
+"""GLSL code generation: a GL config + problem shape -> fragment shader source.
+
+out=mrt renders Jiang's multi-render-target kernel (matmul.frag.j2, layout.py);
+out=image the image-store kernel (matmul_image.frag.j2, image_layout.py).
+"""
 from __future__ import annotations
 
 from ...config import Config
 from ...errors import InvalidConfig
 from ...templates import render, template_hash
+from .image_layout import ImageLayout
 from .layout import Layout
 
 TEMPLATE = "gl/matmul.frag.j2"
+IMAGE_TEMPLATE = "gl/matmul_image.frag.j2"
 VERTEX = "gl/fullscreen.vert"
+PACK = "gl/pack/pack_rows.frag"
+UNPACK = "gl/pack/unpack_rows.frag"
 
 GLSL_VERSIONS = ("330", "450")
 FETCH_STYLES = ("texelFetch", "texture")
 UNROLLS = (1, 2, 4, 8, "full")
+CARRIES = ("rmw", "pingpong")
 
 
-def plan_layout(M: int, N: int, K: int, config: Config) -> Layout:
+def is_image(config) -> bool:
+    """Whether `config` is on the image path (a config without `out` is an MRT one)."""
+    out = config.get("out", "mrt")
+    if out not in ("mrt", "image"):
+        raise InvalidConfig(f"out must be 'mrt' or 'image', got {out!r}")
+    return out == "image"
+
+
+def plan_layout(M: int, N: int, K: int, config: Config) -> Layout | ImageLayout:
     try:
+        if is_image(config):
+            return ImageLayout.plan(M, N, K, rows=int(config["block_h"]), cols=int(config["block_w"]),
+                                    np=int(config["np"]))
         return Layout.plan(M, N, K, mc=config["mc"], mrt_h=int(config["mrt_h"]),
                            mrt_w=int(config["mrt_w"]), np=int(config["np"]))
     except KeyError as e:
@@ -38,13 +58,24 @@ def unroll_factor(unroll, steps: int) -> int:
     return u
 
 
-def fragment_source(layout: Layout, config: Config) -> str:
+def _glsl_and_fetch(config) -> tuple[str, str]:
     glsl = str(config.get("glsl", "330"))
     fetch = config.get("fetch", "texelFetch")
     if glsl not in GLSL_VERSIONS:
         raise InvalidConfig(f"glsl must be one of {GLSL_VERSIONS}, got {glsl!r}")
     if fetch not in FETCH_STYLES:
         raise InvalidConfig(f"fetch must be one of {FETCH_STYLES}, got {fetch!r}")
+    return glsl, fetch
+
+
+def fragment_source(layout, config: Config, carry: str = "rmw") -> str:
+    """The fragment shader of `config` on `layout` (plan_layout's).  `carry` (image
+    path) is how partial sums cross passes: 'rmw', read and rewritten in place by the
+    owning fragment (the kernels the space holds), or 'pingpong' between two images
+    (kept to measure the choice; notes/gl.md)."""
+    glsl, fetch = _glsl_and_fetch(config)
+    if isinstance(layout, ImageLayout):
+        return _image_source(layout, config, glsl, carry)
     a_w, a_h = layout.a_size
     b_w, b_h = layout.b_size
     return render(
@@ -56,5 +87,20 @@ def fragment_source(layout: Layout, config: Config) -> str:
         a_w=a_w, a_h=a_h, b_w=b_w, b_h=b_h)
 
 
+def _image_source(L: ImageLayout, config, glsl: str, carry: str) -> str:
+    srcs = {}
+    for knob in ("a_src", "b_src"):
+        srcs[knob] = config.get(knob, "texture")
+        if srcs[knob] not in ("texture", "ssbo"):
+            raise InvalidConfig(f"{knob} must be 'texture' or 'ssbo', got {srcs[knob]!r}")
+    if carry not in CARRIES:
+        raise InvalidConfig(f"carry must be one of {CARRIES}, got {carry!r}")
+    return render(
+        IMAGE_TEMPLATE, glsl=glsl, unroll=config.get("unroll", 1),
+        unroll_n=unroll_factor(config.get("unroll", 1), L.steps), carry=carry,
+        rows=L.rows, cols=L.cols, ct=L.col_texels, np=L.np, hc=L.hc, wc=L.wc,
+        M=L.M, KA=L.KA, NB=L.NB, **srcs)
+
+
 def templates_hash() -> str:
-    return template_hash(TEMPLATE, VERTEX)
+    return template_hash(TEMPLATE, IMAGE_TEMPLATE, VERTEX, PACK, UNPACK)

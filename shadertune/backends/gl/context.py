@@ -1,8 +1,23 @@
-"""GL contexts: headless EGL (default) or a hidden GLFW window, created lazily.
+"""GL contexts: headless EGL (default) or a hidden GLFW window, one per thread.
 
 EGL picks Mesa llvmpipe where there is no GPU and the NVIDIA driver where
 there is one; `device_index` chooses among EGL devices.  Failures become one
 ContextError that says what is missing and how to fix it.
+
+Threads: a GL context is current in at most one thread, and EGL refuses to make
+it current in a second thread while the first holds it (the GL calls of that
+thread then go nowhere).  So get_context() gives every thread its own context,
+made at the thread's first GL call and current there for the thread's life;
+objects made in one context (kernels, textures) are not seen by another.  A
+thread's contexts are released in that thread when it ends.
+
+Processes: the driver's threads do not survive fork().  A forked child that
+draws with a context its parent made, or with a new one, hangs, so
+get_context() in a child forked after this process made a context raises
+ContextError instead (docs/threads.md).
+
+Each context carries one ContextState (state_of), the small GL objects and
+facts the driver keeps per context.
 """
 from __future__ import annotations
 
@@ -10,17 +25,84 @@ import atexit
 import ctypes.util
 import glob
 import os
+import threading
 
 from ...errors import ContextError
-
-_CONTEXTS: dict = {}
-_GLFW_WINDOWS: list = []
 
 _MESA_HINT = ("on Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 "
               "(Mesa llvmpipe renders without a GPU)")
 _NVIDIA_VENDOR = "/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json"
+_STATE_ATTR = "_shadertune_state"
 
 
+class ContextState:
+    """What shadertune keeps for one GL context, for as long as the context lives.
+
+    parking      a 1x1 framebuffer bound before another framebuffer is released
+                 (moderngl re-binds the last used one when it makes the next)
+    clears_nan   whether clearing a float framebuffer to NaN stores NaN (None: not yet checked)
+    placeholder  a 1x1 texture for samplers a shader does not read
+    software     whether the context renders on the CPU (None: not yet read)
+    owner        (pid, thread id) the context is current in, for contexts
+                 get_context() made; None for contexts made elsewhere (their
+                 maker keeps them current)
+    """
+
+    __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software")
+
+    def __init__(self, owner: tuple[int, int] | None = None):
+        self.owner = owner
+        self.parking = None
+        self.clears_nan = None
+        self.placeholder = None
+        self.software = None
+
+    def check(self) -> None:
+        """Raise ContextError unless the calling thread may use the context: GL calls
+        from another thread or a forked child would be lost or would hang."""
+        if self.owner is None:
+            return
+        pid, tid = self.owner
+        if pid != os.getpid():
+            raise ContextError(_forked_message(pid))
+        if tid != threading.get_ident():
+            raise ContextError(
+                f"this GL context is current in another thread (id {tid}): a GL context serves "
+                "one thread; make a GLBackend in this thread (shadertune.matmul gives every "
+                "thread its own context)")
+
+
+def state_of(ctx) -> ContextState:
+    """The ContextState of `ctx` (made at first use), after checking that the calling
+    thread may use ctx."""
+    st = getattr(ctx, _STATE_ATTR, None)
+    if st is None:
+        st = ContextState()
+        setattr(ctx, _STATE_ATTR, st)
+    st.check()
+    return st
+
+
+# --- fork ------------------------------------------------------------------
+_egl_pid: int | None = None      # the process that made this process's first context
+_glfw_used = False               # glfw.init() succeeded here: terminate it at exit
+
+
+def _forked_message(parent_pid: int) -> str:
+    return (f"GL cannot be used in this process (pid {os.getpid()}): it was forked from pid "
+            f"{parent_pid} after that process had made a GL context, and the GL driver does "
+            "not survive fork() (a draw would hang). Start worker processes with "
+            "multiprocessing's 'spawn' or 'forkserver' method, or fork them before the first "
+            "GL call")
+
+
+def check_not_forked() -> None:
+    """ContextError in a process forked after an ancestor made a GL context."""
+    if _egl_pid is not None and _egl_pid != os.getpid():
+        raise ContextError(_forked_message(_egl_pid))
+
+
+# --- creation ----------------------------------------------------------------
 def _diagnose_egl() -> list[str]:
     """What is visibly missing for EGL, as human-readable lines."""
     problems = []
@@ -41,14 +123,22 @@ def _diagnose_egl() -> list[str]:
     return problems
 
 
+def check_device_index(device_index) -> None:
+    if device_index is not None and (isinstance(device_index, bool) or not isinstance(device_index, int)
+                                     or device_index < 0):
+        raise ValueError(f"device_index must be a non-negative int, got {device_index!r}")
+
+
 def create_egl_context(device_index: int | None = None, require: int | None = None):
-    """A new standalone moderngl context on EGL device `device_index` (default: the first)."""
+    """A new standalone moderngl context on EGL device `device_index` (default: the first),
+    current in the calling thread."""
     import moderngl
+    check_not_forked()
     problems = _diagnose_egl()
     if problems and any("not found" in p for p in problems):
         raise ContextError("cannot create a headless EGL GL context: " + "; ".join(problems))
-    if device_index is not None and (not isinstance(device_index, int) or device_index < 0):
-        raise ValueError(f"device_index must be a non-negative int, got {device_index!r}")
+    check_device_index(device_index)
+    _note_gl_use()
     try:
         kw = {"device_index": device_index} if device_index is not None else {}
         if require is None:
@@ -60,6 +150,7 @@ def create_egl_context(device_index: int | None = None, require: int | None = No
         else:
             ctx = moderngl.create_context(standalone=True, backend="egl", require=require, **kw)
     except Exception as e:  # glcontext raises bare Exceptions with C-level text
+        _local.current = None       # a failed attempt may have changed what is current
         detail = str(e).strip() or type(e).__name__
         extra = ("; " + "; ".join(problems)) if problems else ""
         where = f" (device_index={device_index})" if device_index is not None else ""
@@ -68,12 +159,16 @@ def create_egl_context(device_index: int | None = None, require: int | None = No
             f"Without a GPU install Mesa ({_MESA_HINT}); with an NVIDIA GPU make sure the "
             f"driver's EGL vendor file is visible (export __EGL_VENDOR_LIBRARY_FILENAMES="
             f"{_NVIDIA_VENDOR}); choose another GPU with device_index") from None
+    _became_current(ctx)
     return ctx
 
 
 def create_glfw_context(require: int = 330):
-    """A moderngl context on a hidden GLFW window (desktops, or Xvfb)."""
+    """A moderngl context on a hidden GLFW window (desktops, or Xvfb), current in the
+    calling thread."""
+    global _glfw_used
     import moderngl
+    check_not_forked()
     try:
         import glfw
     except Exception as e:
@@ -84,6 +179,8 @@ def create_glfw_context(require: int = 330):
             "cannot initialise GLFW (no display?): "
             f"{desc.decode() if isinstance(desc, bytes) else desc or 'glfw.init() failed'}. "
             "Set DISPLAY (e.g. run under Xvfb) or use the default headless backend='egl'")
+    _note_gl_use()
+    _glfw_used = True
     glfw.window_hint(glfw.VISIBLE, glfw.FALSE)
     glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, require // 100)
     glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, (require // 10) % 10)
@@ -94,19 +191,68 @@ def create_glfw_context(require: int = 330):
         raise ContextError("GLFW could not create a hidden OpenGL "
                            f"{require // 100}.{(require // 10) % 10} core window; use backend='egl'")
     glfw.make_context_current(win)
-    _GLFW_WINDOWS.append(win)
-    return moderngl.create_context(require=require)
+    ctx = moderngl.create_context(require=require)
+    ctx._shadertune_glfw_window = win
+    _became_current(ctx)
+    return ctx
+
+
+def _note_gl_use() -> None:
+    global _egl_pid
+    if _egl_pid is None:
+        _egl_pid = os.getpid()
+
+
+# --- the per-thread registry ---------------------------------------------------
+class _ThreadContexts(dict):
+    """One thread's contexts by (kind, device_index).  CPython drops a thread's
+    thread-local values in that thread as it ends, so __del__ releases the contexts
+    where they are current; in a forked child (another pid) it leaves them alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.pid = os.getpid()
+        self.thread = threading.get_ident()
+
+    def release(self) -> None:
+        if os.getpid() != self.pid or threading.get_ident() != self.thread:
+            return
+        for ctx in list(self.values()):
+            _release_context(ctx)
+        if self:
+            _release_egl_thread()
+        self.clear()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:   # interpreter shutdown: modules may be gone already
+            pass
+
+
+_local = threading.local()
+
+
+def _thread_contexts() -> _ThreadContexts:
+    contexts = getattr(_local, "contexts", None)
+    if contexts is None or contexts.pid != os.getpid():
+        contexts = _local.contexts = _ThreadContexts()
+    return contexts
 
 
 def get_context(device_index: int | None = None, kind: str = "egl"):
-    """The process-wide cached context for (kind, device_index)."""
+    """The calling thread's context for (kind, device_index), made on first use."""
     if kind not in ("egl", "glfw"):
         raise ValueError(f"GL context kind must be 'egl' or 'glfw', got {kind!r}")
+    check_not_forked()
+    check_device_index(device_index)
+    contexts = _thread_contexts()
     key = (kind, device_index)
-    ctx = _CONTEXTS.get(key)
+    ctx = contexts.get(key)
     if ctx is None:
         ctx = create_egl_context(device_index) if kind == "egl" else create_glfw_context()
-        _CONTEXTS[key] = ctx
+        setattr(ctx, _STATE_ATTR, ContextState(owner=(os.getpid(), threading.get_ident())))
+        contexts[key] = ctx
         from .timing import software_renderer
         # read the renderer now, while no work is in flight: the errors its probes
         # leave are cleared, which later would swallow a kernel's own GL error
@@ -114,22 +260,58 @@ def get_context(device_index: int | None = None, kind: str = "egl"):
     return ctx
 
 
+def make_current(ctx) -> None:
+    """Make ctx (one of this thread's) current here, unless shadertune left it current:
+    a thread may hold several contexts (device indices), and GL calls go to whichever
+    is current.  (moderngl's `with ctx:` is no help: on exit glcontext leaves no
+    context current at all.)"""
+    state_of(ctx)
+    if getattr(_local, "current", None) is not ctx:
+        ctx.__enter__()
+        _local.current = ctx
+
+
+def _became_current(ctx) -> None:
+    """Record that ctx was just made current in this thread (creating a context does)."""
+    _local.current = ctx
+
+
+def _release_context(ctx) -> None:
+    try:
+        ctx.release()
+    except Exception:
+        pass
+    win = getattr(ctx, "_shadertune_glfw_window", None)
+    if win is not None:
+        import glfw
+        glfw.destroy_window(win)
+
+
+def _release_egl_thread() -> None:
+    """eglReleaseThread: EGL keeps per-thread state, and the context last current in a
+    thread, until the thread says it is done (2.3 MB per thread on llvmpipe otherwise)."""
+    try:
+        egl = ctypes.CDLL(os.environ.get("GLCONTEXT_LINUX_LIBEGL", "libEGL.so.1"))
+        egl.eglReleaseThread()
+    except Exception:
+        pass
+
+
 def release_all() -> None:
-    """Release every cached context (and GLFW windows)."""
-    for ctx in list(_CONTEXTS.values()):
+    """Release the calling thread's contexts (other threads' go when those threads end)."""
+    contexts = getattr(_local, "contexts", None)
+    if contexts is not None:
+        contexts.release()
+
+
+def _at_exit() -> None:
+    release_all()
+    if _glfw_used and _egl_pid == os.getpid():
         try:
-            ctx.release()
+            import glfw
+            glfw.terminate()
         except Exception:
             pass
-    _CONTEXTS.clear()
-    from .driver import _PARKING
-    _PARKING.clear()
-    if _GLFW_WINDOWS:
-        import glfw
-        for w in _GLFW_WINDOWS:
-            glfw.destroy_window(w)
-        _GLFW_WINDOWS.clear()
-        glfw.terminate()
 
 
-atexit.register(release_all)
+atexit.register(_at_exit)

@@ -7,6 +7,7 @@ beta * C.
 """
 from __future__ import annotations
 
+import contextlib
 import time as _time
 
 import numpy as np
@@ -16,29 +17,29 @@ from ...errors import BuildError, RunError, TooSlow
 from ...problem import Problem
 from ...templates import read
 from ..base import Kernel
+from .context import make_current, state_of
 from .layout import Layout
-from .pool import nearest_texture
+from .pool import make_object, nearest_texture
 from .timing import timed
 
 _FLOAT = "f4"
 
 
-_PARKING: dict = {}
-
-
 def parking_framebuffer(ctx):
-    """A 1x1 framebuffer that lives as long as the context."""
-    fbo = _PARKING.get(id(ctx))
-    if fbo is None:
-        fbo = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
-        _PARKING[id(ctx)] = fbo
-    return fbo
+    """A 1x1 framebuffer that lives as long as the context, with ctx made current: its
+    callers bind it to release objects of ctx next, and a thread may hold several contexts."""
+    st = state_of(ctx)
+    make_current(ctx)
+    if st.parking is None:
+        st.parking = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
+    return st.parking
 
 
 def clear_writes_nan(ctx) -> bool:
     """Whether clearing a float framebuffer to NaN stores NaN (checked once per context):
     poisoning by a clear costs no upload."""
-    ok = _CLEARS_NAN.get(id(ctx))
+    st = state_of(ctx)
+    ok = st.clears_nan
     if ok is None:
         tex = ctx.texture((2, 2), 4, dtype=_FLOAT)
         fbo = ctx.framebuffer(color_attachments=[tex])
@@ -49,19 +50,18 @@ def clear_writes_nan(ctx) -> bool:
             parking_framebuffer(ctx).use()
             fbo.release()
             tex.release()
-        _CLEARS_NAN[id(ctx)] = ok
+        st.clears_nan = ok
     return ok
 
 
-_CLEARS_NAN: dict = {}
-
-
-def _packed(cache, key, make) -> bytes:
+def _packed(cache, key, make):
+    """The bytes of make() (a packed array; no copy), kept in `cache` under `key`
+    when there is a cache (which counts len() as bytes)."""
     if cache is None:
         return make()
     data = cache.get(key)
     if data is None:
-        data = make()
+        data = memoryview(np.ascontiguousarray(make())).cast("B")
         cache[key] = data
     return data
 
@@ -69,13 +69,26 @@ def _packed(cache, key, make) -> bytes:
 def placeholder_texture(ctx):
     """A 1x1 texture, set up like every operand texture, for a sampler the shader
     does not read (C when beta == 0); it lives as long as the context."""
-    tex = _PLACEHOLDER.get(id(ctx))
-    if tex is None:
-        tex = _PLACEHOLDER[id(ctx)] = nearest_texture(ctx, (1, 1))
-    return tex
+    st = state_of(ctx)
+    if st.placeholder is None:
+        st.placeholder = nearest_texture(ctx, (1, 1))
+    return st.placeholder
 
 
-_PLACEHOLDER: dict = {}
+def output_array(out, M: int, N: int) -> np.ndarray:
+    """`out` if it can take the result as it is (float32, C-contiguous, (M, N),
+    writeable), else a ValueError that says what is wrong; a new array for None."""
+    if out is None:
+        return np.empty((M, N), np.float32)
+    if not isinstance(out, np.ndarray):
+        raise ValueError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.shape != (M, N) or out.dtype != np.float32 or not out.flags.c_contiguous \
+            or not out.flags.writeable:
+        raise ValueError(f"out must be a writeable C-contiguous float32 array of shape {(M, N)}, "
+                         f"got {out.dtype} {out.shape}"
+                         f"{'' if out.flags.c_contiguous else ', not C-contiguous'}"
+                         f"{'' if out.flags.writeable else ', read-only'}")
+    return out
 
 
 def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float = 0.0):
@@ -99,9 +112,14 @@ class GLKernel(Kernel):
     """One compiled program + the textures of one problem shape."""
 
     def __init__(self, ctx, problem: Problem, config: Config, layout: Layout, source: str,
-                 pool=None):
+                 pool=None, transfers=None):
+        from .transfer import Transfers
         self.ctx = ctx
         self.pool = pool              # a TexturePool: textures come from it and go back to it
+        # how operands go up and C comes back (the backend's; a kernel made without one
+        # uses the driver's own calls and releases nothing it did not make)
+        self._own_transfers = transfers is None
+        self.transfers = transfers if transfers is not None else Transfers(ctx, mode="direct")
         self._textures: dict = {}     # id(tex) -> (tex, size) for the ones this kernel holds
         self._tags = {"A": None, "B": None}   # what tex_a / tex_b hold (an operand-cache tag)
         self.uploads_skipped = 0      # loads whose operand was on the GPU already
@@ -166,7 +184,7 @@ class GLKernel(Kernel):
         if self.pool is not None:
             tex, tag = self.pool.acquire(size)
         else:
-            tex, tag = nearest_texture(self.ctx, size), None
+            tex, tag = make_object(self.ctx, size), None
         self._textures[id(tex)] = (tex, size)
         return tex, tag
 
@@ -212,6 +230,8 @@ class GLKernel(Kernel):
                 pass
         self._textures.clear()
         self.tex_c = None
+        if self._own_transfers:
+            self.transfers.release()
 
     def __enter__(self):
         return self
@@ -229,18 +249,41 @@ class GLKernel(Kernel):
         are the same, unchanged arrays at every call with that cache."""
         L = self.layout
         A, B, C = kernel_operands(self.problem, L, A, B, C, beta)
-        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key, lambda: L.pack_a(A), cache)
-        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key, lambda: L.pack_b(B), cache)
+
+        def packed(which, key, pack):
+            return lambda tex: tex.write(_packed(cache, (which,) + key, pack))
+
+        def row_major(which, X, rows, cols):
+            # X as it is into the texture's top-left corner, zeros around it
+            return lambda tex: self._write_corner(tex, np.ascontiguousarray(X), rows, cols, which)
+        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key,
+                                  row_major("A", A, L.M, L.K) if L.a_row_major else
+                                  packed("A", L.a_pack_key, lambda: L.pack_a(A)), cache)
+        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key,
+                                  row_major("B", B, L.K, L.N) if L.b_row_major else
+                                  packed("B", L.b_pack_key, lambda: L.pack_b(B)), cache)
         if C is not None:
             if self.tex_c is None:
                 self.tex_c, _ = self._take(L.cfull_size)
-            self.tex_c.write(L.pack_c(C).tobytes())
+            self.tex_c.write(L.pack_c(C))
         self._alpha, self._beta = float(alpha), float(beta)
         self._loaded = True
 
-    def _upload(self, which: str, tex, key, pack, cache):
-        """The texture holding packed operand `which`: this kernel's, written (or left
-        as it is when it already holds it), or a pooled one that holds it already."""
+    def _write_corner(self, tex, X: np.ndarray, rows: int, cols: int, slot: str) -> None:
+        """tex <- X (rows x cols floats, 4 a texel) at texel (0, 0), the rest zero."""
+        w, h = self._textures[id(tex)][1]
+        cw = cols // 4
+        self.transfers.write_texture(tex, X, viewport=(0, 0, cw, rows), slot=slot)
+        if cw < w:
+            tex.write(np.zeros((rows, w - cw, 4), np.float32), viewport=(cw, 0, w - cw, rows))
+        if rows < h:
+            tex.write(np.zeros((h - rows, w, 4), np.float32), viewport=(0, rows, w, h - rows))
+
+    def _upload(self, which: str, tex, key, write, cache):
+        """The object (texture or buffer) holding operand `which`: this kernel's, written
+        by write(obj) (or left as it is when it already holds it), or a pooled one that
+        holds it already.  `key` says what the object holds besides the inputs (their
+        packing); `cache` names the inputs (see load())."""
         tag = None if cache is None else (which, cache.token) + key
         if tag is not None and self._tags[which] == tag:
             self.uploads_skipped += 1
@@ -255,7 +298,7 @@ class GLKernel(Kernel):
                 self.uploads_skipped += 1
                 return other
         self._tags[which] = None            # a failed write leaves it unknown
-        tex.write(_packed(cache, (which,) + key, lambda: pack().tobytes()))
+        write(tex)
         self._tags[which] = tag
         return tex
 
@@ -276,11 +319,37 @@ class GLKernel(Kernel):
         if name in self.program:
             self.program[name].value = value
 
-    def execute(self, start: int = 0, stop: int | None = None, src: int = 0) -> int:
+    @contextlib.contextmanager
+    def _rows(self, fbos, rows):
+        """Draws into `fbos` cover fragment rows [r0, r1) of their viewports only (all
+        for None): gl_FragCoord stays the window position, so a pass split into row
+        bands computes what the whole pass does."""
+        if rows is None:
+            yield
+            return
+        full = [fbo.viewport for fbo in fbos]
+        try:
+            for fbo, (x, y, w, _) in zip(fbos, full):
+                fbo.viewport = (x, y + rows[0], w, rows[1] - rows[0])
+            yield
+        finally:
+            for fbo, vp in zip(fbos, full):
+                fbo.viewport = vp
+
+    def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
         """Run passes start..stop-1 (all by default) reading partial sums from texture
-        set `src`; returns the index of the texture set holding the result."""
+        set `src`, over fragment rows `rows` = (r0, r1) (all by default); returns the
+        index of the texture set holding the result."""
         if not self._loaded:
             raise RunError("no inputs loaded: call run() or load() first")
+        with self._rows(self._draw_targets(), rows):
+            return self._execute(start, stop, src)
+
+    def _draw_targets(self) -> list:
+        """The framebuffers the passes draw into."""
+        return self.fbos
+
+    def _execute(self, start: int, stop: int | None, src: int) -> int:
         L = self.layout
         stop = L.passes if stop is None else stop
         self.tex_a.use(0)
@@ -303,40 +372,77 @@ class GLKernel(Kernel):
             src = dst
         return src
 
-    def read(self, which: int) -> np.ndarray:
-        w, h = self.layout.c_size
+    def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
+        """C from texture set `which`, into `out` when given (see output_array)."""
+        L = self.layout
+        out = output_array(out, L.M, L.N)
+        w, h = L.c_size
         arrs = [np.empty((h, w, 4), np.float32) for _ in self.partials[which]]
         for t, arr in zip(self.partials[which], arrs):
-            t.read_into(arr)
-        return self.layout.unpack_c(arrs)
+            self.transfers.read_texture(t, arr)
+        if not L.c_row_major:
+            np.copyto(out, L.unpack_c(arrs))
+            return out
+        # 1x4: target (i, j) holds rows i*hc.. and columns 4*j*wc.. of C as they are
+        for t, arr in enumerate(arrs):
+            i, j = divmod(t, L.mrt_w)
+            r0, c0 = i * h, 4 * j * w
+            r, c = min(h, L.M - r0), min(4 * w, L.N - c0)
+            if r > 0 and c > 0:
+                out[r0:r0 + r, c0:c0 + c] = arr.reshape(h, 4 * w)[:r, :c]
+        return out
 
-    def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
+    @property
+    def passes(self) -> int:
+        return self.layout.passes
+
+    def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0,
+            out: np.ndarray | None = None) -> np.ndarray:
+        """C = alpha * op(A) @ op(B) + beta * C, into `out` when given (a writeable
+        C-contiguous float32 (M, N) array; it may be C itself)."""
+        out = output_array(out, self.layout.M, self.layout.N)
         self.load(A, B, C, alpha=alpha, beta=beta)
         self.poison()
-        return self._finish_run(self._guarded(self.execute))
+        return self._finish_run(self._guarded(self.execute), out)
 
     def checked_run(self, A, B, *, limit_ms: float | None = None,
                     cache=None) -> tuple[np.ndarray, float]:
         """run() for the evaluator: (C, milliseconds of its passes, timed like time()).
 
-        With `limit_ms`, the first eighth of the passes is timed on its own and the
-        run abandoned (TooSlow) when they project a total over limit_ms: a slow corner
-        of the space then costs a fraction of one run.  `cache` as in load()."""
+        With `limit_ms`, the first eighth of the work is timed on its own and the run
+        abandoned (TooSlow) when it projects a total over limit_ms: a slow corner of
+        the space then costs a fraction of one run.  The first eighth is the first
+        eighth of the passes, or of a single pass's fragment rows (a one-pass config
+        is no cheaper to abandon otherwise).  `cache` as in load()."""
         self.load(A, B, cache=cache)
         self.poison()
         q = self.ctx.query(time=True)
-        passes = self.layout.passes
-        first = max(1, passes // 8) if limit_ms is not None and passes > 1 else passes
-        ms, self.timing_source = self._guarded(lambda: timed(self.ctx, q, lambda: self.execute(0, first)))
-        src = first % 2               # the texture set holding the first passes' sums
-        if first < passes:
-            projected = ms * passes / first
-            if projected > limit_ms:
-                raise TooSlow(f"abandoned after {first} of {passes} passes: projected "
-                              f"{projected:.4g} ms > limit {limit_ms:.4g} ms", projected)
-            rest, _ = self._guarded(lambda: timed(self.ctx, q, lambda: self.execute(first, passes, src)))
-            ms += rest
-        return self._finish_run(passes % 2), ms
+        passes, height = self.passes, self.layout.hc
+        holder = [0]                  # what execute() returns: where the sums are
+
+        def run(start, stop, rows=None):
+            src = 0 if rows is not None else holder[0]    # row bands of pass 0 all read set 0
+            holder[0] = self.execute(start, stop, src, rows)
+
+        def timed_run(*piece):
+            return self._guarded(lambda: timed(self.ctx, q, lambda: run(*piece)))
+        if limit_ms is None or (passes == 1 and height < 8):
+            ms, self.timing_source = timed_run(0, passes)
+            return self._finish_run(holder[0]), ms
+        if passes > 1:
+            first = max(1, passes // 8)
+            pieces, done, what = [(0, first), (first, passes)], first / passes, f"{first} of {passes} passes"
+        else:
+            band = height // 8
+            pieces = [(0, 1, (0, band)), (0, 1, (band, height))]
+            done, what = band / height, f"{band} of {height} fragment rows of its one pass"
+        ms, self.timing_source = timed_run(*pieces[0])
+        projected = ms / done
+        if projected > limit_ms:
+            raise TooSlow(f"abandoned after {what}: projected {projected:.4g} ms > limit {limit_ms:.4g} ms",
+                          projected)
+        rest, _ = timed_run(*pieces[1])
+        return self._finish_run(holder[0]), ms + rest
 
     def _guarded(self, fn):
         try:
@@ -346,8 +452,8 @@ class GLKernel(Kernel):
         except Exception as e:
             raise RunError(f"GL execution failed: {e}") from None
 
-    def _finish_run(self, which: int) -> np.ndarray:
-        out = self._guarded(lambda: self.read(which))
+    def _finish_run(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
+        out = self._guarded(lambda: self.read(which, out))
         err = self.ctx.error
         if err != "GL_NO_ERROR":
             raise RunError(f"GL error after execution: {err}")

@@ -116,6 +116,23 @@ class Layout:
 
     # --- packing --------------------------------------------------------
     @property
+    def a_row_major(self) -> bool:
+        """A's packed texture is A's own row-major memory in its top-left corner (one
+        row a texel row, 4 k a texel; zero past it): 1xN channel use, K a multiple of 4."""
+        return self.mc_h == 1 and self.ka == 4 and self.K % 4 == 0
+
+    @property
+    def b_row_major(self) -> bool:
+        """B's packed texture is B's row-major memory in its top-left corner: one k a
+        texel row, 4 columns a texel (mc = 1x4), N a multiple of 4."""
+        return self.kb == 1 and self.mc_w == 4 and self.N % 4 == 0
+
+    @property
+    def c_row_major(self) -> bool:
+        """Each render target holds a block of C's rows with 4 columns a texel (1x4)."""
+        return self.mc_h == 1 and self.mc_w == 4
+
+    @property
     def a_pack_key(self) -> tuple:
         """Layouts with equal keys pack A to the same bytes."""
         return (self.M, self.K, self.Mp, self.Kp, self.mc_h, self.ka)

@@ -1,11 +1,14 @@
-"""TexturePool: RGBA32F textures kept between kernels, with what they hold.
+"""TexturePool: textures and storage buffers kept between kernels, with what they hold.
 
-A search builds hundreds of kernels of one problem shape; at 4096 each needs
-about 256 MB of textures, and allocating and filling them was most of an
-evaluation's fixed cost on an H200.  Released textures wait here, tagged with
+A search builds hundreds of kernels of one problem shape, each needing the
+same large textures (at 4096, about 256 MB), and allocating and filling them
+would be most of an evaluation's fixed cost.  Released objects wait here, tagged with
 the packed operand they hold (or None), so the next kernel with the same sizes
 takes them back and skips the upload when the tag matches.  Bounded by bytes,
 oldest released first out.
+
+An object's size says what it is: (width, height) is an RGBA32F texture,
+(width, height, 1) a one-channel R32F texture, (nbytes,) a storage buffer.
 """
 from __future__ import annotations
 
@@ -15,10 +18,11 @@ from collections import OrderedDict
 _TEXEL_BYTES = 16      # RGBA32F
 
 
-def nearest_texture(ctx, size):
-    """A float RGBA texture read texel by texel (no filtering, no wrapping)."""
+def nearest_texture(ctx, size, components: int = 4):
+    """A float texture (RGBA, or R for components=1) read texel by texel (no
+    filtering, no wrapping)."""
     import moderngl
-    tex = ctx.texture(size, 4, dtype="f4")
+    tex = ctx.texture(tuple(size), components, dtype="f4")
     tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
     tex.repeat_x = False
     tex.repeat_y = False
@@ -49,7 +53,7 @@ class TexturePool:
             if sz == size:
                 self._take(key)
                 return tex, tg
-        return nearest_texture(self.ctx, size), None
+        return make_object(self.ctx, size), None
 
     def take_holding(self, size: tuple[int, int], tag):
         """A pooled texture of this size holding `tag`, or None (nothing is allocated)."""
@@ -106,5 +110,19 @@ def default_pool_bytes(searching: bool = False) -> int:
     return (2 << 30) if searching else (256 << 20)
 
 
+def make_object(ctx, size):
+    """A new object of this size (see the module docstring)."""
+    size = tuple(size)
+    if len(size) == 1:
+        return ctx.buffer(reserve=max(int(size[0]), 16))
+    if len(size) == 3:
+        return nearest_texture(ctx, size[:2], components=size[2])
+    return nearest_texture(ctx, size)
+
+
 def _nbytes(size) -> int:
+    if len(size) == 1:
+        return int(size[0])
+    if len(size) == 3:
+        return int(size[0]) * int(size[1]) * int(size[2]) * 4
     return int(size[0]) * int(size[1]) * _TEXEL_BYTES

@@ -1,30 +1,137 @@
-"""The GL knob space (Jiang's, seeds/002) and its pruning.
+"""The GL knob space (Jiang's, seeds/002, and the image path past its 32-output wall).
 
-Knobs: glsl (the 'compiler' stand-in: GLSL version), fetch (the 'profile'
-stand-in: texelFetch or normalised texture()), unroll, np, mc, mrt_h, mrt_w.
-Pruning uses device limits (draw buffers, texture size, texture units), the
-problem's shape (np <= K, no render target made only of padding) and an
-instruction budget for unrolled code, all before anything compiles.
+Knobs:
+- out: how a fragment writes its outputs.  'mrt' is Jiang's design: one C texel
+  per render target, at most max_draw_buffers x 4 outputs; 'image' writes a
+  block of C with imageStore (GL 4.2 / ARB_shader_image_load_store), so the
+  block is bounded by registers, not by render targets (backends/gl/image_layout).
+- glsl (the 'compiler' stand-in: GLSL version), fetch (the 'profile'
+  stand-in: texelFetch or normalised texture()), unroll, np: as Jiang's.
+- mc, mrt_h, mrt_w: the MRT path's blocking (channel use x render-target grid).
+- block_h, block_w: the C rows x columns one fragment owns on the image path.
+- a_src, b_src: where the image path reads A and B: 'texture' (texelFetch through
+  the texture units) or 'ssbo' (a storage buffer, GL 4.3, through the load path).
+
+Each path fixes the other's knobs to one value, so no kernel appears twice:
+the MRT path has block_h = block_w = 0 and texture operands; the image path
+has mc = 1x4 on a 1x1 target grid (its operands are row-major, 4 floats a
+texel), texelFetch (the normalised texture() only adds address arithmetic),
+the one GLSL version the context compiles image code in, and unroll <= 4 (a
+step of a large block is already hundreds of FMAs).
+
+Pruning, before anything compiles: device limits read at run time (draw
+buffers, texture size and units; for the image path image load/store, storage
+buffers, a framebuffer without attachments, image units and uniforms, storage
+blocks, bindings and block size: where one is missing, the image path or the
+ssbo source drops out of the domains), the shape (np <= K, no render target or
+block row made only of padding) and budgets for unrolled code and registers.
+
+Phased order (Jiang's, with the path in front): for each out (image first), glsl,
+fetch, unroll: np over powers of two, then mc, then the MRT grid, then the
+image block, then the operand sources, then np refined recursively.  On one
+path the other path's groups hold one valid point, so they cost nothing.  The
+image path goes first because its best config is the bar every later config
+races against: MRT configs slower than 1.5x that bar are abandoned after their
+first passes (search/evaluate.py), which keeps the complete tune short.  Start
+points: later combinations of a path start from the best config so far; the
+image path's first one from its first valid config in domain order (the
+domains are ordered for that: an 8 x 16 block, B from a storage buffer, the
+smallest np, which the np phase then sweeps), the MRT path's first one from the
+plan's start, the default config (an MRT config), since the best config so far
+is an image config then.
 """
 from __future__ import annotations
 
 import functools
+import itertools
 
 from ...config import Config
 from ...problem import Problem
-from ...space import Space
+from ...space import PhasePlan, Space
 from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
+from .image_layout import ImageLayout
 from .layout import MC_SHAPES, Layout, packing
 
 MRT_SIDES = (1, 2, 4)
-# Unrolled body budget: (steps per loop body) x (render targets), a proxy for
-# the instruction count of the generated loop body.  Measured on an H200 at 1024
-# (mc=1x4, 4x2 targets, unroll=full): a body of 64 runs at full speed, 128 at 0.6x,
-# 256 at 0.04x after a 2.5 s compile, 1024 at 0.01x after a 40 s compile.
+OUTS = ("image", "mrt")
+# Domain orders: the image path's first valid config in domain order is where the
+# phased search starts it (see the module docstring): an 8 x 16 block (128
+# accumulators, the register budget) reading A from a texture and B from a storage
+# buffer, the fastest shape of a first probe (notes/gl.md).
+A_SOURCES = ("texture", "ssbo")
+B_SOURCES = ("ssbo", "texture")
+BLOCK_ROWS = (8, 16, 12, 4, 2, 1)
+BLOCK_COLS = (16, 8, 12, 4)
+IMAGE_UNROLLS = (1, 2, 4)
+# Unrolled body budget (MRT): (steps per loop body) x (render targets), a proxy for
+# the instruction count of the generated loop body: past it, compiles take seconds
+# and the kernel runs many times slower (notes/gl.md has the measurement).
 UNROLL_BUDGET = 128
+# The image path's loop body in scalar FMAs (steps x block_h x block_w x 4): the MRT
+# budget's 128 steps x targets of a 1x4 target, 16 FMAs each.
+IMAGE_BODY_BUDGET = UNROLL_BUDGET * 16
+# Accumulators a fragment may hold (block_h x block_w floats).  With the operands of
+# one step live beside them, 128 accumulators use about 180 of the 255 registers an
+# NVIDIA thread can address; larger blocks spill (notes/gl.md has the measurement).
+REGISTER_BUDGET = 128
 
-PHASES = {"outer": ["glsl", "fetch", "unroll"], "refine": "np",
-          "groups": [["mc"], ["mrt_h", "mrt_w"]]}
+PHASES = PhasePlan(outer=("out", "glsl", "fetch", "unroll"), refine="np",
+                   groups=(("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
+
+# What a config that leaves out the image-path knobs means (configs stored and
+# written before they existed): Jiang's MRT path.
+MRT_DEFAULTS = {"out": "mrt", "block_h": 0, "block_w": 0, "a_src": "texture", "b_src": "texture"}
+
+
+def with_defaults(config) -> Config:
+    """`config` with the image-path knobs it leaves out set to the MRT path's values."""
+    cfg = config if isinstance(config, Config) else Config(config)
+    missing = {k: v for k, v in MRT_DEFAULTS.items() if k not in cfg}
+    return cfg.replace(**missing) if missing else cfg
+
+
+class GLSpace(Space):
+    """The GL space: a config without the image-path knobs is read as an MRT config.
+
+    Enumeration walks each path's own product (the other path's knobs at the one
+    value the restrictions allow them) instead of the product of every domain,
+    which is hundreds of times larger; every point is still checked against every
+    restriction (a test compares both on small shapes)."""
+
+    _path_valid: list | None = None
+
+    def why_invalid(self, cfg) -> str | None:
+        return super().why_invalid(with_defaults(cfg))
+
+    def configs(self) -> list[Config]:
+        if self._path_valid is None:
+            found = []
+            for path in self._paths():
+                names = list(path)
+                for values in itertools.product(*path.values()):
+                    cfg = Config(dict(zip(names, values)))
+                    if super().why_invalid(cfg) is None:
+                        found.append(cfg)
+            self._path_valid = found
+        return list(self._path_valid)
+
+    def _paths(self):
+        """Per path, the domains its configs can take (each within the knob's domain)."""
+        k = self.knobs
+
+        def only(knob, keep):
+            return tuple(v for v in k[knob] if keep(v))
+        if "image" in k["out"]:
+            yield {**k, "out": ("image",), "glsl": only("glsl", lambda v: v == self.constants["image_glsl"]),
+                   "fetch": only("fetch", lambda v: v == "texelFetch"), "mc": only("mc", lambda v: v == "1x4"),
+                   "mrt_h": only("mrt_h", lambda v: v == 1), "mrt_w": only("mrt_w", lambda v: v == 1),
+                   "unroll": only("unroll", lambda v: v in IMAGE_UNROLLS),
+                   "block_h": only("block_h", bool), "block_w": only("block_w", bool)}
+        if "mrt" in k["out"]:
+            yield {**k, "out": ("mrt",), "block_h": only("block_h", lambda v: v == 0),
+                   "block_w": only("block_w", lambda v: v == 0),
+                   "a_src": only("a_src", lambda v: v == "texture"),
+                   "b_src": only("b_src", lambda v: v == "texture")}
 
 
 def np_values(K: int) -> list[int]:
@@ -44,14 +151,70 @@ def np_values(K: int) -> list[int]:
     return sorted(v for v in vals if v <= kpad)
 
 
+def image_glsl(limits: dict) -> str | None:
+    """The GLSL version image-path shaders are written in on this device: 450 where the
+    context has it, else 330 with the ARB extensions (the template adds them)."""
+    if int(limits.get("gl_version", 330)) >= 450:
+        return "450"
+    return "330"
+
+
+def image_path_available(limits: dict) -> bool:
+    """Image load/store in fragment shaders, one image unit and a framebuffer with
+    no attachments to draw into; all read from the device (device.read_limits)."""
+    return bool(limits.get("image_store") and limits.get("fbo_no_attachments")
+                and int(limits.get("max_fragment_image_uniforms", 0)) >= 1
+                and int(limits.get("max_image_units", 0)) >= 1)
+
+
+def ssbo_sources(limits: dict) -> int:
+    """How many operands may come from storage buffers in a fragment shader (0: none)."""
+    if not limits.get("ssbo"):
+        return 0
+    return min(2, int(limits.get("max_fragment_ssbo_blocks", 0)), int(limits.get("max_ssbo_bindings", 0)),
+               # every storage block and image counts against the combined output resources
+               max(0, int(limits.get("max_combined_output_resources", 0)) - 1))
+
+
 def _steps(cfg) -> int:
     return int(cfg["np"]) // packing(cfg["mc"])[2]
+
+
+def _body_steps(cfg) -> int:
+    u = cfg["unroll"]
+    return _steps(cfg) if u == "full" else int(u)
 
 
 def gl_space(problem: Problem, limits: dict) -> Space:
     M, N, K = problem.M, problem.N, problem.K
     kpad = -(-K // 4) * 4
     max_tex = int(limits.get("max_texture_size", 4096))
+    images = image_path_available(limits)
+    n_ssbo = ssbo_sources(limits) if images else 0
+    glsl_image = image_glsl(limits)
+    max_ssbo_bytes = int(limits.get("max_ssbo_bytes", 0))
+
+    max_draw_buffers = int(limits.get("max_draw_buffers", 8))
+    gl_version = int(limits.get("gl_version", 330))
+    max_texture_units = int(limits.get("max_texture_units", 16))
+
+    # restrictions are functions (an expression string re-reads every knob per check, and
+    # the space is checked point by point); each docstring is the message when it fails
+    def draw_buffers(cfg: Config) -> bool:
+        """mrt_h * mrt_w <= max_draw_buffers (the MRT path)"""
+        return cfg["out"] == "image" or cfg["mrt_h"] * cfg["mrt_w"] <= max_draw_buffers
+
+    def glsl_version(cfg: Config) -> bool:
+        """int(glsl) <= gl_version"""
+        return int(cfg["glsl"]) <= gl_version
+
+    def texture_units(cfg: Config) -> bool:
+        """3 + mrt_h * mrt_w <= max_texture_units"""
+        return 3 + cfg["mrt_h"] * cfg["mrt_w"] <= max_texture_units
+
+    def np_within_k(cfg: Config) -> bool:
+        """np <= K rounded up to 4"""
+        return cfg["np"] <= kpad
 
     def np_fits_packing(cfg: Config) -> bool:
         """np is a whole number of A texels (4 k for 1xN, 2 k for 2x2)"""
@@ -65,28 +228,68 @@ def gl_space(problem: Problem, limits: dict) -> Space:
 
     def unroll_budget(cfg: Config) -> bool:
         """unrolled loop body within the instruction budget"""
-        u = cfg["unroll"]
-        body = _steps(cfg) if u == "full" else int(u)
-        return body * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
+        if cfg["out"] == "image":
+            return _body_steps(cfg) * cfg["block_h"] * cfg["block_w"] * 4 <= IMAGE_BODY_BUDGET
+        return _body_steps(cfg) * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
 
     @functools.lru_cache(maxsize=None)
     def layout(mc, mrt_h, mrt_w, np_) -> Layout:
         # the same layout serves several restrictions and every glsl/fetch/unroll value
         return Layout.plan(M, N, K, mc=mc, mrt_h=mrt_h, mrt_w=mrt_w, np=np_)
 
+    @functools.lru_cache(maxsize=None)
+    def image_layout(rows, cols, np_) -> ImageLayout:
+        return ImageLayout.plan(M, N, K, rows=rows, cols=cols, np=np_)
+
     def layout_of(cfg: Config) -> Layout:
         return layout(cfg["mc"], cfg["mrt_h"], cfg["mrt_w"], cfg["np"])
 
+    def image_layout_of(cfg: Config) -> ImageLayout:
+        return image_layout(cfg["block_h"], cfg["block_w"], cfg["np"])
+
+    def mrt_path_knobs(cfg: Config) -> bool:
+        """the MRT path reads textures and owns no image block"""
+        return cfg["out"] == "image" or (cfg["block_h"] == 0 and cfg["block_w"] == 0
+                                         and cfg["a_src"] == "texture" and cfg["b_src"] == "texture")
+
+    def image_path_knobs(cfg: Config) -> bool:
+        """the image path: a block of rows x columns, 1x4 texels on one target, texelFetch,
+        the device's image GLSL version, unroll <= 4"""
+        return cfg["out"] == "mrt" or (
+            cfg["block_h"] > 0 and cfg["block_w"] > 0 and cfg["mc"] == "1x4"
+            and cfg["mrt_h"] == 1 and cfg["mrt_w"] == 1 and cfg["fetch"] == "texelFetch"
+            and cfg["glsl"] == glsl_image and cfg["unroll"] in IMAGE_UNROLLS)
+
+    def ssbo_fits(cfg: Config) -> bool:
+        """storage-buffer operands within the device's fragment blocks and block size"""
+        n = (cfg["a_src"] == "ssbo") + (cfg["b_src"] == "ssbo")
+        if n == 0:
+            return True
+        if n > n_ssbo:
+            return False
+        L = image_layout_of(cfg)
+        return ((cfg["a_src"] != "ssbo" or L.a_bytes <= max_ssbo_bytes)
+                and (cfg["b_src"] != "ssbo" or L.b_bytes <= max_ssbo_bytes))
+
+    def register_budget(cfg: Config) -> bool:
+        """block_h x block_w accumulators within the register budget"""
+        return cfg["block_h"] * cfg["block_w"] <= REGISTER_BUDGET
+
     def targets_hold_data(cfg: Config) -> bool:
-        """every render target holds some of C (no target made only of padding)"""
+        """every render target (image path: block row / column group) holds some of C"""
+        if cfg["out"] == "image":
+            L = image_layout_of(cfg)
+            return (L.rows - 1) * L.hc < M and (L.col_texels - 1) * L.wc < L.NB
         L = layout_of(cfg)
         return (L.mrt_h - 1) * L.hc * L.mc_h < M and (L.mrt_w - 1) * L.wc * L.mc_w < N
 
     def textures_fit(cfg: Config) -> bool:
         """every texture within the device's max texture size"""
-        return layout_of(cfg).largest_texture() <= max_tex
+        L = image_layout_of(cfg) if cfg["out"] == "image" else layout_of(cfg)
+        return L.largest_texture() <= max_tex
 
     knobs = {
+        "out": OUTS if images else ("mrt",),
         "glsl": GLSL_VERSIONS,
         "fetch": FETCH_STYLES,
         "unroll": UNROLLS,
@@ -94,38 +297,50 @@ def gl_space(problem: Problem, limits: dict) -> Space:
         "mc": tuple(MC_SHAPES),
         "mrt_h": MRT_SIDES,
         "mrt_w": MRT_SIDES,
+        "block_h": (0,) + (BLOCK_ROWS if images else ()),
+        "block_w": (0,) + (BLOCK_COLS if images else ()),
+        "a_src": A_SOURCES if n_ssbo else ("texture",),
+        "b_src": B_SOURCES if n_ssbo else ("texture",),
     }
     restrictions = [
-        "mrt_h * mrt_w <= max_draw_buffers",
-        "int(glsl) <= gl_version",
-        "3 + mrt_h * mrt_w <= max_texture_units",
-        "np <= kpad",
+        mrt_path_knobs,
+        image_path_knobs,
+        draw_buffers,
+        glsl_version,
+        texture_units,
+        np_within_k,
         np_fits_packing,
         unroll_divides_pass,
         unroll_budget,
+        register_budget,
+        ssbo_fits,
         targets_hold_data,
         textures_fit,
     ]
-    constants = {"max_draw_buffers": int(limits.get("max_draw_buffers", 8)),
-                 "gl_version": int(limits.get("gl_version", 330)),
-                 "max_texture_units": int(limits.get("max_texture_units", 16)),
-                 "kpad": kpad, "M": M, "N": N, "K": K}
-    space = Space(knobs, restrictions, constants, phases=PHASES)
-    space.phases["start"] = default_config(problem, space).to_dict()
+    constants = {"max_draw_buffers": max_draw_buffers, "gl_version": gl_version,
+                 "max_texture_units": max_texture_units,
+                 "kpad": kpad, "M": M, "N": N, "K": K, "image_glsl": glsl_image}
+    space = GLSpace(knobs, restrictions, constants, phases=PHASES)
+    space.phases = PHASES.starting_at(default_config(problem, space))
     return space
 
 
 def default_config(problem: Problem, space: Space) -> Config:
-    """A safe, usually fast config: 1x4 packing on 4x2 targets, 128-k passes (the best
-    shape measured on an H200, bench-gl), falling back to smaller blockings."""
+    """A safe, usually fast config (what matmul runs untuned): 1x4 packing on 4x2
+    targets, 128-k passes (the fastest MRT shape of bench-gl), falling back to smaller
+    blockings.  It is an MRT config, which every GL 3.3 driver runs: the image path
+    becomes the default only once it has been measured on the GPUs it would be the
+    default on (notes/gl.md)."""
     kpad = -(-max(problem.K, 1) // 4) * 4
     np_ = min(128, kpad)
     for mc, mh, mw in (("1x4", 4, 2), ("1x4", 2, 2), ("1x4", 1, 1), ("1x1", 1, 1)):
         for unroll in (4, 1, "full"):
-            cfg = Config(glsl="330", fetch="texelFetch", unroll=unroll, np=np_, mc=mc, mrt_h=mh, mrt_w=mw)
+            cfg = with_defaults(Config(glsl="330", fetch="texelFetch", unroll=unroll, np=np_, mc=mc,
+                                       mrt_h=mh, mrt_w=mw))
             if cfg in space:
                 return cfg
     configs = space.configs()
     if not configs:
         raise ValueError(f"the GL space for {problem.key} is empty")
     return configs[0]
+

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 
-_SOFTWARE: dict = {}
+from .context import state_of
 
 
 def software_renderer(ctx) -> bool:
     """Whether ctx renders on the CPU (llvmpipe and kin); read once per context."""
-    v = _SOFTWARE.get(id(ctx))
+    st = state_of(ctx)
+    v = st.software
     if v is None:
         from .device import is_software_renderer
         renderer = getattr(ctx, "renderer", None)      # the assembly path's own context
@@ -24,7 +25,7 @@ def software_renderer(ctx) -> bool:
             for _ in range(8):   # ctx.info probes queries a driver may reject: clear their errors
                 if ctx.error == "GL_NO_ERROR":
                     break
-        v = _SOFTWARE[id(ctx)] = is_software_renderer(renderer)
+        v = st.software = is_software_renderer(renderer)
     return v
 
 

@@ -1,0 +1,234 @@
+"""python -m shadertune.db: look into a tuning store, export it, import others, prune it."""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import time
+
+from .. import __version__
+from ..problem import Problem
+from ..texttable import text_table
+from . import exchange
+from .store import Store, StoreError, default_path
+
+PROG = "shadertune.db"
+
+EPILOG = """\
+commands:
+  devices    backends and devices in the store: results, correct ones, problems,
+             template hashes (kernel versions), last write
+  problems   the same per problem
+  best       the fastest correct config per problem (errors judged against
+             --tolerance, default 1e-5 float32, 1e-12 float64)
+  export     every matching result as JSON lines (default) or CSV, to -o FILE or stdout
+  import     merge stores (any version this one reads) or exports (JSON lines, CSV)
+             into --db: device keys and template hashes kept; a result stored
+             already keeps the newer measurement (its timestamp); all or nothing
+  prune      delete the matching results (at least one filter; --dry-run counts)
+
+filters (every command): --backend NAME, --device TEXT (a part of the device
+key 'renderer | driver'), --template-hash H, --problem MxNxK, --dtype; export
+and prune also --status S and --older-than DAYS; prune also --stale-templates
+(results of kernels this shadertune no longer has, for the backends it knows).
+
+store: --db PATH, else $SHADERTUNE_DB, else $XDG_CACHE_HOME/shadertune/tune.sqlite.
+A read-only store is read where it is; import and prune need a writable one.
+
+exit status: 0; 1 with one line '{prog}: error: <reason>' on stderr when the store
+or a file cannot be used; 2 on bad arguments.
+""".format(prog=PROG)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Inspect, export, import/merge and prune a shadertune "
+                "tuning store.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s (shadertune) {__version__}")
+    p.add_argument("--db", metavar="PATH", help="the store (default: $SHADERTUNE_DB or the cache dir)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           parser_class=_Parser)
+
+    def filters(sp, more=False):
+        sp.add_argument("--backend", help="only this backend (gl, cuda, ...)")
+        sp.add_argument("--device", metavar="TEXT", help="only devices whose key contains TEXT")
+        sp.add_argument("--template-hash", metavar="H", help="only results of these kernels")
+        sp.add_argument("--problem", metavar="MxNxK", help="only this shape (N: N x N x N)")
+        sp.add_argument("--dtype", choices=("float32", "float64"))
+        if more:
+            sp.add_argument("--status", help="only results with this status (ok, wrong, ...)")
+            sp.add_argument("--older-than", type=float, metavar="DAYS",
+                            help="only results written more than DAYS days ago")
+        return sp
+
+    filters(sub.add_parser("devices", help="backends and devices in the store"))
+    filters(sub.add_parser("problems", help="problems per device")).add_argument(
+        "--tolerance", type=float, help="judge errors against this (default: per dtype)")
+    filters(sub.add_parser("best", help="the best config per problem")).add_argument(
+        "--tolerance", type=float, help="judge errors against this (default: per dtype)")
+    ex = filters(sub.add_parser("export", help="results as JSON lines or CSV"), more=True)
+    ex.add_argument("--format", choices=exchange.FORMATS, default=None,
+                    help="jsonl (default) or csv (default from -o's extension)")
+    ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    im = sub.add_parser("import", help="merge stores or exports into --db")
+    im.add_argument("sources", nargs="+", metavar="SOURCE", help="a store, .jsonl or .csv export")
+    pr = filters(sub.add_parser("prune", help="delete matching results"), more=True)
+    pr.add_argument("--stale-templates", action="store_true",
+                    help="only results whose template hash is not the backend's current one")
+    pr.add_argument("--dry-run", action="store_true", help="count, delete nothing")
+    return p
+
+
+def where_of(args) -> tuple[list[str], list]:
+    """SQL conditions and their arguments from the filter options."""
+    conds, vals = [], []
+    for opt, cond in (("backend", "backend = ?"), ("device", "instr(device, ?) > 0"),
+                      ("template_hash", "template_hash = ?"), ("dtype", "dtype = ?"),
+                      ("status", "status = ?")):
+        v = getattr(args, opt, None)
+        if v is not None:
+            conds.append(cond)
+            vals.append(v)
+    if args.problem is not None:
+        try:
+            p = Problem.parse(args.problem)
+        except ValueError as e:
+            raise _BadArgument(f"--problem: {e}") from None
+        conds.append("M = ? AND N = ? AND K = ?")
+        vals += [p.M, p.N, p.K]
+    days = getattr(args, "older_than", None)
+    if days is not None:
+        if not days >= 0:
+            raise _BadArgument("--older-than must be at least 0 days")
+        conds.append("written < ?")
+        vals.append(time.time() - days * 86400)
+    return conds, vals
+
+
+def _when(t) -> str:
+    return datetime.datetime.fromtimestamp(t).isoformat(sep=" ", timespec="seconds") if t else "-"
+
+
+def cmd_devices(store, args, where, vals) -> None:
+    rows = store.summary(("backend", "device"), where, vals)
+    print(text_table(["backend", "device", "results", "correct", "problems", "template hashes",
+                      "last written"],
+                     [[r["backend"], r["device"], r["results"], r["correct"], r["problems"],
+                       r["template_hashes"], _when(r["written"])] for r in rows]))
+
+
+def _problem(r) -> str:
+    t = "".join(" T" + w for w, k in (("a", "trans_a"), ("b", "trans_b")) if r[k])
+    return f"{r['M']}x{r['N']}x{r['K']} {r['dtype']}{t}"
+
+
+_PROBLEM_COLS = ("backend", "device", "template_hash", "M", "N", "K", "dtype", "trans_a", "trans_b")
+
+
+def cmd_problems(store, args, where, vals) -> None:
+    rows = store.summary(_PROBLEM_COLS, where, vals, tolerance=args.tolerance)
+    print(text_table(["backend", "device", "template hash", "problem", "results", "correct",
+                      "last written"],
+                     [[r["backend"], r["device"], r["template_hash"], _problem(r), r["results"],
+                       r["correct"], _when(r["written"])] for r in rows]))
+
+
+def cmd_best(store, args, where, vals) -> None:
+    out = []
+    for r in store.summary(_PROBLEM_COLS, where, vals, tolerance=args.tolerance):
+        p = Problem(r["M"], r["N"], r["K"], r["dtype"], bool(r["trans_a"]), bool(r["trans_b"]))
+        b = store.best(r["backend"], r["device"], p, r["template_hash"], tolerance=args.tolerance)
+        out.append([r["backend"], r["device"], r["template_hash"], _problem(r),
+                    " ".join(f"{k}={v}" for k, v in sorted(b.config.items())) if b else "(none correct)",
+                    f"{b.gflops:.4g}" if b else "-", f"{b.median_ms:.4g}" if b else "-",
+                    f"{b.error:.1e}" if b and b.error is not None else "-"])
+    print(text_table(["backend", "device", "template hash", "problem", "best config", "GFLOP/s",
+                      "ms", "error"], out))
+
+
+def cmd_export(store, args, where, vals) -> None:
+    fmt = args.format or ("csv" if (args.output or "").lower().endswith(".csv") else "jsonl")
+    out, owned = exchange.open_output(args.output)
+    try:
+        n = exchange.export(store, out, fmt, where, vals)
+    finally:
+        if owned:
+            out.close()
+    if owned:
+        print(f"{n} results written to {args.output} ({fmt})", file=sys.stderr)
+
+
+def cmd_import(store, args, where, vals) -> None:
+    counts = exchange.merge(store, args.sources)
+    print(f"{counts['added']} added, {counts['replaced']} replaced by newer measurements, "
+          f"{counts['kept']} kept (the stored measurement was as new or newer); store: {store.path}")
+
+
+def cmd_prune(store, args, where, vals) -> None:
+    if args.stale_templates:
+        (stale, more), skipped = _stale_templates(store)
+        where, vals = f"{where} AND {stale}", [*vals, *more]
+        for name in skipped:
+            print(f"{PROG}: backend {name!r} is not known here: its results are left alone",
+                  file=sys.stderr)
+    elif where == "1":
+        raise _BadArgument("prune needs at least one filter (it would delete every result)")
+    cond = where
+    n = store.count_rows(cond, vals)
+    if args.dry_run:
+        print(f"{n} results would be deleted from {store.path}")
+        return
+    store.delete(f"schema = ? AND {cond}", [store.version, *vals])
+    print(f"{n} results deleted from {store.path}")
+
+
+def _stale_templates(store) -> tuple[tuple[str, list], list[str]]:
+    """An SQL condition for results of template hashes not current for their backend."""
+    from ..backends import available, get_backend
+    names = [r["backend"] for r in store.summary(("backend",))]
+    known = [n for n in names if n in available()]
+    current = {n: get_backend(n).template_hash() for n in known}
+    if not current:
+        return ("0", []), names
+    cond = " OR ".join("(backend = ? AND template_hash != ?)" for _ in current)
+    return (f"({cond})", [v for kv in current.items() for v in kv]), [n for n in names if n not in current]
+
+
+class _BadArgument(Exception):
+    pass
+
+
+COMMANDS = {"devices": cmd_devices, "problems": cmd_problems, "best": cmd_best,
+            "export": cmd_export, "import": cmd_import, "prune": cmd_prune}
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "tolerance", None) is not None and not args.tolerance > 0:
+        parser.error("--tolerance must be positive")
+    try:
+        conds, vals = where_of(args) if args.command != "import" else ([], [])
+    except _BadArgument as e:
+        parser.error(str(e))
+    where = " AND ".join(conds) or "1"
+    path = args.db or default_path()
+    reading = args.command not in ("import", "prune")
+    try:
+        if reading and not os.path.exists(path):
+            raise StoreError(f"store {path} does not exist")
+        with Store(path, readonly=True if reading else None) as store:
+            COMMANDS[args.command](store, args, where, vals)
+    except _BadArgument as e:
+        parser.error(str(e))
+    except StoreError as e:
+        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:              # e.g. `export | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

@@ -1,0 +1,192 @@
+"""Export, import and merge: a store's results as JSON lines or CSV, and other stores.
+
+Export writes one record per stored result, oldest write first, with the fields
+FIELDS: the key (backend, device, problem, config, template_hash), the columns a
+reader filters on, when it was written, the seconds its measurement took, the
+seed it was verified with, and `result`, the whole Result (every time kept).  In
+JSON lines `config` and `result` are objects; in CSV they are JSON text and an
+empty cell is null.
+
+Import reads another store (SQLite, any schema version this one reads, opened
+read-only) or an export (JSON lines or CSV, told apart by their first
+character).  Every record is checked (its result decodes; its key columns agree
+with its result) as it is read, and all are written in one transaction: a bad
+record writes nothing and says which line it is.  Records keep their backend,
+device and template hash, so results of different devices never mix and results
+of other kernels stay apart.
+
+Conflicts: a record whose key is stored already keeps the newer measurement, by
+the Result's timestamp (when it was measured); on a tie the stored one stays, so
+importing the same file twice changes nothing.  Both are measurements of one
+kernel on one device and driver, and the newer one is the machine as it is now:
+the rule a search follows when it measures a config again.  Keeping both would
+make the key ambiguous for every reader.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import pathlib
+import sys
+from collections.abc import Iterator
+
+from ..config import Config
+from ..result import Result
+from . import schema
+from .store import Store, StoreError
+
+FIELDS = ("backend", "device", "problem", "config", "template_hash", "schema", "M", "N", "K",
+          "dtype", "trans_a", "trans_b", "status", "median_ms", "gflops", "error", "written",
+          "seconds", "seed", "result")
+FORMATS = ("jsonl", "csv")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+# --- export --------------------------------------------------------------------
+
+def records(store: Store, where: str = "1", args=()) -> Iterator[dict]:
+    """The store's rows as export records (config and result decoded)."""
+    for row in store.rows(where, args):
+        rec = {k: row[k] for k in FIELDS}
+        try:
+            rec["config"] = json.loads(row["config"])
+            rec["result"] = json.loads(row["result"])
+        except ValueError as e:
+            raise StoreError(f"store {store.path} holds a result that cannot be decoded ({e})") from None
+        rec["trans_a"], rec["trans_b"] = bool(row["trans_a"]), bool(row["trans_b"])
+        rec["schema"] = schema.SCHEMA_VERSION     # what the record reads as now
+        yield rec
+
+
+def export(store: Store, out, fmt: str = "jsonl", where: str = "1", args=()) -> int:
+    """Write the matching records to the text stream `out`; returns how many."""
+    if fmt not in FORMATS:
+        raise ValueError(f"export format must be one of {FORMATS}, got {fmt!r}")
+    n = 0
+    if fmt == "jsonl":
+        for rec in records(store, where, args):
+            out.write(json.dumps(rec, allow_nan=True, separators=(",", ":")) + "\n")
+            n += 1
+        return n
+    w = csv.DictWriter(out, FIELDS, lineterminator="\n")
+    w.writeheader()
+    for rec in records(store, where, args):
+        rec["config"] = json.dumps(rec["config"], sort_keys=True, separators=(",", ":"))
+        rec["result"] = json.dumps(rec["result"], allow_nan=True, separators=(",", ":"))
+        w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
+        n += 1
+    return n
+
+
+# --- import --------------------------------------------------------------------
+
+def read_records(path) -> Iterator[tuple[str, dict]]:
+    """(where, record) from a store or an export file; where names the record for errors."""
+    path = pathlib.Path(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError as e:
+        raise StoreError(f"cannot read {path}: {e.strerror or e}") from None
+    if head == _SQLITE_MAGIC:
+        with Store(path, readonly=True) as src:
+            for i, rec in enumerate(records(src), 1):
+                yield f"{path}: row {i}", rec
+        return
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise StoreError(f"cannot read {path}: not a store, JSON lines or CSV export ({e})") from None
+    if text.lstrip()[:1] == "{":
+        for i, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except ValueError as e:
+                    raise StoreError(f"{path}: line {i}: not JSON ({e})") from None
+                yield f"{path}: line {i}", rec
+        return
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [k for k in ("template_hash", "written", "result") if k not in (reader.fieldnames or [])]
+    if missing:
+        raise StoreError(f"{path}: not a store, JSON lines or CSV export of one (no "
+                         f"{', '.join(missing)} column)")
+    for i, rec in enumerate(reader, 2):
+        yield f"{path}: line {i}", {k: (None if v == "" else v) for k, v in rec.items()}
+
+
+def _decoded(v):
+    return json.loads(v) if isinstance(v, str) else v
+
+
+def _number(v, kind):
+    if v is None:
+        return None
+    x = kind(v)
+    if kind is float and not math.isfinite(x):
+        raise ValueError(f"{v!r} is not a finite number")
+    return x
+
+
+def row_from(where: str, rec) -> dict:
+    """A results row from an export record, checked; StoreError naming `where` if not one."""
+    try:
+        if not isinstance(rec, dict):
+            raise TypeError(f"a record is an object, got {type(rec).__name__}")
+        r = Result.from_dict(_decoded(rec["result"]))
+        th = rec["template_hash"]
+        if not isinstance(th, str) or not th:
+            raise ValueError("template_hash must be a non-empty string")
+        version = int(rec.get("schema") or schema.SCHEMA_VERSION)
+        written = _number(rec["written"], float)
+        seconds, seed = _number(rec.get("seconds"), float), _number(rec.get("seed"), int)
+        config = Config(_decoded(rec["config"])) if rec.get("config") is not None else r.config
+    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        raise StoreError(f"{where}: not a shadertune result record ({type(e).__name__}: {e})") from None
+    if version > schema.SCHEMA_VERSION:
+        raise StoreError(f"{where}: written by a newer shadertune (schema version {version}): "
+                         f"upgrade shadertune to import it")
+    for field, mine in (("backend", r.backend), ("device", r.device), ("problem", r.problem.key)):
+        if rec.get(field) is not None and rec[field] != mine:
+            raise StoreError(f"{where}: its {field} {rec[field]!r} is not its result's {mine!r}")
+    if config != r.config:
+        raise StoreError(f"{where}: its config {config.key} is not its result's {r.config.key}")
+    row = Store.row_of(r, th, written, seconds, seed)
+    row["_measured"] = r.timestamp
+    return row
+
+
+def _older_or_same(new_row: dict, old_result_json: str) -> bool:
+    """keep_old for merging: the stored measurement stays unless the new one is newer."""
+    try:
+        old = float(json.loads(old_result_json)["timestamp"])
+    except (ValueError, KeyError, TypeError):
+        return False                     # an undecodable stored result gives way
+    return new_row["_measured"] <= old
+
+
+def merge(store: Store, sources) -> dict:
+    """Import every source into `store` in one transaction; counts {"added", "replaced", "kept"}."""
+    sources = [pathlib.Path(s) for s in sources]
+    for s in sources:
+        if s.exists() and store.path.exists() and os.path.samefile(s, store.path):
+            raise StoreError(f"{s} is the store itself: nothing to import")
+
+    def rows():
+        for s in sources:
+            for where, rec in read_records(s):
+                yield row_from(where, rec)
+    return store.write_rows(rows(), keep_old=_older_or_same)
+
+
+def open_output(path):
+    """A text stream for an export: stdout for None or '-'."""
+    if path in (None, "-"):
+        return sys.stdout, False
+    try:
+        return open(path, "w", newline=""), True
+    except OSError as e:
+        raise StoreError(f"cannot write {path}: {e.strerror or e}") from None

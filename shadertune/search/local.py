@@ -1,0 +1,132 @@
+"""Local search with restarts: what every strategy does with budget left over.
+
+From a config, a step looks at its neighbourhood (see `neighbourhood`) and
+moves to a better neighbour, until none is better (a local optimum), as in
+Kernel Tuner's greedy iterated local search and tinygrad's beam search:
+
+- a neighbour already evaluated that beats the current config is moved to at
+  once (no evaluation);
+- the others are timed in batches of `options.batch`; the first batch with a
+  better config moves the search to the best of that batch;
+- with a cost model, the neighbours are timed in order of predicted time and
+  at most `options.step_evals` per step (the model's best guesses); without
+  one, every neighbour may be timed.
+
+Restarts: after the first local optimum the search times a batch of fresh
+starting points (the strategy says which: the next-ranked configs of the
+model, the best of other phases, random draws) and climbs from the best of
+them.  Convergence rule: the search ends when `options.patience` restarts in a
+row have not improved the best time by at least `options.min_gain`
+(relative), or when the restarts run out; the budget may end it anywhere
+(BudgetExhausted).  A restart that finds a gain resets the count, so a search
+that still improves keeps its budget.  A restart counts only if it timed
+something new and some config has passed verification: restarts among
+configs already timed are no evidence, and a model whose best guesses all
+fail must not end the search.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+
+from ..config import Config
+from ..space import Space
+from .budget import Tracker, score
+from .options import SearchOptions
+
+
+def neighbourhood(space: Space, cfg: Config) -> list[Config]:
+    """Valid configs one move from `cfg`, in this order:
+
+    1. one knob changed, knobs in declaration order: an ordered (numeric)
+       domain gives the values 1, 2, 4, 8, ... places away on either side,
+       nearest first (large domains stay cheap; far values are a few moves
+       away); any other domain gives each other value;
+    2. one knob group of the space's phase plan changed jointly (every
+       combination of the group's values): coupled knobs, such as a warp's
+       TM, TN, WM, WN, rarely stay valid when one changes alone."""
+    moves: list[Config] = []
+    for knob, dom in space.knobs.items():
+        moves += [cfg.replace(**{knob: v}) for v in _values_near(dom, cfg[knob])]
+    plan = space.phases
+    for group in (plan.groups if plan is not None else ()):
+        if len(group) > 1:
+            for combo in itertools.product(*(space.knobs[k] for k in group)):
+                moves.append(cfg.replace(**dict(zip(group, combo))))
+    return [c for c in dict.fromkeys(moves) if c != cfg and c in space]
+
+
+def _values_near(dom: tuple, value) -> list:
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in dom):
+        return [v for v in dom if v != value]
+    ordered = sorted(dom)
+    i = ordered.index(value)
+    out, step = [], 1
+    while i - step >= 0 or i + step < len(ordered):
+        out += [ordered[j] for j in (i - step, i + step) if 0 <= j < len(ordered)]
+        step *= 2
+    return out
+
+
+def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> Config:
+    """Hill-climb from `start` to a local optimum (see the module docstring)."""
+    cur = start
+    cur_s = score(run(cur))
+    while True:
+        near = neighbourhood(space, cur)
+        known = [r for r in map(run.get, near) if r is not None]
+        best_known = min(known, key=score, default=None)
+        if score(best_known) < cur_s:
+            cur, cur_s = best_known.config, score(best_known)
+            continue
+        todo = [c for c in near if run.get(c) is None]
+        pred = options.predict(todo) if todo else None
+        if pred is not None:
+            order = sorted(range(len(todo)), key=lambda i: (pred[i], i))
+            todo = [todo[i] for i in order[:options.step_evals]]
+        moved = False
+        for i in range(0, len(todo), options.batch):
+            b = min(run.many(todo[i:i + options.batch]), key=score)
+            if score(b) < cur_s:
+                cur, cur_s, moved = b.config, score(b), True
+                break
+        if not moved:
+            return cur
+
+
+def improve(space: Space, run: Tracker, options: SearchOptions,
+            restarts: Iterable[list[Config]]) -> None:
+    """Climb from the best so far, then from restarts until the convergence rule
+    (module docstring) or the end of `restarts`."""
+    best = run.best()
+    if best is not None:
+        run.phase("local search")
+        climb(space, run, best.config, options)
+    stale = 0
+    restarts = iter(restarts)
+    for i in itertools.count(1):
+        if stale >= options.patience:
+            run.phase(f"converged: {stale} restarts without a {options.min_gain:.0%} gain")
+            return
+        batch = next(restarts, None)
+        if not batch:
+            return
+        before, evaluated = score(run.best()), len(run.results)
+        run.phase(f"restart {i}: {len(batch)} new starting point{'s' if len(batch) > 1 else ''}")
+        ok = [r for r in run.many(batch) if r.ok]
+        if ok:
+            run.phase(f"restart {i}: local search")
+            climb(space, run, min(ok, key=score).config, options)
+        if score(run.best()) < before * (1 - options.min_gain):
+            stale = 0
+        elif run.best() is not None and len(run.results) > evaluated:
+            stale += 1    # (a restart that timed nothing new, or found nothing correct yet, is no evidence)
+
+
+def fresh_batches(source: Iterator[Config], size: int, run: Tracker) -> Iterator[list[Config]]:
+    """Batches of up to `size` configs from `source` that `run` has not evaluated."""
+    while True:
+        batch = [c for c in itertools.islice((c for c in source if run.get(c) is None), size)]
+        if not batch:
+            return
+        yield batch

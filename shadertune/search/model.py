@@ -1,0 +1,76 @@
+"""Model-guided search: rank the space by a cost model, time the best guesses, climb.
+
+1. Rank: the cost model (a backend's predict_ms, handed in as
+   options.cost_model) predicts every config of the pruned space; a space larger
+   than options.rank_limit is ranked on a seeded uniform sample of that size.
+   Configs the model cannot tell apart (the same prediction to 3 significant
+   digits) are one candidate: the first of them in enumeration order; the local
+   search then tries the knobs the model does not see.
+2. Time options.top candidates as one batch (the evaluator announces it, so a
+   backend compiles them in parallel): first options.seeds (a backend's
+   known-good list, its untuned default first; tune() asks Backend.candidates),
+   or without seeds the space's start point; then the best-ranked.  So the
+   search never ends worse than the untuned default, nor than the backend's
+   own list.
+3. Local search from the best, then restarts from the next-ranked candidates
+   in batches of options.batch, until the budget or the convergence rule of
+   local.py ends it.
+
+Without a cost model the candidates are seeded random draws instead of the
+ranking.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+
+from ..config import Config
+from ..result import Result
+from ..space import Space
+from .budget import Budget, BudgetExhausted, Tracker
+from .local import fresh_batches, improve
+from .options import SearchOptions
+from .random_search import draws
+
+
+def search(space: Space, evaluate, budget: Budget | None = None,
+           options: SearchOptions | None = None) -> list[Result]:
+    options = options or SearchOptions()
+    run = Tracker(evaluate, budget)
+    try:
+        ranked = ranked_configs(space, options)
+        if ranked is None:
+            source, what = draws(space, random.Random(options.seed)), "random starts (no cost model)"
+        else:
+            source, what = iter(ranked), "model"
+        start = space.phases.start if space.phases is not None else None
+        lead = list(dict.fromkeys(c for c in options.seeds if c in space))[:options.top]
+        lead = lead or ([start] if start is not None else [])
+        first = lead + list(itertools.islice((c for c in source if c not in lead),
+                                             options.top - len(lead)))
+        run.phase(f"{what}: top {len(first)}")
+        run.many(first)
+        improve(space, run, options, fresh_batches(source, options.batch, run))
+    except BudgetExhausted:
+        pass
+    return run.results
+
+
+def ranked_configs(space: Space, options: SearchOptions) -> list[Config] | None:
+    """The space's configs by predicted time, one per distinct prediction (see
+    the module docstring); None without a cost model."""
+    if options.cost_model is None:
+        return None
+    configs = space.configs()
+    if len(configs) > options.rank_limit:
+        configs = random.Random(options.seed).sample(configs, options.rank_limit)
+    pred = options.predict(configs)
+    if pred is None:
+        return None
+    out, seen = [], set()
+    for i in sorted(range(len(configs)), key=lambda i: (pred[i], i)):
+        key = float(f"{pred[i]:.3g}")
+        if key not in seen:
+            seen.add(key)
+            out.append(configs[i])
+    return out
