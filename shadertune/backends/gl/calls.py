@@ -38,6 +38,10 @@ def _product(plan, call, limit: int, A, B, C, dest) -> None:
     N = B.shape[1]
     main = main_tile(M, N, K, limit)
     tm, tn, tk = main.M, main.N, main.K
+    if (tm, tn, tk) == (M, N, K) and dest.dtype == np.float32 and dest.flags.c_contiguous:
+        # one tile: the kernel reads back straight into the caller's memory
+        plan.kernel(main).run(A, B, C, alpha=call.alpha, beta=call.beta, out=dest)
+        return
     for (m0, m1), (n0, n1) in itertools.product(_tiles(M, tm), _tiles(N, tn)):
         beta = call.beta
         acc = C[m0:m1, n0:n1] if C is not None else None
@@ -47,8 +51,6 @@ def _product(plan, call, limit: int, A, B, C, dest) -> None:
             acc = kern.run(np.ascontiguousarray(A[m0:m1, k0:k1]), np.ascontiguousarray(B[k0:k1, n0:n1]),
                            acc, alpha=call.alpha, beta=beta)
             beta = 1.0
-        # When GLKernel.run takes out= (a float32 C-contiguous (M, N) array), the last
-        # K chunk of an untiled product writes into dest itself.
         dest[m0:m1, n0:n1] = acc
 
 
