@@ -63,6 +63,11 @@ class Config(Mapping):
     def __repr__(self) -> str:
         return "Config(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
 
+    def __reduce__(self):
+        # rebuilt from its items when unpickled: the cached hash of text values
+        # differs between processes (hash randomisation), so it must not travel
+        return (Config, (dict(self._items),))
+
     def replace(self, **changes) -> "Config":
         d = dict(self._items)
         d.update(changes)

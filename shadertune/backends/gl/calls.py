@@ -27,12 +27,17 @@ def _tiles(n: int, size: int) -> list[tuple[int, int]]:
     return [(s, min(s + size, n)) for s in range(0, n, size)]
 
 
+def main_tile(M: int, N: int, K: int, limit: int) -> Problem:
+    """The problem of a product's main tile (the whole product when it fits the limit)."""
+    return Problem(min(M, limit), min(N, limit), min(K, limit))
+
+
 def _product(plan, call, limit: int, A, B, C, dest) -> None:
     """dest = alpha * A @ B + beta * C for one 2-D product."""
     M, K = A.shape
     N = B.shape[1]
-    tm, tn, tk = min(M, limit), min(N, limit), min(K, limit)
-    main = Problem(tm, tn, tk)
+    main = main_tile(M, N, K, limit)
+    tm, tn, tk = main.M, main.N, main.K
     if (tm, tn, tk) == (M, N, K) and dest.dtype == np.float32 and dest.flags.c_contiguous:
         # one tile: the kernel reads back straight into the caller's memory
         plan.kernel(main).run(A, B, C, alpha=call.alpha, beta=call.beta, out=dest)

@@ -47,7 +47,7 @@ from ...problem import Problem
 from ...space import PhasePlan, Space, restriction
 from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
 from .image_layout import ImageLayout
-from .layout import MC_SHAPES, Layout, packing
+from .layout import MC_SHAPES, Layout, packing, pass_depth
 
 MRT_SIDES = (1, 2, 4)
 OUTS = ("image", "mrt")
@@ -136,13 +136,17 @@ def ssbo_sources(limits: dict) -> int:
                max(0, int(limits.get("max_combined_output_resources", 0)) - 1))
 
 
-def _steps(cfg) -> int:
-    return int(cfg["np"]) // packing(cfg["mc"])[2]
+def _steps(cfg, K: int) -> int:
+    """A-texel steps of a pass as the layout, and so the code generator, counts them:
+    np clamped to K first (layout.pass_depth; with mc 2x2, np 32 and K 30 a pass
+    has 15 steps, not 16)."""
+    ka = packing(cfg["mc"])[2]
+    return pass_depth(int(cfg["np"]), max(K, 1), ka) // ka     # K = 0 runs no pass
 
 
-def _body_steps(cfg) -> int:
+def _body_steps(cfg, K: int) -> int:
     u = cfg["unroll"]
-    return _steps(cfg) if u == "full" else int(u)
+    return _steps(cfg, K) if u == "full" else int(u)
 
 
 def _memoised(fn):
@@ -203,15 +207,15 @@ def gl_space(problem: Problem, limits: dict) -> Space:
     def unroll_divides_pass(cfg: Config) -> bool:
         """unroll < steps per pass and divides them (a larger factor is 'full')"""
         u = cfg["unroll"]
-        s = _steps(cfg)
+        s = _steps(cfg, K)
         return u == "full" or (u < s and s % u == 0) or (u == 1 and s == 1)
 
     @restriction(knobs=('out', 'unroll', 'np', 'mc', 'block_h', 'block_w', 'mrt_h', 'mrt_w',))
     def unroll_budget(cfg: Config) -> bool:
         """unrolled loop body within the instruction budget"""
         if cfg["out"] == "image":
-            return _body_steps(cfg) * cfg["block_h"] * cfg["block_w"] * 4 <= IMAGE_BODY_BUDGET
-        return _body_steps(cfg) * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
+            return _body_steps(cfg, K) * cfg["block_h"] * cfg["block_w"] * 4 <= IMAGE_BODY_BUDGET
+        return _body_steps(cfg, K) * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
 
     # the same layout serves several restrictions and every glsl/fetch/unroll value
     @_memoised
