@@ -182,7 +182,7 @@ if hasattr(os, "register_at_fork"):
 
 # --- the front door -------------------------------------------------------------
 def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
-           device_index: int | None = None, db=None):
+           device_index: int | None = None, db=None, tune=None):
     """C = alpha * A @ B + beta * out with numpy.matmul semantics.
 
     A, B: real arrays (1-D, 2-D or stacked, broadcast like numpy.matmul; any strides
@@ -190,11 +190,15 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
     casting allows, floating point; batch dimensions may broadcast); with beta != 0 it
     is also the C that is added.  backend: 'gl' (default; computes in float32) or
     'cuda' (float64 where numpy's result is float64), or a Backend.  config: 'auto'
-    (the best stored tuning result for this device and shape, else the nearest tuned
-    shape, else the default), 'default', a preset (backend.presets(): 'fast'; GL's
+    (the best stored tuning result for this device and shape, else the learned model's
+    pick, else the nearest tuned shape's, else the default; shadertune.select), 'default', a preset (backend.presets(): 'fast'; GL's
     'jiang', 'naive'; CUDA's 'ffma'), or knobs as a dict / Config / JSON text (knobs left out come
     from the default config).  device_index: which GPU (GL: EGL device; CUDA: device
-    id).  db: the tuning store 'auto' reads.
+    id).  db: the tuning store 'auto' reads.  tune: None (default) or 'first-use' (or a
+    shadertune.perfmodel.FirstUse), with config='auto': the first call for a shape the
+    store has no verified result for times the learned model's top configs (8, at most
+    20 s by default), verified and stored; later calls find it stored
+    (docs/perfmodel.md).
 
     Semantics and errors follow numpy.matmul (docs/semantics.md): bool @ bool is
     bool; 1-D @ 1-D gives a numpy scalar; np.matrix in gives np.matrix out; masked
@@ -204,7 +208,7 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
     d = door(backend, device_index)
     be = d.backend
     call = check_call(A, B, out, alpha=alpha, beta=beta, dtypes=be.dtypes)
-    request = parse_request(config, be)
+    request = parse_request(config, be, tune)
     if call.logical:
         return _logical(call, d, request, db)
     result = be.run_call(call, CallPlan(d, request, call, db))

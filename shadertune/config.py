@@ -55,8 +55,18 @@ class Config(Mapping):
             return self._items == tuple(sorted(other.items()))
         return NotImplemented
 
+    def __reduce__(self):
+        # pickled as its items: the hash is per process (str hashes are salted), so an
+        # unpickled copy must hash afresh to match equal configs made in its new process
+        return (Config, (dict(self._items),))
+
     def __repr__(self) -> str:
         return "Config(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
+
+    def __reduce__(self):
+        # rebuilt from its items when unpickled: the cached hash of text values
+        # differs between processes (hash randomisation), so it must not travel
+        return (Config, (dict(self._items),))
 
     def replace(self, **changes) -> "Config":
         d = dict(self._items)

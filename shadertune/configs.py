@@ -2,7 +2,9 @@
 
 The same rules and the same messages for every backend:
 
-- 'auto'            the best stored tuning result (shadertune.select), else its fallbacks
+- 'auto'            the best stored tuning result (shadertune.select), else its fallbacks;
+                    with tune='first-use', a shape the store has no result for is
+                    tuned first (bounded; shadertune.perfmodel.firstuse)
 - 'default' / None  backend.default_config(problem)
 - a preset name     backend.presets(): e.g. 'fast' (the default config); GL adds 'jiang', 'naive'
 - a dict / Config   knobs; the ones left out are filled from the default config for the
@@ -23,7 +25,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,13 +44,28 @@ class ConfigRequest:
     kind: str                      # 'auto' | 'default' | 'preset' | 'knobs'
     name: str | None = None        # the preset
     knobs: Config | None = None    # the knobs given
+    tune: object = None            # 'auto' only: a perfmodel.FirstUse (tune on first use) or None
 
     def describe(self) -> str:
         return self.name if self.kind == "preset" else self.kind if self.knobs is None else str(self.knobs.to_dict())
 
 
-def parse_request(spec, backend) -> ConfigRequest:
-    """Check the form of `spec` (no problem needed yet); raise TypeError/ValueError."""
+def parse_request(spec, backend, tune=None) -> ConfigRequest:
+    """Check the form of `spec` and `tune` (no problem needed yet); raise
+    TypeError/ValueError.  `tune` (None, 'first-use' or a perfmodel.FirstUse)
+    goes with config 'auto' only: it fills the store auto reads."""
+    request = _parse_config(spec, backend)
+    if tune is not None:
+        from .perfmodel.firstuse import parse
+        first_use = parse(tune)
+        if first_use is not None:
+            if request.kind != "auto":
+                raise ValueError(f"matmul: tune={tune!r} needs config='auto', got config={spec!r}")
+            return replace(request, tune=first_use)
+    return request
+
+
+def _parse_config(spec, backend) -> ConfigRequest:
     if spec is None:
         return ConfigRequest("default")
     if isinstance(spec, str):
@@ -105,7 +122,7 @@ def resolve(backend, problem: Problem, request, *, db=None, where: str | None = 
         return backend.default_config(problem)
     if request.kind == "auto":
         from .select import select_config
-        return select_config(backend, problem, db=db)[0]
+        return select_config(backend, problem, db=db, tune=request.tune)[0]
     if request.kind == "preset":
         given = Config(backend.preset_config(request.name, problem))
         label = f"preset {request.name!r} ({given.to_dict()})"

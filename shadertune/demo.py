@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import numpy as np
 
@@ -24,7 +23,6 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from . import api
-    from .backends.gl import GLBackend
     from .errors import ShadertuneError
     from .problem import Problem
     try:
@@ -32,7 +30,7 @@ def main(argv=None) -> int:
         from .search import Budget, tune
         backend = api.backend("gl")
         dev = backend.device()
-        software = "llvmpipe" in dev.renderer.lower() or "softpipe" in dev.renderer.lower()
+        software = bool(dev.limits.get("software_renderer"))
         sizes = [int(s) for s in (args.sizes or ("128,256" if software else "512,1024,2048")).split(",")]
         print(f"renderer : {dev.renderer}")
         print(f"driver   : {dev.driver}")

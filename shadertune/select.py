@@ -1,11 +1,23 @@
-"""Auto-selection: the config matmul(config="auto") runs for a device and shape.
+"""Auto-selection: the config matmul(config="auto") runs for a device and shape, and why.
 
+    select(backend, problem, db=None) -> Selection     (config, how, the reason)
     select_config(backend, problem, db=None) -> (Config, how)
+    explain(A, B, backend="gl", db=None) -> Selection  (for given operands)
 
-`how` says where the config came from:
+The chain, first rule that gives a config wins (`how`):
 
 - 'exact': the fastest correct stored result for this backend, device
-  (renderer | driver), template hash and problem (shape, dtype, trans).
+  (renderer | driver), template hash and problem (shape, dtype, trans) whose
+  config is valid in today's space.
+- 'model': else the learned performance model of this backend and device
+  (shadertune.perfmodel; needs scikit-learn and a store with results of at
+  least perfmodel.saved.MIN_PROBLEMS problems, some of this dtype) ranks the
+  configs that were verified on some stored problem of this dtype (within the
+  tolerance) and are valid for this one, and the one it predicts fastest is
+  taken.  Only verified configs: matmul runs what auto picks without checking
+  it, so a config never built and checked on this device is not a candidate
+  (first-use tuning, `tune="first-use"`, times and verifies the model's picks
+  from the whole space instead; docs/perfmodel.md says why).
 - 'nearest': else, among stored problems with the same backend, device,
   template hash, dtype and trans flags, the one nearest in shape by
       d = |log2(M'/M)| + |log2(N'/N)| + |log2(K'/K)| + |log2(B'/B)|
@@ -15,23 +27,33 @@
   a tuned shape with no such config is passed over for the next nearest.
 - 'default': else backend.default_config(problem).
 
-Only results correct under the default tolerance of the problem's dtype count
-(stored errors are judged again: shadertune.verdict).
+Correct means correct under `tolerance` (None: the default tolerance of the
+problem's dtype, what matmul uses): stored errors are judged again
+(shadertune.verdict).
 
 `db` is a Store, a path, or None for the default store (see shadertune.db).
 A missing store file is not created; a read-only one is read; an unusable one
 (other schema, not a database, not a store's tables, an undecodable result)
 warns and falls back to the default, since matmul must still work.
+
+Selections are kept for as long as the store's files are unchanged (select_memo.py):
+an auto call for a shape seen before costs a few file stats, not a store read.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import pathlib
 import warnings
+from dataclasses import dataclass
 
 from .config import Config
 from .problem import Problem
+from .select_memo import SelectionMemo
+
+HOWS = ("exact", "model", "nearest", "default")
+TOP = 5                 # ranked alternatives an explanation lists
 
 
 def shape_distance(a: Problem, b: Problem) -> float:
@@ -40,42 +62,199 @@ def shape_distance(a: Problem, b: Problem) -> float:
                for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch)))
 
 
-def select_config(backend, problem: Problem, db=None) -> tuple[Config, str]:
+@dataclass(frozen=True)
+class Selection:
+    """The config `auto` takes for one problem and the rule that gave it."""
+    config: Config
+    how: str                                   # one of HOWS
+    problem: Problem
+    backend: str
+    device: str | None = None
+    reason: str = ""                           # one line: why this rule gave the config
+    measured_gflops: float | None = None       # exact: here; nearest: on `source`
+    predicted_gflops: float | None = None      # model
+    source: Problem | None = None              # nearest: the tuned problem it came from
+    ranked: tuple = ()                         # model: (predicted GFLOP/s, config), best first
+    model: str | None = None                   # model: its summary
+    passed_over: tuple = ()                    # earlier rules that gave nothing, and why
+
+    def to_dict(self) -> dict:
+        return {"backend": self.backend, "device": self.device, "problem": self.problem.to_dict(),
+                "how": self.how, "config": self.config.to_dict(), "reason": self.reason,
+                "measured_gflops": self.measured_gflops, "predicted_gflops": self.predicted_gflops,
+                "source": self.source.to_dict() if self.source else None,
+                "ranked": [{"predicted_gflops": g, "config": c.to_dict()} for g, c in self.ranked],
+                "model": self.model, "passed_over": list(self.passed_over)}
+
+    def __str__(self) -> str:
+        p = self.problem
+        on = f" on {self.device}" if self.device else ""
+        lines = [f"{self.backend}{on}, problem {p.key}:",
+                 f"  config ({self.how}): " + " ".join(f"{k}={v}" for k, v in self.config.items()),
+                 f"  why: {self.reason}"]
+        if self.model:
+            lines.append(f"  model: {self.model}")
+        if len(self.ranked) > 1:
+            lines.append("  ranked by the model (predicted GFLOP/s):")
+            lines += [f"    {g:10.3f}  " + " ".join(f"{k}={v}" for k, v in c.items())
+                      for g, c in self.ranked]
+        lines += [f"  passed over: {w}" for w in self.passed_over]
+        return "\n".join(lines)
+
+
+def select_config(backend, problem: Problem, db=None, *, tolerance: float | None = None,
+                  tune=None) -> tuple[Config, str]:
+    """(config, how) of select(); tune='first-use' (or a perfmodel.FirstUse) first
+    times the model's picks when the store has no result for `problem`."""
+    if tune is not None:
+        from .perfmodel.firstuse import ensure_tuned, parse
+        spec = parse(tune)
+        if spec is not None:
+            ensure_tuned(backend, problem, db, spec, tolerance=tolerance)
+    s = select(backend, problem, db, tolerance=tolerance)
+    return s.config, s.how
+
+
+_memo = SelectionMemo()
+
+
+def select(backend, problem: Problem, db=None, *, tolerance: float | None = None,
+           use_model: bool = True) -> Selection:
+    """The config `auto` takes for `problem` on `backend`, with the rule and reason."""
     from .db import Store, StoreError, default_path
+    path = db.path if isinstance(db, Store) else (pathlib.Path(db).expanduser() if db is not None
+                                                   else default_path())
+    if not isinstance(db, Store) and not os.path.exists(path):
+        return _default(backend, problem, (f"no tuning store at {path}",), None)
+    device, th = backend.device().key, backend.template_hash()
+    key = (backend.name, device, th, problem, tolerance, use_model, str(path))
+    # the stamp is read before the store: a write after it changes the next stamp
+    stamp = _memo.stamp(path, backend.name, device, th)
+    kept = _memo.get(key, stamp)
+    if kept is not None:
+        return kept
     store, owned = db, False
     if not isinstance(db, Store):
-        path = pathlib.Path(db).expanduser() if db is not None else default_path()
-        if not os.path.exists(path):
-            return backend.default_config(problem), "default"
         try:
             store, owned = Store(path), True
         except StoreError as e:
-            return _ignoring(e, backend, problem)
+            return _ignoring(e, backend, problem, device)
     try:
-        found = _from_store(backend, problem, store)
+        found = _from_store(backend, problem, store, device, th, tolerance, use_model)
     except StoreError as e:
-        return _ignoring(e, backend, problem)
+        return _ignoring(e, backend, problem, device)
     finally:
         if owned:
             store.close()
-    return found if found is not None else (backend.default_config(problem), "default")
+    return _memo.put(key, stamp, found)
 
 
-def _ignoring(e, backend, problem: Problem) -> tuple[Config, str]:
+def forget() -> None:
+    """Drop the selections kept in this process."""
+    _memo.clear()
+
+
+def _ignoring(e, backend, problem: Problem, device: str) -> Selection:
     warnings.warn(f"shadertune: ignoring the tuning store: {e}", RuntimeWarning, stacklevel=3)
-    return backend.default_config(problem), "default"
+    return _default(backend, problem, (f"unusable tuning store: {e}",), device)
 
 
-def _from_store(backend, problem: Problem, store) -> tuple[Config, str] | None:
-    device, th = backend.device().key, backend.template_hash()
+def _default(backend, problem: Problem, passed_over: tuple, device: str | None) -> Selection:
+    return Selection(backend.default_config(problem), "default", problem, backend.name, device,
+                     reason="the backend's default config (no rule above gave one)",
+                     passed_over=tuple(passed_over))
+
+
+def _from_store(backend, problem: Problem, store, device: str, th: str, tolerance,
+                use_model: bool) -> Selection:
+    passed = []
+    r = _exact(backend, problem, store, device, th, tolerance)
+    if r is not None:
+        return Selection(r.config, "exact", problem, backend.name, device,
+                         reason=f"the fastest verified result stored for this problem "
+                                f"({r.gflops:.3f} GFLOP/s measured)", measured_gflops=r.gflops)
+    passed.append("exact: no verified result stored for this problem")
+    if use_model and min(problem.M, problem.N, problem.K) >= 1:
+        s = _from_model(backend, problem, store, device, tolerance, passed)
+        if s is not None:
+            return s
     space = None
-    tuned = [p for p in store.tuned_problems(backend.name, device, th)
+    tuned = [p for p in store.tuned_problems(backend.name, device, th, tolerance=tolerance)
              if (p.dtype, p.trans_a, p.trans_b) == (problem.dtype, problem.trans_a, problem.trans_b)]
     tuned.sort(key=lambda p: (shape_distance(p, problem), p.M, p.N, p.K, p.batch))
     for p in tuned:
         if space is None:
             space = backend.space(problem)
-        for r in store.ranked(backend.name, device, p, th):
+        for r in store.ranked(backend.name, device, p, th, tolerance=tolerance):
             if space.why_invalid(r.config) is None:
-                return r.config, "exact" if p == problem else "nearest"
-    return None
+                return Selection(r.config, "nearest", problem, backend.name, device,
+                                 reason=f"the fastest config of the nearest tuned problem {p.key} "
+                                        f"(shape distance {shape_distance(p, problem):.2f}) that is "
+                                        f"valid here ({r.gflops:.3f} GFLOP/s measured there)",
+                                 measured_gflops=r.gflops, source=p, passed_over=tuple(passed))
+    passed.append("nearest: no tuned problem of this dtype and layout has a config valid here")
+    return _default(backend, problem, tuple(passed), device)
+
+
+def _exact(backend, problem: Problem, store, device: str, th: str, tolerance):
+    """The fastest stored result of `problem` whose config is valid in today's space
+    (a config of an older space is not run); the first few are read first, since
+    the fastest is nearly always valid."""
+    first = store.ranked(backend.name, device, problem, th, limit=8, tolerance=tolerance)
+    if not first:
+        return None
+    space = backend.space(problem)
+    for r in first:
+        if space.why_invalid(r.config) is None:
+            return r
+    rest = (store.ranked(backend.name, device, problem, th, tolerance=tolerance)[len(first):]
+            if len(first) == 8 else [])
+    return next((r for r in rest if space.why_invalid(r.config) is None), None)
+
+
+def _from_model(backend, problem: Problem, store, device: str, tolerance,
+                passed: list) -> Selection | None:
+    from .perfmodel import saved
+    from .verdict import tolerance_for
+    model, note = saved.model_for(backend, store)
+    if model is None:
+        passed.append(f"model: {note}")
+        return None
+    if not model.trained_on(problem.dtype):
+        passed.append(f"model: trained on no {problem.dtype} problem")
+        return None
+    space = backend.space(problem)
+    verified = model.verified_configs(problem.dtype, tolerance_for(problem.dtype, tolerance))
+    valid = [c for c in verified if space.why_invalid(c) is None]
+    if not valid:
+        passed.append(f"model: none of the {len(verified)} configs verified on other problems "
+                      f"is valid here")
+        return None
+    top = tuple(model.rank(problem, valid)[:TOP])
+    g, cfg = top[0]
+    return Selection(cfg, "model", problem, backend.name, device,
+                     reason=f"predicted fastest ({g:.3f} GFLOP/s) by the learned model among the "
+                            f"{len(valid)} configs verified on other problems and valid here",
+                     predicted_gflops=g, ranked=top, model=model.summary(), passed_over=tuple(passed))
+
+
+def explain(A, B, *, backend: str = "gl", db=None, device_index: int | None = None) -> Selection:
+    """Which config matmul(A, B, backend=backend, config="auto", db=db) runs, and why.
+
+    For GL operands larger than the device's texture limit, matmul works in
+    tiles: the selection shown is the one of the main (largest) tile."""
+    from .api import backend as matmul_backend
+    from .inputs import check_call
+    be = matmul_backend(backend, device_index)
+    call = check_call(A, B, None, alpha=1.0, beta=0.0, dtypes=be.dtypes)
+    p = call.problem
+    if be.name == "gl":
+        from .backends.gl.calls import main_tile
+        lim = int(be.device().limits.get("max_texture_size", 4096))
+        p = main_tile(p.M, p.N, p.K, lim)
+        if p != call.problem:
+            s = select(be, p, db)
+            note = (f"matmul tiles {call.M}x{call.N}x{call.K} under the texture limit {lim}: "
+                    f"the main tile shown")
+            return dataclasses.replace(s, passed_over=s.passed_over + (note,))
+    return select(be, p, db)

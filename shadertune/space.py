@@ -339,6 +339,38 @@ class Space:
             self._valid = self._enumerate()
         return list(self._valid)
 
+    def first(self, fixed: Mapping, order: Sequence[str]) -> Config | None:
+        """The first valid config with the `fixed` knob values, the other knobs taken
+        in `order` (the last varying fastest), each in domain order; None if there is
+        none.  Each rule is checked as soon as what it reads is bound, so a branch no
+        valid config lies in costs one check, not a walk of its product."""
+        rest = [k for k in order if k not in fixed]
+        rest += [k for k in self.knobs if k not in fixed and k not in rest]
+        whole = frozenset(self.knobs)
+        partial = [r for r in self._rules if not (r.takes_mapping and r.reads == whole)]
+        bound: dict = {**self.constants, **fixed}
+        seen = set(fixed)
+        due = [[r for r in partial if r.reads <= seen]]
+        for k in rest:
+            seen.add(k)
+            due.append([r for r in partial if k in r.reads and r.reads <= seen])
+
+        def passes(rules) -> bool:
+            return all(_safe_check(r, bound, self.constants) for r in rules)
+
+        def walk(d: int) -> Config | None:
+            if d == len(rest):
+                cfg = Config({k: bound[k] for k in self.knobs})
+                return cfg if self.why_invalid(cfg) is None else None
+            for v in self.knobs[rest[d]]:
+                bound[rest[d]] = v
+                if passes(due[d + 1]):
+                    found = walk(d + 1)
+                    if found is not None:
+                        return found
+            return None
+        return walk(0) if passes(due[0]) else None
+
     def __iter__(self) -> Iterator[Config]:
         return iter(self.configs())
 

@@ -14,7 +14,7 @@ from shadertune.search import Budget, make_report, tune, write_report
 from shadertune.search.restrict import RestrictedBackend, parse_fix
 
 PROBLEM = Problem(16, 16, 16)
-FIX = ["glsl=330", "unroll=1", "np=4,8,16", "mc=1x1,1x4", "mrt_h=1,2", "mrt_w=1,2"]
+FIX = ["out=mrt", "glsl=330", "unroll=1", "np=4,8,16", "mc=1x1,1x4", "mrt_h=1,2", "mrt_w=1,2"]
 RUNS = (("exhaustive", 0, None), ("phased", 0, 10), ("random", 0, 10), ("random", 1, 10))
 _done: dict = {}
 

@@ -158,6 +158,28 @@ def test_two_processes_writing_at_once_corrupt_nothing(tmp_path):
         assert len(s.results("fake", DEV, P)) == 450
 
 
+def test_threads_creating_one_new_store_at_once_all_open_it(tmp_path):
+    # SQLite refuses a connection's switch to WAL at once (no busy wait) while another
+    # is creating the same new file: a table of searches on a cluster opens one store
+    # per search thread at the same moment
+    import threading
+    failures = []
+
+    def open_close(path):
+        try:
+            Store(path).close()
+        except StoreError as e:
+            failures.append(str(e))
+    for trial in range(60):
+        path = tmp_path / f"new-{trial}.sqlite"
+        threads = [threading.Thread(target=open_close, args=(path,)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert failures == []
+
+
 # --- the store as versions before 3 wrote it --------------------------------------------
 
 V2_SCHEMA = """CREATE TABLE results (

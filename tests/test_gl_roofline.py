@@ -55,9 +55,9 @@ def test_ceilings_say_whether_they_are_a_roofline():
     cpu = rl.store.new({"backend": "gl", "renderer": "llvmpipe", "software_renderer": True},
                        {"fetch_gtexels": 0.4})
     cuda = rl.store.new({"backend": "cuda", "renderer": "H200"}, {"cuda_fma_gflops": 65000.0})
-    assert rl.ceilings_are_a_roofline(gpu) and not rl.ceilings_are_a_roofline(cpu)
-    assert not rl.ceilings_are_a_roofline(rl.merge(cpu, cuda))
-    assert rl.ceilings_are_a_roofline(rl.merge(gpu, cuda)) and rl.ceilings_are_a_roofline(cuda)
+    assert rl.software_reason(gpu) is None and "llvmpipe" in rl.software_reason(cpu)
+    assert rl.software_reason(rl.merge(cpu, cuda), "gl") and rl.software_reason(rl.merge(cpu, cuda), "cuda") is None
+    assert rl.software_reason(rl.merge(gpu, cuda)) is None and rl.software_reason(cuda) is None
 
 
 def test_the_measured_device_carries_the_flag(gl_backend):

@@ -131,3 +131,20 @@ def test_phased_starts_the_image_path_at_an_8x16_block_and_mrt_at_the_default():
     from shadertune.search.phased import _start
     assert _start(s, Tracker(lambda c: None), {"out": "image", "glsl": "330", "fetch": "texelFetch",
                                                 "unroll": 1}) is None
+
+
+@pytest.mark.parametrize("K", [29, 30, 33, 34])
+def test_every_valid_config_generates(K):
+    """The space counts a pass's steps as the layout does: np clamped to K first.  With
+    mc 2x2 (2 k a texel) and K = 30, np = 32 covers 30 k in 15 steps, so unroll 2 is
+    refused by the space, as the code generator refuses it."""
+    from shadertune.backends.gl.codegen import fragment_source, plan_layout
+    p = Problem(24, 20, K)
+    space = gl_space(p, GL33)
+    for cfg in space.configs():
+        fragment_source(plan_layout(p.M, p.N, p.K, cfg), cfg)     # raises InvalidConfig if refused
+    trap = with_defaults(Config(glsl="330", fetch="texelFetch", unroll=2, np=32, mc="2x2",
+                                mrt_h=1, mrt_w=1))
+    if K == 30:
+        assert "unroll" in space.why_invalid(trap)
+        assert space.why_invalid(trap.replace(unroll=1)) is None

@@ -110,7 +110,7 @@ class Store:
             raise StoreError(f"cannot open store {self.path}: {e}") from None
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-            if self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+            if self._switch_to_wal(timeout).lower() != "wal":
                 raise _RefusedWrite("it stays out of WAL mode")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self._check_schema()
@@ -122,6 +122,19 @@ class Store:
         except BaseException:
             self.conn.close()
             raise
+
+    def _switch_to_wal(self, timeout: float) -> str:
+        """PRAGMA journal_mode = WAL, the mode it gives.  While another connection is
+        creating the same new file, SQLite refuses the switch at once (SQLITE_BUSY,
+        without the busy timeout): it is tried again until `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except sqlite3.OperationalError as e:
+                if not _errname(e).startswith("SQLITE_BUSY") or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
 
     def _open_read_only(self, timeout: float) -> None:
         if not self.path.exists():

@@ -8,7 +8,6 @@ tiny on llvmpipe.
 from __future__ import annotations
 
 import statistics
-import time
 
 import numpy as np
 
@@ -33,7 +32,7 @@ def context(device_index=None):
 
 def device_of(ctx) -> dict:
     """The measured device; `software_renderer` marks a CPU rasteriser, whose ceilings
-    are no roofline (roofline.model.ceilings_are_a_roofline)."""
+    are no roofline (roofline.store.software_reason)."""
     from ..backends.gl.timing import software_renderer
     info = ctx.info
     return {"backend": "gl", "vendor": info.get("GL_VENDOR", ""),

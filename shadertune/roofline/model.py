@@ -138,20 +138,6 @@ def _gl_image_roofline(config: Mapping, c: Mapping, K: int | None) -> dict:
             "flops_per_load": flops / loads if loads else math.inf}
 
 
-def ceilings_are_a_roofline(measurement: Mapping) -> bool:
-    """False where the GL ceilings were measured on a software renderer (llvmpipe and
-    kin, `device.software_renderer`): a CPU rasteriser's 'fetch rate' and 'FMA peak'
-    come from one microbenchmark's code path on the host's cores, and a kernel that
-    JIT-compiles differently beats them by several times, so no percentage of them
-    means anything.  A merged file (roofline.merge) keeps each backend's device."""
-    dev = measurement.get("device") if isinstance(measurement, Mapping) else None
-    if not isinstance(dev, Mapping):
-        return True
-    devices = dev.get("backends") if isinstance(dev.get("backends"), Mapping) else {"gl": dev}
-    gl = devices.get("gl")
-    return not (isinstance(gl, Mapping) and gl.get("software_renderer"))
-
-
 def cuda_problem_roofline(problem, ceilings: Mapping) -> dict:
     """{'gflops', 'bound': 'memory'|'alu', 'intensity'}: min(FMA peak, BW x flops/byte).
 

@@ -9,6 +9,7 @@ import pathlib
 import sys
 
 from .. import __version__
+from ..cluster.cli import check_args, clustered   # imports no Dask
 from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
 from ..texttable import text_table
@@ -52,6 +53,13 @@ evaluation (logger "shadertune"), -vv more.
 
 Ctrl-C stops the search: the table and --report hold the finished problems and
 the one in progress (marked incomplete); rerun to resume.
+
+several GPUs: --workers N (this machine) or --cluster ADDRESS (GPU hosts running
+'python -m shadertune.cluster worker ADDRESS --gpus 0,1') spread the problems and
+evaluations over one worker per GPU (Dask distributed: pip install
+'shadertune[cluster]').  One store; one table and one report per device (with
+several devices, --report r.json writes r.0.json, r.1.json, ...); the progress
+counts evaluations per worker (docs/cluster.md).
 
 exit status: 0 when every problem has a verified best config; 1 on failure (no
 GPU context, unusable or unwritable store, no config passed verification) with one
@@ -101,6 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the inputs and of random (default 0; not a store key)")
     s.add_argument("--retune", action="store_true",
                    help="measure every config afresh instead of reusing stored results")
+    c = p.add_argument_group("several GPUs or hosts (Dask distributed: pip install "
+                             "'shadertune[cluster]'; see docs/cluster.md)")
+    c.add_argument("--workers", type=int, metavar="N",
+                   help="N worker processes on this machine, one per GPU (GL: EGL device index, "
+                        "CUDA: device id 0..N-1); the problems and evaluations spread over them")
+    c.add_argument("--gpus", metavar="LIST",
+                   help="the GPU of each local worker, e.g. 1,2 (default 0..N-1)")
+    c.add_argument("--cluster", metavar="ADDRESS",
+                   help="use the workers of the Dask scheduler at ADDRESS (started on each GPU "
+                        "host with: python -m shadertune.cluster worker ADDRESS --gpus 0,1)")
     o = p.add_argument_group("output")
     o.add_argument("--db", metavar="PATH", help="SQLite store (default: $SHADERTUNE_DB or the cache dir)")
     o.add_argument("--report", metavar="PATH", help="write the JSON report here")
@@ -254,11 +272,12 @@ class _Problem:
         self.cached = []
         self.t0 = progress.clock()
 
-    def record(self, result, cached: bool) -> None:
+    def record(self, result, cached: bool, worker: str | None = None) -> None:
+        """One Result of this search (`worker`: the cluster worker that measured it)."""
         self.results.append(result)
         if cached:
             self.cached.append(result.config)
-        self.progress.update(result, cached)
+        self.progress.update(result, cached, worker)
         if log.isEnabledFor(logging.INFO):
             r = result
             what = (f"{r.median_ms:.4g} ms, {r.gflops or 0:.3g} GFLOP/s, error {r.error or 0:.1e}"
@@ -289,6 +308,51 @@ class _Problem:
         return self.with_replayed_seconds(entry, store, backend, device)
 
 
+class DeviceRun:
+    """One device's part of a table: the entries of its finished problems and the
+    problems in progress (one at a time here; a cluster tunes several at once)."""
+
+    def __init__(self, backend, device):
+        self.backend = backend
+        self.device = device
+        self.entries: dict[Problem, dict] = {}
+        self.current: dict[Problem, _Problem] = {}
+
+    def start(self, problem: Problem, progress: Progress) -> _Problem:
+        self.current[problem] = _Problem(problem, progress)
+        return self.current[problem]
+
+    def finish(self, problem: Problem, entry: dict, store) -> None:
+        current = self.current.pop(problem)
+        self.entries[problem] = current.with_replayed_seconds(entry, store, self.backend, self.device)
+
+    def stop(self, store) -> None:
+        """The search stopped: each problem still in progress that has results becomes an
+        incomplete entry."""
+        for problem, current in self.current.items():
+            current.progress.close(incomplete=True)
+            if current.results:
+                try:
+                    self.entries[problem] = current.incomplete_entry(store, self.backend, self.device)
+                except (Exception, KeyboardInterrupt) as e:      # a second Ctrl-C, a failing store
+                    log.warning("no report entry for %s in progress: %s", problem.key,
+                                str(e) or type(e).__name__)
+        self.current.clear()
+
+    def ordered(self, problems: list[Problem]) -> list[dict]:
+        """The entries in the order of the table."""
+        return [self.entries[p] for p in problems if p in self.entries]
+
+
+def report_paths(path: str, count: int) -> list[str]:
+    """--report's file per device: as given for one, r.json -> r.0.json, r.1.json, ...
+    for several."""
+    if count == 1:
+        return [path]
+    p = pathlib.Path(path)
+    return [str(p.with_name(f"{p.stem}.{i}{p.suffix}")) for i in range(count)]
+
+
 def main(argv=None) -> int:
     from ..db import Store, StoreError
     parser = build_parser()
@@ -302,6 +366,7 @@ def main(argv=None) -> int:
         parser.error("--time-limit must be at least 0 (0: no limit)")
     if args.tolerance is not None and not args.tolerance > 0:
         parser.error("--tolerance must be positive")
+    check_args(args, parser)
     restore_logging = _logging(args)
     try:
         problems = problems_from(args, parser)
@@ -311,61 +376,77 @@ def main(argv=None) -> int:
         restore_logging()
 
 
+def _open_store(args, Store):
+    store = Store(args.db)
+    if store.readonly:
+        log.warning("store %s is read-only: its results are replayed and the search stops at "
+                    "the first measurement it would have to write", store.path)
+    return store
+
+
 def _search(args, problems, Store, StoreError) -> int:
-    entries: list[dict] = []
-    store = backend = device = current = None
+    runs: list[DeviceRun] = []           # one per device, in the order of their tables
+    notes: list[str] = []                # lines after the tables (a cluster's per-worker counts)
+    store = None
     code, reason = 0, None
     try:
-        backend = load_backend(args.backend)
-        device = backend.device()
-        budget = _budget(args, device)
-        store = Store(args.db)
-        if store.readonly:
-            log.warning("store %s is read-only: its results are replayed and the search stops at "
-                        "the first measurement it would have to write", store.path)
-        for i, pr in enumerate(problems, 1):
-            progress = Progress(f"{pr.M}x{pr.N}x{pr.K}", index=i, count=len(problems),
-                                total=budget.max_evals, time_limit=budget.seconds,
-                                mode="off" if args.quiet else None)
-            current = _Problem(pr, progress)
-            entry = tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
-                         retune=args.retune, repeats=args.repeats, warmup=args.warmup,
-                         seed=args.seed, tolerance=args.tolerance, on_result=current.record,
-                         on_phase=progress.phase)
-            entries.append(current.with_replayed_seconds(entry, store, backend, device))
-            progress.close()
-            current = None
+        if clustered(args):
+            from ..cluster.cli import tune_on_cluster
+            store = _open_store(args, Store)
+            tune_on_cluster(args, problems, store, runs, notes)
+        else:
+            backend = load_backend(args.backend)
+            device = backend.device()
+            budget = _budget(args, device)
+            store = _open_store(args, Store)
+            run = DeviceRun(backend, device)
+            runs.append(run)
+            for i, pr in enumerate(problems, 1):
+                progress = Progress(f"{pr.M}x{pr.N}x{pr.K}", index=i, count=len(problems),
+                                    total=budget.max_evals, time_limit=budget.seconds,
+                                    mode="off" if args.quiet else None)
+                current = run.start(pr, progress)
+                entry = tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
+                             retune=args.retune, repeats=args.repeats, warmup=args.warmup,
+                             seed=args.seed, tolerance=args.tolerance, on_result=current.record,
+                             on_phase=progress.phase)
+                run.finish(pr, entry, store)
+                progress.close()
     except KeyboardInterrupt:
         code, reason = 130, "interrupted; results measured so far are in the store, rerun to resume"
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:
         code, reason = 1, str(e) or type(e).__name__
-    if current is not None:
-        current.progress.close(incomplete=True)
-        if current.results:
-            try:
-                entries.append(current.incomplete_entry(store, backend, device))
-            except (Exception, KeyboardInterrupt) as e:      # a second Ctrl-C, a failing store
-                log.warning("no report entry for the problem in progress: %s",
-                            str(e) or type(e).__name__)
+    for run in runs:
+        run.stop(store)
     if store is not None:
         store.close()
-    if entries:
+    tables = [(run, run.ordered(problems)) for run in runs]
+    tables = [(run, entries) for run, entries in tables if entries]
+    for run, entries in tables:
+        if len(tables) > 1:
+            print(f"device: {run.device.key}")
         print(table(entries))
+    for line in notes:
+        print(line)
+    if tables:
         print(f"store: {store.path}")
-    if args.report and entries:
-        try:
-            write_report(args.report, make_report(backend.name, device,
-                                                  args.strategy or backend.default_strategy, entries))
-        except OSError as e:
-            return fail(f"cannot write report {args.report}: {e}" +
-                        (f" (and: {reason})" if reason else ""), code or 1)
+    if args.report and tables:
+        for path, (run, entries) in zip(report_paths(args.report, len(tables)), tables):
+            try:
+                write_report(path, make_report(run.backend.name, run.device,
+                                               args.strategy or run.backend.default_strategy,
+                                               entries))
+            except OSError as e:
+                return fail(f"cannot write report {path}: {e}" +
+                            (f" (and: {reason})" if reason else ""), code or 1)
     if reason is not None:
         return fail(reason, code)
-    failed = [f"{e['M']}x{e['N']}x{e['K']}" for e in entries if e["best"] is None]
+    failed = [f"{e['M']}x{e['N']}x{e['K']}" for _, entries in tables for e in entries
+              if e["best"] is None]
     if failed:
         return fail(f"no config passed verification for {', '.join(failed)} "
                     f"(see the statuses in the store or --report)")
     return 0
 
 
-__all__ = ["build_parser", "load_backend", "main", "problems_from", "table"]
+__all__ = ["DeviceRun", "build_parser", "load_backend", "main", "problems_from", "table"]

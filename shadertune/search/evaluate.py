@@ -114,7 +114,76 @@ def check_output(C: np.ndarray, ref: np.ndarray, ref_norm: float) -> tuple[int, 
     return bad, (diff / ref_norm if ref_norm > 0 else diff)
 
 
-class Evaluator(BaseEvaluator):
+# where a search's time goes (seconds per stage, summed over measured configs)
+STAGES = ("build", "check", "verify", "time", "release", "store")
+
+
+class RecordingEvaluator(BaseEvaluator):
+    """The store side of an evaluator for one backend, device and problem, which the
+    local Evaluator and a cluster's (shadertune.cluster) share: a stored Result is
+    replayed as judged under this tolerance, a new one is written as soon as it
+    exists, the best median so far (the racing bar) follows both, and each goes to
+    on_result.  Subclasses say how a config is measured."""
+
+    def __init__(self, backend, problem: Problem, *, store=None, retune: bool = False,
+                 tolerance: float | None = None, seed: int = 0,
+                 on_result: Callable[..., None] | None = None,
+                 on_phase: Callable[[str], None] | None = None):
+        self.backend = backend
+        self.problem = problem
+        self.device_info = backend.device()
+        self.device = self.device_info.key
+        self.template_hash = backend.template_hash()
+        self.store = store
+        self.retune = retune
+        self.tolerance = DEFAULT_TOLERANCE[problem.dtype] if tolerance is None else tolerance
+        self.seed = seed
+        self.on_result = on_result
+        self.on_phase = on_phase
+        self._best_ms: float | None = None       # best median of a correct config so far
+        self.measured = 0
+        self.cached = 0
+        self.stage_seconds = dict.fromkeys(STAGES, 0.0)
+
+    def stored(self, config: Config) -> Result | None:
+        """The stored Result judged under this tolerance, or None: measure it."""
+        if self.store is None or self.retune:
+            return None
+        r = self.store.get(self.backend.name, self.device, self.problem, config, self.template_hash)
+        return None if r is None else rejudge(r, self.tolerance)
+
+    def phase(self, label: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(label)
+
+    def _clock(self, stage: str, t0: float) -> float:
+        now = time.perf_counter()
+        self.stage_seconds[stage] += now - t0
+        return now
+
+    def _replayed(self, r: Result, *where) -> None:
+        """A Result replayed from the store."""
+        self.cached += 1
+        self._note(r, True, *where)
+
+    def _record(self, r: Result, seconds: float, *where) -> None:
+        """A Result measured for this search (in `seconds`): into the store at once."""
+        self.measured += 1
+        if self.store is not None:
+            t0 = time.perf_counter()
+            self.store.put(r, self.template_hash, seconds=seconds, seed=self.seed)
+            self._clock("store", t0)
+        self._note(r, False, *where)
+
+    def _note(self, r: Result, from_store: bool, *where) -> None:
+        # `where`: what a subclass adds for on_result (a cluster: the worker's name)
+        if r.ok and (self._best_ms is None or r.median_ms < self._best_ms):
+            self._best_ms = r.median_ms
+        if self.on_result is not None:
+            self.on_result(r, from_store, *where)
+
+
+class Evaluator(RecordingEvaluator):
     """evaluate(config) -> Result for one backend and problem (what strategies call).
 
     A batch (many) is evaluated one config after another here, after the whole
@@ -128,16 +197,11 @@ class Evaluator(BaseEvaluator):
                  race: bool | None = None, seed: int = 0,
                  on_result: Callable[[Result, bool], None] | None = None,
                  on_phase: Callable[[str], None] | None = None):
-        self.backend = backend
-        self.problem = problem
-        device = backend.device()
-        self.device = device.key
+        super().__init__(backend, problem, store=store, retune=retune, tolerance=tolerance,
+                         seed=seed, on_result=on_result, on_phase=on_phase)
         # None: race unless the device says its run times swing (a CPU renderer)
-        self.race = (not (device.limits or {}).get("software_renderer", False)) if race is None else race
-        self.template_hash = backend.template_hash()
-        self.store = store
-        self.retune = retune
-        self.tolerance = DEFAULT_TOLERANCE[problem.dtype] if tolerance is None else tolerance
+        self.race = (not (self.device_info.limits or {}).get("software_renderer", False)) \
+            if race is None else race
         self.repeats = repeats
         self.warmup = warmup
         self.slow_ms = slow_ms
@@ -147,15 +211,7 @@ class Evaluator(BaseEvaluator):
         self.contend_factor = contend_factor
         self.abandon_factor = abandon_factor
         self._best_run_ms: float | None = None   # fastest checked run of a correct config
-        self._best_ms: float | None = None       # best median of a correct config so far
-        self.on_result = on_result
-        self.seed = seed
-        self.on_phase = on_phase
         self.operands = OperandCache(operand_cache_bytes)   # A and B never change
-        self.measured = 0
-        self.cached = 0
-        # where a search's time goes (seconds per stage, summed over measured configs)
-        self.stage_seconds = dict.fromkeys(("build", "check", "verify", "time", "release", "store"), 0.0)
 
     @functools.cached_property
     def _inputs(self):
@@ -166,13 +222,6 @@ class Evaluator(BaseEvaluator):
     B = property(lambda self: self._inputs[1])
     ref = property(lambda self: self._inputs[2])
     ref_norm = property(lambda self: self._inputs[3])
-
-    def stored(self, config: Config) -> Result | None:
-        """The stored Result judged under this tolerance, or None: measure it."""
-        if self.store is None or self.retune:
-            return None
-        r = self.store.get(self.backend.name, self.device, self.problem, config, self.template_hash)
-        return None if r is None else rejudge(r, self.tolerance)
 
     def prefetch(self, configs) -> None:
         """Configs the strategy evaluates next: the backend's precompile (CUDA: NVRTC
@@ -192,34 +241,20 @@ class Evaluator(BaseEvaluator):
         finally:
             self._clock("build", t0)
 
-    def phase(self, label: str) -> None:
-        if self.on_phase is not None:
-            self.on_phase(label)
-
-    def _clock(self, stage: str, t0: float) -> float:
-        now = time.perf_counter()
-        self.stage_seconds[stage] += now - t0
-        return now
+    def set_best(self, median_ms: float | None) -> None:
+        """The racing bar as known elsewhere: a cluster's coordinator keeps the best
+        median per device and search, and a worker measures against it (None: no best yet)."""
+        self._best_ms = median_ms
 
     def __call__(self, config: Config) -> Result:
         config = config if isinstance(config, Config) else Config(config)
         r = self.stored(config)
-        from_store = r is not None
-        if from_store:
-            self.cached += 1
-        else:
-            t0 = time.perf_counter()
-            r = self.measure(config)
-            self.measured += 1
-            if self.store is not None:
-                seconds = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                self.store.put(r, self.template_hash, seconds=seconds, seed=self.seed)
-                self._clock("store", t0)
-        if r.ok and (self._best_ms is None or r.median_ms < self._best_ms):
-            self._best_ms = r.median_ms
-        if self.on_result is not None:
-            self.on_result(r, from_store)
+        if r is not None:
+            self._replayed(r)
+            return r
+        t0 = time.perf_counter()
+        r = self.measure(config)
+        self._record(r, time.perf_counter() - t0)
         return r
 
     def _result(self, config, status, **kw) -> Result:

@@ -120,13 +120,7 @@ def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
     refine = plan.refine if plan is not None else None
     rest = [k for k in space.knobs if k not in fixed and k != refine]
     rest += [refine] if refine is not None and refine not in fixed else []
-    # The first point of that product order among the valid configs with these outer
-    # values: searched in the space's (cached) enumeration, since walking the product
-    # point by point takes minutes where no valid point has these outer values (a
-    # backend path that fixes an outer knob, e.g. GL's image path and its one glsl).
-    index = {k: {v: i for i, v in enumerate(space.knobs[k])} for k in rest}
-    matching = [c for c in space.configs() if all(c[k] == v for k, v in fixed.items())]
-    return min(matching, key=lambda c: tuple(index[k][c[k]] for k in rest), default=None)
+    return space.first(fixed, rest)
 
 
 def _best_of(run: Tracker, cands: list[Config], space: Space) -> Config:

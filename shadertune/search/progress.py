@@ -5,12 +5,15 @@ with a time limit alone, the time out of the limit), the problem's place in the
 table (2/3), the current phase, evaluations replayed from the store and the best
 GFLOP/s so far.  Elsewhere (CI logs, notebooks, pipes): the same facts as plain
 lines, one when a problem starts, one every `interval` seconds and one when it
-ends.  mode "off" (the CLI's -q) writes nothing.
+ends.  mode "off" (the CLI's -q) writes nothing.  A cluster's progress (a table
+on several workers) names the worker of each evaluation: the bar and the lines
+then count evaluations per worker too.
 """
 from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 
 from tqdm import tqdm
 
@@ -41,6 +44,7 @@ class Progress:
         self.cached = 0
         self.best_gflops: float | None = None
         self.phase_label: str | None = None
+        self.per_worker: Counter = Counter()       # a cluster's measured evaluations
         self.t0 = clock()
         self._last_line = self.t0
         self._bar = None
@@ -61,9 +65,11 @@ class Progress:
         self.phase_label = label
         self._draw()
 
-    def update(self, result, cached: bool = False) -> None:
+    def update(self, result, cached: bool = False, worker: str | None = None) -> None:
         self.n += 1
         self.cached += bool(cached)
+        if worker is not None:
+            self.per_worker[worker] += 1
         g = result.gflops
         if g is not None and (self.best_gflops is None or g > self.best_gflops):
             self.best_gflops = g
@@ -84,7 +90,8 @@ class Progress:
         elif self.mode == "lines":
             what = "stopped" if incomplete else "done"
             self._write(f"{what}: {self.n} evaluations{self._cached()} in "
-                        f"{fmt_seconds(self.clock() - self.t0)}, {self._best()}")
+                        f"{fmt_seconds(self.clock() - self.t0)}, {self._best()}"
+                        + (f", {self.workers()}" if self.per_worker else ""))
         self.mode = "off"
 
     # --- text ---------------------------------------------------------------
@@ -101,6 +108,10 @@ class Progress:
     def _cached(self) -> str:
         return f" ({self.cached} cached)" if self.cached else ""
 
+    def workers(self) -> str:
+        """'per worker: gpu0 12, gpu1 11' (names in order)."""
+        return "per worker: " + ", ".join(f"{w} {n}" for w, n in sorted(self.per_worker.items()))
+
     def _best(self) -> str:
         return f"best {self.best_gflops:.2f} GFLOP/s" if self.best_gflops is not None else "best -"
 
@@ -110,6 +121,8 @@ class Progress:
         parts = [f"{count} evaluations{self._cached()}", self._best()]
         if self.phase_label:
             parts.append(f"phase {self.phase_label}")
+        if self.per_worker:
+            parts.append(self.workers())
         parts.append(fmt_seconds(self.clock() - self.t0)
                      + (f", about {fmt_seconds(eta)} left" if eta is not None else ""))
         return ", ".join(parts)
@@ -126,6 +139,8 @@ class Progress:
             parts.append(f"{fmt_seconds(self.time_limit - (self.clock() - self.t0))} to the limit")
         if self.phase_label:
             parts.append(self.phase_label)
+        if self.per_worker:
+            parts.append(self.workers())
         self._bar.set_postfix_str(", ".join(parts), refresh=True)
 
     def _write(self, text: str) -> None:

@@ -8,7 +8,7 @@ from ..db.spaces import space_sizes
 from ..problem import Problem
 from ..result import Result
 from .budget import Budget
-from .evaluate import Evaluator
+from .evaluate import Evaluator, RecordingEvaluator
 from .options import SearchOptions
 from .registry import get_strategy
 from .report_json import problem_entry
@@ -18,21 +18,33 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
          store=None, retune: bool = False, repeats: int = 10, warmup: int = 2, seed: int = 0,
          tolerance: float | None = None,
          on_result: Callable[[Result, bool], None] | None = None,
-         on_phase: Callable[[str], None] | None = None) -> dict:
+         on_phase: Callable[[str], None] | None = None,
+         evaluator: RecordingEvaluator | None = None) -> dict:
     """Search `problem` on `backend`; return its report entry (see report_json).
 
-    `strategy` None is the backend's default_strategy.  The strategy gets the
-    backend's cost model (Backend.predict_ms) as a function of configs and its
-    candidate list (Backend.candidates) as seeds, never the backend.  Results go to
-    `store` as they are measured; on_phase hears the strategy's phase names;
-    ContextError propagates."""
+    `strategy` None is the backend's default_strategy.  The strategy gets a cost
+    model as a function of configs and the backend's candidate list
+    (Backend.candidates) as seeds, never the backend.  The cost model is the
+    learned one saved beside `store` for this backend, device and templates
+    (shadertune.perfmodel) where there is one, else the backend's own
+    (Backend.predict_ms, None for GL); the entry's 'cost_model' says which
+    ('learned' or 'backend').  Results go to `store` as they are measured;
+    on_phase hears the strategy's phase names; ContextError propagates.
+    `evaluator` replaces the local Evaluator that the arguments from `retune` to
+    `on_phase` make: a cluster's, which measures on its workers (shadertune.cluster)
+    and was made with those settings itself."""
+    from ..perfmodel.guided import RANK_LIMIT, learned_cost_model
     search = get_strategy(strategy or backend.default_strategy)
     space = backend.space(problem)
-    evaluate = Evaluator(backend, problem, store=store, retune=retune, tolerance=tolerance,
-                         repeats=repeats, warmup=warmup, seed=seed, on_result=on_result,
-                         on_phase=on_phase)
-    options = SearchOptions(seed=seed, cost_model=lambda configs: backend.predict_ms(problem, configs),
-                            seeds=backend.candidates(problem, SearchOptions.top))
+    evaluate = evaluator if evaluator is not None else Evaluator(
+        backend, problem, store=store, retune=retune, tolerance=tolerance, repeats=repeats,
+        warmup=warmup, seed=seed, on_result=on_result, on_phase=on_phase)
+    learned = learned_cost_model(backend, store, problem)
+    predict = learned or backend.predict_ms
+    # the learned model predicts about 25,000 configs a second: it ranks a smaller sample
+    limit = {"rank_limit": RANK_LIMIT} if learned else {}
+    options = SearchOptions(seed=seed, cost_model=lambda configs: predict(problem, configs),
+                            seeds=backend.candidates(problem, SearchOptions.top), **limit)
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
     t0 = time.monotonic()
     with backend.search_session():
@@ -41,7 +53,9 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     # The pruned size enumerates the space (the store keeps it): after the search, so
     # results start at once.
     size, full = space_sizes(store, backend, problem, space)
-    return problem_entry(problem, results, space_size=size, full_space_size=full,
-                         measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
-                         stage_seconds=evaluate.stage_seconds)
+    entry = problem_entry(problem, results, space_size=size, full_space_size=full,
+                          measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
+                          stage_seconds=evaluate.stage_seconds)
+    entry["cost_model"] = "learned" if learned else "backend"
+    return entry
 

@@ -27,12 +27,21 @@ def _tiles(n: int, size: int) -> list[tuple[int, int]]:
     return [(s, min(s + size, n)) for s in range(0, n, size)]
 
 
+def main_tile(M: int, N: int, K: int, limit: int) -> Problem:
+    """The problem of a product's main tile (the whole product when it fits the limit)."""
+    return Problem(min(M, limit), min(N, limit), min(K, limit))
+
+
 def _product(plan, call, limit: int, A, B, C, dest) -> None:
     """dest = alpha * A @ B + beta * C for one 2-D product."""
     M, K = A.shape
     N = B.shape[1]
-    tm, tn, tk = min(M, limit), min(N, limit), min(K, limit)
-    main = Problem(tm, tn, tk)
+    main = main_tile(M, N, K, limit)
+    tm, tn, tk = main.M, main.N, main.K
+    if (tm, tn, tk) == (M, N, K) and dest.dtype == np.float32 and dest.flags.c_contiguous:
+        # one tile: the kernel reads back straight into the caller's memory
+        plan.kernel(main).run(A, B, C, alpha=call.alpha, beta=call.beta, out=dest)
+        return
     for (m0, m1), (n0, n1) in itertools.product(_tiles(M, tm), _tiles(N, tn)):
         beta = call.beta
         acc = C[m0:m1, n0:n1] if C is not None else None
@@ -42,8 +51,6 @@ def _product(plan, call, limit: int, A, B, C, dest) -> None:
             acc = kern.run(np.ascontiguousarray(A[m0:m1, k0:k1]), np.ascontiguousarray(B[k0:k1, n0:n1]),
                            acc, alpha=call.alpha, beta=beta)
             beta = 1.0
-        # When GLKernel.run takes out= (a float32 C-contiguous (M, N) array), the last
-        # K chunk of an untiled product writes into dest itself.
         dest[m0:m1, n0:n1] = acc
 
 

@@ -32,6 +32,12 @@ def _ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
+def pass_depth(np: int, K: int, ka: int) -> int:
+    """k-values one pass covers: np, clamped to K rounded up to whole A texels of ka
+    k-values (a deeper pass would only read zero padding)."""
+    return min(np, _ceil_to(K, ka))
+
+
 @dataclass(frozen=True)
 class Layout:
     M: int
@@ -60,7 +66,7 @@ class Layout:
             raise ValueError(f"GL layouts need M, N, K >= 1, got {M}x{N}x{K}")
         if np <= 0 or np % ka:
             raise ValueError(f"np={np} must be a positive multiple of {ka} (k-values per A texel for mc={mc})")
-        np_eff = min(np, _ceil_to(K, ka))
+        np_eff = pass_depth(np, K, ka)
         passes = math.ceil(K / np_eff)
         return cls(M, N, K, mc_h, mc_w, ka, kb, mrt_h, mrt_w, np_eff, passes,
                    hc=math.ceil(M / (mrt_h * mc_h)), wc=math.ceil(N / (mrt_w * mc_w)))

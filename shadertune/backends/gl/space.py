@@ -42,15 +42,12 @@ is an image config then.
 """
 from __future__ import annotations
 
-import functools
-import itertools
-
 from ...config import Config
 from ...problem import Problem
-from ...space import PhasePlan, Space
+from ...space import PhasePlan, Space, restriction
 from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
 from .image_layout import ImageLayout
-from .layout import MC_SHAPES, Layout, packing
+from .layout import MC_SHAPES, Layout, packing, pass_depth
 
 MRT_SIDES = (1, 2, 4)
 OUTS = ("image", "mrt")
@@ -91,47 +88,10 @@ def with_defaults(config) -> Config:
 
 
 class GLSpace(Space):
-    """The GL space: a config without the image-path knobs is read as an MRT config.
-
-    Enumeration walks each path's own product (the other path's knobs at the one
-    value the restrictions allow them) instead of the product of every domain,
-    which is hundreds of times larger; every point is still checked against every
-    restriction (a test compares both on small shapes)."""
-
-    _path_valid: list | None = None
+    """The GL space: a config without the image-path knobs is read as an MRT config."""
 
     def why_invalid(self, cfg) -> str | None:
         return super().why_invalid(with_defaults(cfg))
-
-    def configs(self) -> list[Config]:
-        if self._path_valid is None:
-            found = []
-            for path in self._paths():
-                names = list(path)
-                for values in itertools.product(*path.values()):
-                    cfg = Config(dict(zip(names, values)))
-                    if super().why_invalid(cfg) is None:
-                        found.append(cfg)
-            self._path_valid = found
-        return list(self._path_valid)
-
-    def _paths(self):
-        """Per path, the domains its configs can take (each within the knob's domain)."""
-        k = self.knobs
-
-        def only(knob, keep):
-            return tuple(v for v in k[knob] if keep(v))
-        if "image" in k["out"]:
-            yield {**k, "out": ("image",), "glsl": only("glsl", lambda v: v == self.constants["image_glsl"]),
-                   "fetch": only("fetch", lambda v: v == "texelFetch"), "mc": only("mc", lambda v: v == "1x4"),
-                   "mrt_h": only("mrt_h", lambda v: v == 1), "mrt_w": only("mrt_w", lambda v: v == 1),
-                   "unroll": only("unroll", lambda v: v in IMAGE_UNROLLS),
-                   "block_h": only("block_h", bool), "block_w": only("block_w", bool)}
-        if "mrt" in k["out"]:
-            yield {**k, "out": ("mrt",), "block_h": only("block_h", lambda v: v == 0),
-                   "block_w": only("block_w", lambda v: v == 0),
-                   "a_src": only("a_src", lambda v: v == "texture"),
-                   "b_src": only("b_src", lambda v: v == "texture")}
 
 
 def np_values(K: int) -> list[int]:
@@ -176,13 +136,31 @@ def ssbo_sources(limits: dict) -> int:
                max(0, int(limits.get("max_combined_output_resources", 0)) - 1))
 
 
-def _steps(cfg) -> int:
-    return int(cfg["np"]) // packing(cfg["mc"])[2]
+def _steps(cfg, K: int) -> int:
+    """A-texel steps of a pass as the layout, and so the code generator, counts them:
+    np clamped to K first (layout.pass_depth; with mc 2x2, np 32 and K 30 a pass
+    has 15 steps, not 16)."""
+    ka = packing(cfg["mc"])[2]
+    return pass_depth(int(cfg["np"]), max(K, 1), ka) // ka     # K = 0 runs no pass
 
 
-def _body_steps(cfg) -> int:
+def _body_steps(cfg, K: int) -> int:
     u = cfg["unroll"]
-    return _steps(cfg) if u == "full" else int(u)
+    return _steps(cfg, K) if u == "full" else int(u)
+
+
+def _memoised(fn):
+    """fn with its result kept per argument tuple.  A closure over a dict rather than
+    functools.lru_cache: the space's rules hold it, and a space must pickle (a
+    cluster's worker sends it to the coordinator; an lru_cache of a local function
+    does not pickle)."""
+    kept: dict = {}
+
+    def memo(*args):
+        if args not in kept:
+            kept[args] = fn(*args)
+        return kept[args]
+    return memo
 
 
 def gl_space(problem: Problem, limits: dict) -> Space:
@@ -198,46 +176,53 @@ def gl_space(problem: Problem, limits: dict) -> Space:
     gl_version = int(limits.get("gl_version", 330))
     max_texture_units = int(limits.get("max_texture_units", 16))
 
-    # restrictions are functions (an expression string re-reads every knob per check, and
-    # the space is checked point by point); each docstring is the message when it fails
+    # restrictions are functions that declare the knobs they read (checked as soon as
+    # those are bound); each docstring is the message when it fails
+    @restriction(knobs=('out', 'mrt_h', 'mrt_w',))
     def draw_buffers(cfg: Config) -> bool:
         """mrt_h * mrt_w <= max_draw_buffers (the MRT path)"""
         return cfg["out"] == "image" or cfg["mrt_h"] * cfg["mrt_w"] <= max_draw_buffers
 
+    @restriction(knobs=('glsl',))
     def glsl_version(cfg: Config) -> bool:
         """int(glsl) <= gl_version"""
         return int(cfg["glsl"]) <= gl_version
 
+    @restriction(knobs=('mrt_h', 'mrt_w',))
     def texture_units(cfg: Config) -> bool:
         """3 + mrt_h * mrt_w <= max_texture_units"""
         return 3 + cfg["mrt_h"] * cfg["mrt_w"] <= max_texture_units
 
+    @restriction(knobs=('np',))
     def np_within_k(cfg: Config) -> bool:
         """np <= K rounded up to 4"""
         return cfg["np"] <= kpad
 
+    @restriction(knobs=('np', 'mc',))
     def np_fits_packing(cfg: Config) -> bool:
         """np is a whole number of A texels (4 k for 1xN, 2 k for 2x2)"""
         return int(cfg["np"]) % packing(cfg["mc"])[2] == 0
 
+    @restriction(knobs=('unroll', 'np', 'mc',))
     def unroll_divides_pass(cfg: Config) -> bool:
         """unroll < steps per pass and divides them (a larger factor is 'full')"""
         u = cfg["unroll"]
-        s = _steps(cfg)
+        s = _steps(cfg, K)
         return u == "full" or (u < s and s % u == 0) or (u == 1 and s == 1)
 
+    @restriction(knobs=('out', 'unroll', 'np', 'mc', 'block_h', 'block_w', 'mrt_h', 'mrt_w',))
     def unroll_budget(cfg: Config) -> bool:
         """unrolled loop body within the instruction budget"""
         if cfg["out"] == "image":
-            return _body_steps(cfg) * cfg["block_h"] * cfg["block_w"] * 4 <= IMAGE_BODY_BUDGET
-        return _body_steps(cfg) * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
+            return _body_steps(cfg, K) * cfg["block_h"] * cfg["block_w"] * 4 <= IMAGE_BODY_BUDGET
+        return _body_steps(cfg, K) * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
 
-    @functools.lru_cache(maxsize=None)
+    # the same layout serves several restrictions and every glsl/fetch/unroll value
+    @_memoised
     def layout(mc, mrt_h, mrt_w, np_) -> Layout:
-        # the same layout serves several restrictions and every glsl/fetch/unroll value
         return Layout.plan(M, N, K, mc=mc, mrt_h=mrt_h, mrt_w=mrt_w, np=np_)
 
-    @functools.lru_cache(maxsize=None)
+    @_memoised
     def image_layout(rows, cols, np_) -> ImageLayout:
         return ImageLayout.plan(M, N, K, rows=rows, cols=cols, np=np_)
 
@@ -247,11 +232,13 @@ def gl_space(problem: Problem, limits: dict) -> Space:
     def image_layout_of(cfg: Config) -> ImageLayout:
         return image_layout(cfg["block_h"], cfg["block_w"], cfg["np"])
 
+    @restriction(knobs=('out', 'block_h', 'block_w', 'a_src', 'b_src',))
     def mrt_path_knobs(cfg: Config) -> bool:
         """the MRT path reads textures and owns no image block"""
         return cfg["out"] == "image" or (cfg["block_h"] == 0 and cfg["block_w"] == 0
                                          and cfg["a_src"] == "texture" and cfg["b_src"] == "texture")
 
+    @restriction(knobs=('out', 'block_h', 'block_w', 'mc', 'mrt_h', 'mrt_w', 'fetch', 'glsl', 'unroll',))
     def image_path_knobs(cfg: Config) -> bool:
         """the image path: a block of rows x columns, 1x4 texels on one target, texelFetch,
         the device's image GLSL version, unroll <= 4"""
@@ -260,6 +247,7 @@ def gl_space(problem: Problem, limits: dict) -> Space:
             and cfg["mrt_h"] == 1 and cfg["mrt_w"] == 1 and cfg["fetch"] == "texelFetch"
             and cfg["glsl"] == glsl_image and cfg["unroll"] in IMAGE_UNROLLS)
 
+    @restriction(knobs=('a_src', 'b_src', 'block_h', 'block_w', 'np',))
     def ssbo_fits(cfg: Config) -> bool:
         """storage-buffer operands within the device's fragment blocks and block size"""
         n = (cfg["a_src"] == "ssbo") + (cfg["b_src"] == "ssbo")
@@ -271,10 +259,12 @@ def gl_space(problem: Problem, limits: dict) -> Space:
         return ((cfg["a_src"] != "ssbo" or L.a_bytes <= max_ssbo_bytes)
                 and (cfg["b_src"] != "ssbo" or L.b_bytes <= max_ssbo_bytes))
 
+    @restriction(knobs=('block_h', 'block_w',))
     def register_budget(cfg: Config) -> bool:
         """block_h x block_w accumulators within the register budget"""
         return cfg["block_h"] * cfg["block_w"] <= REGISTER_BUDGET
 
+    @restriction(knobs=('out', 'block_h', 'block_w', 'np', 'mc', 'mrt_h', 'mrt_w',))
     def targets_hold_data(cfg: Config) -> bool:
         """every render target (image path: block row / column group) holds some of C"""
         if cfg["out"] == "image":
@@ -283,6 +273,7 @@ def gl_space(problem: Problem, limits: dict) -> Space:
         L = layout_of(cfg)
         return (L.mrt_h - 1) * L.hc * L.mc_h < M and (L.mrt_w - 1) * L.wc * L.mc_w < N
 
+    @restriction(knobs=('out', 'block_h', 'block_w', 'np', 'mc', 'mrt_h', 'mrt_w',))
     def textures_fit(cfg: Config) -> bool:
         """every texture within the device's max texture size"""
         L = image_layout_of(cfg) if cfg["out"] == "image" else layout_of(cfg)

@@ -1,0 +1,284 @@
+"""Worker side: each worker process opens its backend once, on its own GPU, and
+evaluates configs with the search's own Evaluator, without a store (workers
+send Results; the coordinator alone writes the store).
+
+A worker is started with one BackendPlugin per backend it serves (engine.py).
+Set up as the worker starts, before it registers with the scheduler, the plugin
+opens the backend on the worker's GPU (GL: EGL device_index; CUDA: device id;
+a module:Class backend: Class(device_index=gpu)) and offers one unit of the
+resource named after (backend, device key, template hash) in the worker's
+registration.  Every evaluation asks for one unit of its device's resource, so
+it runs only on a worker with that very device and templates, one at a time per
+worker: kernels never time side by side on one GPU.  Offered at registration,
+not later: a worker restarted after a crash is given the evaluations waiting
+for its device as it joins (Dask does not re-place waiting tasks when a joined
+worker adds resources, dask/distributed#6677).  A worker whose backend does not
+open offers no such resource, gets no work, and reports its error through
+worker_status().
+
+All GPU work of a process runs on one thread of its own (gpu_thread): a GL
+context is current on the thread that made it, and Dask's task threads are not
+guaranteed to be that thread.
+
+Inputs are made on the worker from the search's seed (never shipped): one
+Evaluator per (search, problem), the least recently used ones dropped past
+KEEP_INPUT_BYTES of inputs and packed operands.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from distributed import WorkerPlugin, get_worker
+
+from ..backends.base import Backend, DeviceInfo
+from ..errors import ContextError, ShadertuneError
+from ..search.evaluate import Evaluator, _line
+from .engine import GPU_ENV
+
+# constructor keyword that picks the GPU, per backend name
+DEVICE_OPTION = {"gl": "device_index", "cuda": "device_id"}
+
+
+def _make_cuda_device_current(gpu: int) -> None:
+    # CUDABackend(device_id) reads that device's limits, but CuPy launches on the calling
+    # thread's current device: make it the worker's GPU on the GPU thread
+    from ..backends.cuda.device import import_cupy
+    import_cupy().cuda.Device(gpu).use()
+
+
+# what else binds the GPU thread to the worker's GPU, per backend name
+BIND_GPU_THREAD = {"cuda": _make_cuda_device_current}
+KEEP_INPUT_BYTES = 4 << 30
+
+_gpu_thread: ThreadPoolExecutor | None = None
+
+
+def gpu_thread() -> ThreadPoolExecutor:
+    """The one thread of this process that touches its GPU."""
+    global _gpu_thread
+    if _gpu_thread is None:
+        _gpu_thread = ThreadPoolExecutor(1, thread_name_prefix="shadertune-gpu")
+    return _gpu_thread
+
+
+def gpu_index(worker) -> int:
+    """$SHADERTUNE_GPU, else the worker's name when it is an integer, else 0."""
+    env = os.environ.get(GPU_ENV)
+    if env is not None:
+        return int(env)
+    try:
+        return int(worker.name)
+    except (TypeError, ValueError):
+        return 0
+
+
+def open_backend(spec: str, gpu: int) -> Backend:
+    """The backend named `spec` ('gl', 'cuda' or module:Class) on GPU `gpu`."""
+    if ":" in spec:
+        import importlib
+        mod, cls = spec.split(":", 1)
+        try:
+            factory = getattr(importlib.import_module(mod), cls)
+        except (ImportError, AttributeError) as e:
+            raise ShadertuneError(f"cannot load backend {spec!r}: {e}") from None
+        return factory(device_index=gpu)
+    from ..backends import get_backend
+    if spec not in DEVICE_OPTION:
+        raise ValueError(f"unknown backend {spec!r}; expected one of {sorted(DEVICE_OPTION)} "
+                         f"or module:Class")
+    return get_backend(spec, **{DEVICE_OPTION[spec]: gpu})
+
+
+def _leave_ctrl_c_to_the_parent() -> None:
+    """A worker process ignores SIGINT.  Ctrl-C in a terminal reaches the whole process
+    group: the process that started the workers (the search with --workers, or the
+    worker command) stops and closes them, while each worker process would otherwise
+    print a traceback of its own.  Only in a process a nanny started (a multiprocessing
+    child), and only from its main thread, where signal handlers are set."""
+    if multiprocessing.parent_process() is not None and \
+            threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def plugin_name(spec: str) -> str:
+    return f"shadertune:{spec}"
+
+
+def resource_name(spec: str, device_key: str, template_hash: str) -> str:
+    """One Dask resource per (backend, device, templates): what an evaluation asks for."""
+    digest = hashlib.sha1(f"{spec}\n{device_key}\n{template_hash}".encode()).hexdigest()[:16]
+    return f"shadertune-{digest}"
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """What the coordinator learns about one worker for one backend."""
+    address: str
+    name: str
+    gpu: int | None
+    serves: bool = True                  # started with this backend's plugin
+    backend: str | None = None           # Backend.name (the store's backend column)
+    default_strategy: str | None = None  # Backend.default_strategy
+    device: DeviceInfo | None = None
+    template_hash: str | None = None
+    resource: str | None = None          # None: no usable backend; `error` says why
+    error: str | None = None
+
+
+class BackendPlugin(WorkerPlugin):
+    """Opens backend `spec` once per worker process and evaluates on it (given to the
+    worker when it is made: Worker(plugins=...))."""
+
+    def __init__(self, spec: str):
+        self.spec = spec
+        self.name = plugin_name(spec)
+        self.ready = False                   # set up on a worker (the fields below filled)
+        self.worker_name = self.address = self.gpu = None
+        self.backend: Backend | None = None
+        self.backend_name: str | None = None
+        self.default_strategy: str | None = None
+        self.error: str | None = None
+        self.device = self.template_hash = self.resource = None
+        self._session = None
+        self._evaluators: OrderedDict = OrderedDict()
+
+    async def setup(self, worker) -> None:
+        _leave_ctrl_c_to_the_parent()
+        self.worker_name = str(worker.name)
+        self.address = worker.address
+        self.gpu = gpu_index(worker)
+        await asyncio.get_running_loop().run_in_executor(gpu_thread(), self._open)
+        self.ready = True
+        if self.resource is not None:
+            # the worker has not registered yet: its registration offers this
+            worker.state.total_resources[self.resource] = 1
+            worker.state.available_resources[self.resource] = 1
+
+    async def teardown(self, worker) -> None:
+        await asyncio.get_running_loop().run_in_executor(gpu_thread(), self._close)
+
+    def _open(self) -> None:
+        try:
+            if self.spec in BIND_GPU_THREAD:
+                BIND_GPU_THREAD[self.spec](self.gpu)
+            backend = open_backend(self.spec, self.gpu)
+            device = backend.device()
+            template_hash = backend.template_hash()
+            # a worker is a tuning worker for its whole life: the backend holds what a
+            # search holds (GL: the larger texture pool) until the worker closes
+            session = backend.search_session()
+            session.__enter__()
+        except Exception as e:           # reported by the coordinator; the worker gets no work
+            self.error = _line(e, typed=not isinstance(e, ContextError))
+            return
+        self.backend, self.backend_name, self.device, self.template_hash, self._session = \
+            backend, backend.name, device, template_hash, session
+        self.default_strategy = backend.default_strategy
+        self.resource = resource_name(self.spec, device.key, template_hash)
+
+    def _close(self) -> None:
+        self._evaluators.clear()
+        if self._session is not None:
+            self._session.__exit__(None, None, None)
+            self._session = None
+
+    def status(self) -> WorkerStatus:
+        return WorkerStatus(self.address, self.worker_name, self.gpu, True, self.backend_name,
+                            self.default_strategy, self.device, self.template_hash,
+                            self.resource if self.backend else None, self.error)
+
+    # --- on the GPU thread ----------------------------------------------------
+    def _lost(self, e: ContextError) -> dict:
+        """The GPU context failed: every later task here fails at once with this reason."""
+        self.error = _line(e)
+        self.backend = None
+        self._evaluators.clear()
+        return self._lost_reply()
+
+    def _lost_reply(self) -> dict:
+        return {"context_error": self.error, "worker": self.worker_name, "address": self.address}
+
+    def evaluate(self, search: str, problem, config, options: dict, best_ms: float | None) -> dict:
+        """One config measured by the local Evaluator (no store here), racing against
+        `best_ms` (the best median so far of this search on this device, kept by the
+        coordinator); the Result goes back with the seconds its measurement took."""
+        if self.backend is None:
+            return self._lost_reply()
+        try:
+            ev = self._evaluator(search, problem, options)
+            ev.set_best(best_ms)
+            before = dict(ev.stage_seconds)
+            t0 = time.perf_counter()
+            r = ev.measure(config)
+            seconds = time.perf_counter() - t0
+        except ContextError as e:
+            return self._lost(e)
+        stages = {k: v - before.get(k, 0.0) for k, v in ev.stage_seconds.items()}
+        return {"result": r, "seconds": seconds, "worker": self.worker_name,
+                "address": self.address, "stage_seconds": stages}
+
+    def call(self, method: str, problem, *args) -> dict:
+        """backend.space / default_config / candidates / predict_ms / source / precompile
+        for the coordinator (RemoteBackend): {"value": ...}, or the lost-context reply;
+        any other error of the backend is raised (the coordinator gets it as it is)."""
+        if self.backend is None:
+            return self._lost_reply()
+        b = self.backend
+        fn = {"space": b.space, "default_config": b.default_config, "candidates": b.candidates,
+              "predict_ms": b.predict_ms, "source": b.source, "precompile": b.precompile}[method]
+        try:
+            return {"value": fn(problem, *args)}
+        except ContextError as e:
+            return self._lost(e)
+
+    def _evaluator(self, search: str, problem, options: dict) -> Evaluator:
+        key = (search, problem)
+        ev = self._evaluators.pop(key, None)
+        if ev is None:
+            ev = Evaluator(self.backend, problem, store=None, **options)
+        self._evaluators[key] = ev            # most recently used last
+        while len(self._evaluators) > 1 and sum(map(_held_bytes, self._evaluators.values())) \
+                > KEEP_INPUT_BYTES:
+            self._evaluators.popitem(last=False)
+        return ev
+
+
+def _held_bytes(ev: Evaluator) -> int:
+    """Inputs (made at an Evaluator's first measurement) and packed operands it holds."""
+    made = ev.__dict__.get("_inputs")
+    inputs = 0 if made is None else sum(a.nbytes for a in made[:3])
+    return inputs + ev.operands.bytes
+
+
+# --- tasks (run in a Dask task thread; the work hops to the GPU thread) ---------
+
+def _plugin(spec: str) -> BackendPlugin:
+    return get_worker().plugins[plugin_name(spec)]
+
+
+def evaluate_task(spec: str, search: str, problem, config, options: dict, best_ms):
+    p = _plugin(spec)
+    return gpu_thread().submit(p.evaluate, search, problem, config, options, best_ms).result()
+
+
+def call_task(spec: str, method: str, problem, *args):
+    p = _plugin(spec)
+    return gpu_thread().submit(p.call, method, problem, *args).result()
+
+
+def worker_status(spec: str, dask_worker=None) -> WorkerStatus:
+    """For client.run: this worker's status for backend `spec`."""
+    p = dask_worker.plugins.get(plugin_name(spec))
+    if p is None or not p.ready:
+        return WorkerStatus(dask_worker.address, str(dask_worker.name), None, serves=False,
+                            error=f"not started to serve backend {spec!r}")
+    return p.status()

@@ -1,0 +1,194 @@
+"""python -m shadertune.perfmodel: sample | train | explain."""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from ..errors import ContextError, ShadertuneError
+from ..problem import Problem
+
+PROG = "shadertune.perfmodel"
+
+EPILOG = """\
+commands:
+  sample   measure sampled problems (log-uniform sizes, the layouts asked for) on
+           random and model-guided configs into the store, within --time-limit
+  train    (re)train the model of a backend and device from the store; prints its
+           leave-problems-out validation (--compare: every learner)
+  explain  which config config="auto" takes for a shape, and why (exact / model
+           with its predicted GFLOP/s / nearest / default)
+
+store: --db PATH, else $SHADERTUNE_DB, else $XDG_CACHE_HOME/shadertune/tune.sqlite.
+The model is saved next to it (PATH.models/) and retrained when the store grows.
+
+exit status: 0 done; 1 on failure (no GPU context, unusable store, no model
+possible) with one line '%(prog)s: error: <reason>' on stderr; 2 on bad arguments.
+""" % {"prog": PROG}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
+def _common(p):
+    p.add_argument("--backend", default="gl", help="'gl' (default), 'cuda', or module:Class")
+    p.add_argument("--db", metavar="PATH", help="SQLite store (default: $SHADERTUNE_DB or the cache dir)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import learners
+    from .sample import LAYOUTS
+    p = _Parser(prog=PROG, description="The learned performance model behind config=\"auto\".",
+                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    s = sub.add_parser("sample", help="measure sampled problems and configs into the store")
+    _common(s)
+    s.add_argument("--problems", type=int, default=20, help="problems to sample (default 20)")
+    s.add_argument("--configs", type=int, default=16, help="configs per problem (default 16)")
+    s.add_argument("--min-size", type=int, default=16, help="smallest M, N, K (default 16)")
+    s.add_argument("--max-size", type=int, default=256, help="largest M, N, K (default 256)")
+    s.add_argument("--layouts", default=",".join(LAYOUTS),
+                   help="trans flags to draw from, e.g. NN,NT (default all four)")
+    s.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    s.add_argument("--time-limit", type=float, metavar="S", help="no evaluation starts after S seconds")
+    s.add_argument("--repeats", type=int, default=5, help="timed runs per config (default 5)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("-q", "--quiet", action="store_true")
+    t = sub.add_parser("train", help="train the model now and validate it")
+    _common(t)
+    t.add_argument("--learner", default=learners.DEFAULT, choices=learners.NAMES)
+    t.add_argument("--compare", action="store_true", help="validate every learner and target")
+    t.add_argument("--folds", type=int, default=5)
+    t.add_argument("--json", metavar="PATH", help="write the validation as JSON")
+    e = sub.add_parser("explain", help="which config auto takes for a shape, and why")
+    _common(e)
+    e.add_argument("--size", type=int, metavar="N", help="square N x N x N")
+    e.add_argument("--m", type=int)
+    e.add_argument("--n", type=int)
+    e.add_argument("--k", type=int)
+    e.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    e.add_argument("--trans-a", action="store_true")
+    e.add_argument("--trans-b", action="store_true")
+    e.add_argument("--no-model", action="store_true", help="the chain without the learned model")
+    e.add_argument("--json", action="store_true", help="print the selection as JSON")
+    return p
+
+
+def _fail(reason: str, code: int = 1) -> int:
+    print(f"{PROG}: error: {' '.join(str(reason).split())}", file=sys.stderr)
+    return code
+
+
+def main(argv=None) -> int:
+    from ..db import Store, StoreError
+    from ..search.cli import load_backend
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    if a.command == "explain":
+        if a.size is not None:
+            dims = (a.size,) * 3
+        elif None not in (a.m, a.n, a.k):
+            dims = (a.m, a.n, a.k)
+        else:
+            parser.error("explain: give --size N or --m M --n N --k K")
+        if min(dims) < 1:
+            parser.error("explain: sizes must be positive")
+        problem = Problem(*dims, a.dtype, a.trans_a, a.trans_b)
+    if a.command == "sample":
+        for name in ("problems", "configs", "min_size", "repeats"):
+            if getattr(a, name) < 1:
+                parser.error(f"--{name.replace('_', '-')} must be at least 1")
+        if a.max_size < a.min_size:
+            parser.error("--max-size must be at least --min-size")
+    try:
+        backend = load_backend(a.backend)
+        backend.device()
+        if a.command == "explain":
+            from ..db import default_path
+            from ..select import select
+            # explain only reads: a missing store is reported, not made
+            s = select(backend, problem, a.db or default_path(), use_model=not a.no_model)
+            print(json.dumps(s.to_dict(), indent=1) if a.json else s)
+            return 0
+        if a.command == "train":
+            from ..db import default_path
+            path = pathlib.Path(a.db).expanduser() if a.db else default_path()
+            if not path.exists():
+                return _fail(f"no store at {path} (python -m {PROG} sample ... makes one)")
+        with Store(a.db) as store:
+            if a.command == "sample":
+                return _sample(a, backend, store)
+            return _train(a, backend, store)
+    except KeyboardInterrupt:
+        return _fail("interrupted; what was measured is in the store", 130)
+    except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:
+        return _fail(str(e) or type(e).__name__)
+
+
+def _sample(a, backend, store) -> int:
+    from .sample import generate, log_uniform_problems
+    problems = log_uniform_problems(a.problems, a.min_size, a.max_size, seed=a.seed,
+                                    layouts=[x.strip() for x in a.layouts.split(",") if x.strip()],
+                                    dtype=a.dtype)
+    log = None if a.quiet else (lambda line: print(line, flush=True))
+    done = generate(backend, store, problems, configs=a.configs, seconds=a.time_limit,
+                    repeats=a.repeats, seed=a.seed, log=log)
+    print(f"sampled {done['problems']} problems, {done['evaluated']} configs ({done['ok']} verified, "
+          f"{done['guided']} model-guided) in {done['seconds']:.1f} s into {store.path}")
+    for s in done["skipped"]:
+        print(f"skipped {s}")
+    return 0
+
+
+def _train(a, backend, store) -> int:
+    from . import saved
+    from .data import training_data
+    from .model import TARGETS
+    from .validate import compare, validate
+    dev = backend.device()
+    data = training_data(store, backend.name, dev.key, backend.template_hash())
+    n = len(data.distinct_problems)
+    if n < saved.MIN_PROBLEMS or len(data) < saved.MIN_ROWS:
+        return _fail(f"the store has {len(data)} verified results of {n} problems for {backend.name} "
+                     f"on {dev.key}: a model needs {saved.MIN_PROBLEMS} problems and "
+                     f"{saved.MIN_ROWS} results (python -m {PROG} sample ...)")
+    if a.compare:
+        rows = compare(data, targets=TARGETS, folds=a.folds, limits=dev.limits,
+                       cost_model=backend.predict_ms)
+        print(comparison_table(rows))
+    saved.forget()
+    path = saved.model_path(store.path, backend.name, dev.key, backend.template_hash())
+    path.unlink(missing_ok=True)            # train now, whatever the saved one is
+    model, note = saved.model_for(backend, store, learner=a.learner)
+    if model is None:
+        return _fail(note)
+    v = validate(data, learner=a.learner, folds=a.folds, limits=dev.limits,
+                 cost_model=backend.predict_ms)
+    model.meta["validation"] = v
+    saved.save(model, path)
+    print(model.summary())
+    if v.get("nearest") is not None:
+        print(f"nearest-shape rule on the {v['nearest_compared']} held-out problems it can be scored on: "
+              f"{100 * v['nearest']:.1f}% (the model's top-1 there: {100 * v['top1_where_nearest']:.1f}%)")
+    print(f"saved to {path}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"validation": v, "compare": rows if a.compare else None}, f, indent=1)
+    return 0
+
+
+def comparison_table(rows: list[dict]) -> str:
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+    out = ["| learner | target | problems | top-1 | worst top-1 | best of top 8 | top-1 where "
+           "nearest scored | nearest rule (problems scored) | backend cost model | fit s (all folds) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['learner']} | {r['target']} | {r['problems']} | {pct(r.get('top1'))} | "
+                   f"{pct(r.get('top1_min'))} | {pct(r.get('top8'))} | "
+                   f"{pct(r.get('top1_where_nearest'))} | "
+                   f"{pct(r.get('nearest'))} ({r.get('nearest_compared', 0)}) | "
+                   f"{pct(r.get('cost_model'))} | {r.get('fit_seconds', 0):.2f} |")
+    return "\n".join(out)

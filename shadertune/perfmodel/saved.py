@@ -1,0 +1,160 @@
+"""Models saved next to the store, one per backend, device and template hash,
+and kept fresh: model_for() loads the saved model, or trains one when there is
+none, when it was trained on another scikit-learn or model format, or when the
+store has changed enough since (see is_stale).
+
+Files: <store>.models/<backend>-<sha256(device)[:12]>-<template hash>.pkl,
+written atomically (temp file + rename): two processes that train at once
+each leave a whole model. A pickle runs code when loaded: a model file is
+trusted as the store beside it is (both are the user's own cache).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import pickle
+import tempfile
+import threading
+import warnings
+
+from . import learners
+from .data import training_data
+from .model import FORMAT, PerfModel
+
+# Fewer tuned problems than this and the model cannot learn how the shape
+# matters: the nearest-shape rule is used instead.
+MIN_PROBLEMS = 3
+MIN_ROWS = 20
+# Retrain when the verified results changed by this share (and at least
+# GROWTH_MIN_ROWS), or when a problem was added or removed: a first-use tune
+# or a search of a new shape is new knowledge of how shapes matter.
+GROWTH = 0.10
+GROWTH_MIN_ROWS = 10
+
+_memory: dict[str, PerfModel] = {}
+_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def model_path(store_path, backend: str, device: str, template_hash: str) -> pathlib.Path:
+    dev = hashlib.sha256(device.encode()).hexdigest()[:12]
+    return pathlib.Path(str(store_path) + ".models") / f"{backend}-{dev}-{template_hash}.pkl"
+
+
+def save(model: PerfModel, path) -> None:
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(model, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load(path) -> PerfModel | None:
+    """The saved model, or None when there is none or it cannot be used here
+    (another format or scikit-learn version, an unreadable file)."""
+    try:
+        with open(path, "rb") as f:
+            m = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
+            ValueError, ModuleNotFoundError):
+        return None
+    if not isinstance(m, PerfModel) or m.meta.get("format") != FORMAT:
+        return None
+    try:
+        if m.meta.get("sklearn") != learners.sklearn().__version__:
+            return None
+    except learners.ModelUnavailable:
+        return None
+    return m
+
+
+def is_stale(model: PerfModel, problems: set[str], rows: int) -> bool:
+    """Whether `model` should be retrained for a store that now holds verified
+    results of `problems` (keys), `rows` of them in all."""
+    if problems != set(model.problems):
+        return True
+    change = abs(rows - model.meta["rows"])
+    return change >= GROWTH_MIN_ROWS and change >= GROWTH * model.meta["rows"]
+
+
+def model_for(backend, store, *, train: bool = True, learner: str = learners.DEFAULT,
+              validate: bool = False) -> tuple[PerfModel | None, str]:
+    """(model, note) for `backend` on its device from `store`; model is None when
+    none can be had, and `note` then says why (for explanations).
+
+    A model whose store has not changed since it was checked is used as it is
+    (one count query); otherwise the store's verified results are read and the
+    model retrained if is_stale() says so (train=False: never trains)."""
+    try:
+        learners.sklearn()
+    except learners.ModelUnavailable as e:
+        return None, f"no learned model: {e}"
+    device = backend.device()
+    th = backend.template_hash()
+    path = model_path(store.path, backend.name, device.key, th)
+    key = str(path)
+    with _lock:
+        m = _memory.get(key)
+        if m is None:
+            m = load(path)
+        count = store.count()
+        if m is not None and m.meta.get("store_count") == count:
+            _memory[key] = m
+            return m, "loaded"
+        data = training_data(store, backend.name, device.key, th)
+        problems = {p.key for p in data.distinct_problems}
+        if m is not None and not is_stale(m, problems, len(data)):
+            m.meta["store_count"] = count          # checked: the next call is one query
+            _memory[key] = m
+            return m, "loaded"
+        if len(problems) < MIN_PROBLEMS or len(data) < MIN_ROWS:
+            _memory.pop(key, None)
+            return None, (f"no learned model: the store has {len(data)} verified results of "
+                          f"{len(problems)} problems for {backend.name} on this device "
+                          f"(a model needs {MIN_PROBLEMS} problems and {MIN_ROWS} results)")
+        if not train:
+            return m, "stale" if m is not None else "no learned model saved"
+        m = PerfModel.train(data, limits=device.limits, learner=learner)
+        if validate:
+            from .validate import validate as run_validation
+            m.meta["validation"] = run_validation(data, learner=learner, limits=device.limits)
+        m.meta["store_count"] = count
+        _memory[key] = m
+        try:
+            save(m, path)
+        except OSError as e:
+            if key not in _warned:
+                _warned.add(key)
+                warnings.warn(f"shadertune: the performance model is used but not saved ({e})",
+                              RuntimeWarning, stacklevel=2)
+        return m, "trained"
+
+
+def trained_model(backend, store) -> PerfModel | None:
+    """The model last trained for `backend`'s device and templates on `store`, as it
+    was saved: never trained here, nor checked against the store's growth (one
+    file stat when there is none; a search must not wait for a training).  None
+    when none was saved or it cannot be loaded here."""
+    device = backend.device()
+    path = model_path(store.path, backend.name, device.key, backend.template_hash())
+    key = str(path)
+    with _lock:
+        m = _memory.get(key)
+        if m is None and path.exists():
+            m = load(path)
+            if m is not None:
+                _memory[key] = m
+    return m
+
+
+def forget() -> None:
+    """Drop the models held in this process (the saved files stay)."""
+    with _lock:
+        _memory.clear()

@@ -1,0 +1,498 @@
+"""shadertune.cluster on a real local Dask cluster of 2 worker processes with fake GPUs
+(tests/cluster_fakes.py): batches, devices, faults, the CLI.  One cluster for the module."""
+import json
+import os
+import pathlib
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from cluster_fakes import OneKind                                          # noqa: E402
+from fake_backend import FakeBackend, best_correct, cost_ms               # noqa: E402
+
+from shadertune.cluster import ClusterEvaluator, Coordinator, local_cluster, tune_table  # noqa: E402
+from shadertune.config import Config                                      # noqa: E402
+from shadertune.db import Store                                           # noqa: E402
+from shadertune.problem import Problem                                    # noqa: E402
+from shadertune.search import Budget, Evaluator, tune                     # noqa: E402
+from shadertune.search.cli import main                                    # noqa: E402
+from shadertune.search.report_json import check_report                    # noqa: E402
+from shadertune.search.restrict import narrow                             # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+P = Problem(8, 8, 64)
+P2 = Problem(8, 8, 32)
+ONE, TWO, ODD = "cluster_fakes:OneKind", "cluster_fakes:TwoKinds", "cluster_fakes:OddHasNoContext"
+MODEL = "cluster_fakes:ModelKind"
+KEY = "fake renderer | 1.0"
+
+
+@pytest.fixture(scope="module")
+def control(tmp_path_factory):
+    return tmp_path_factory.mktemp("cluster-control")
+
+
+@pytest.fixture(scope="module")
+def client(control):
+    with local_cluster([0, 1], [ONE, TWO, ODD, MODEL], env={"CLUSTER_FAKE_DIR": str(control),
+                                    "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}) as c:
+        yield c
+
+
+def live_workers(client, n, timeout=60):
+    """Wait until the cluster has n workers (a killed one is restarted by its nanny)."""
+    client.wait_for_workers(n, timeout=timeout)
+
+
+def coordinator(client, spec=ONE, events=None):
+    return Coordinator(client, spec, on_event=(events.append if events is not None else None))
+
+
+def rows(store_path, device=KEY, problem=P):
+    with Store(store_path) as s:
+        return s.results("fake", device, problem)
+
+
+def test_a_config_pickled_in_one_process_hashes_as_its_equals_in_another(tmp_path):
+    code = ("import pickle, sys; from shadertune.config import Config; "
+            "sys.stdout.buffer.write(pickle.dumps(Config(glsl='450', np=22)))")
+    blob = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout
+    c = pickle.loads(blob)
+    assert c in {Config(glsl="450", np=22)} and hash(c) == hash(Config(np=22, glsl="450"))
+
+
+@pytest.mark.parametrize("mode", ["bar", "lines"])
+def test_progress_counts_evaluations_per_worker_and_in_total(mode):
+    import io
+    from shadertune.cluster.cli import workers_line
+    from shadertune.search.progress import Progress
+    r = Evaluator(FakeBackend(), P, repeats=2)(best_correct(FakeBackend().space(P)))
+    s = io.StringIO()
+    bar = Progress("2 problems on 2 workers", total=6, stream=s, mode=mode)
+    for worker in ("gpu1", "gpu0", "gpu1"):
+        bar.update(r, False, worker)
+    bar.update(r, True, None)
+    if mode == "lines":
+        assert "4/6 evaluations (1 cached)" in bar.status()
+        assert "per worker: gpu0 1, gpu1 2" in bar.status()
+    bar.close()
+    text = s.getvalue()
+    assert "per worker: gpu0 1, gpu1 2" in text.splitlines()[-1]
+    assert ("4/6" if mode == "bar" else "done: 4 evaluations (1 cached)") in text
+    assert workers_line(bar) == ("evaluations per worker: gpu0 1, gpu1 2; total 3 measured, "
+                                 "1 replayed from the store")
+
+
+def test_many_farms_a_batch_out_over_both_workers_and_the_coordinator_writes_it(
+        client, control, tmp_path):
+    live_workers(client, 2)
+    (control / "precompiled").unlink(missing_ok=True)
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    assert sorted(group.live.values()) == ["gpu0", "gpu1"] and group.device.key == KEY
+    base = dict(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    batch = [Config(base, np=n) for n in (16, 18, 20, 22, 24, 26)] + [
+        Config(base, glsl="330", mc="2x2"),             # wrong
+        Config(base, mrt_h=4, mrt_w=2),                 # unwritten (NaN)
+        Config(base, fetch="texture", unroll="full", np=16),   # fails to compile
+        Config(base, np=6),                             # invalid at build
+        Config(base, np=22), Config(base, np=16)]       # repeats
+    seen = []
+    with Store(tmp_path / "t.sqlite") as store:
+        ev = ClusterEvaluator(group, P, store=store, repeats=3,
+                              on_result=lambda r, cached, worker: seen.append((r, cached, worker)))
+        got = ev.many(batch)
+        local = Evaluator(FakeBackend(), P, repeats=3)
+        assert [r.config for r in got] == batch
+        assert [r.status for r in got] == [local(c).status for c in batch]
+        assert [r.status for r in got[6:10]] == ["wrong", "wrong", "compile_failed", "invalid"]
+        assert got[10] is got[3] and got[11] is got[0]          # each config evaluated once
+        assert ev.measured == 10 == len(seen) and {w for _, _, w in seen} == {"gpu0", "gpu1"}
+        assert all(r.device == KEY and r.backend == "fake" for r in got)
+        assert sorted(r.config.key for r in rows(tmp_path / "t.sqlite")) == \
+            sorted({c.key for c in batch})                      # written once each, here
+        # the batch was announced first: a worker precompiled it (CUDA: NVRTC in parallel)
+        assert (control / "precompiled").read_text().split() == list(dict.fromkeys(
+            c.key for c in batch))
+        with Store(tmp_path / "t.sqlite") as s:                 # with its measuring time
+            assert s.measured_seconds("fake", KEY, P, "fake-templates-1", batch)[1] == 0
+        # a second search replays the store: nothing goes to the workers
+        seen.clear()
+        again = ClusterEvaluator(group, P, store=store, repeats=3,
+                                 on_result=lambda r, cached, worker: seen.append((cached, worker)))
+        assert [r.status for r in again.many(batch)] == [r.status for r in got]
+        assert again.measured == 0 and again.cached == 10 and set(seen) == {(True, None)}
+        assert again(batch[3]).median_ms == got[3].median_ms     # __call__ is many([c])[0]
+
+
+def test_a_batch_stops_starting_evaluations_when_told_and_returns_the_prefix(client):
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    batch = [Config(base, np=n) for n in range(8, 40, 2)]
+    ev = ClusterEvaluator(group, P, repeats=2)
+    got = ev.many(batch, stop=lambda: ev.measured >= 3)     # e.g. the time limit
+    assert 3 <= len(got) < len(batch) and [r.config for r in got] == batch[:len(got)]
+    assert ev.measured == len(got)                          # nothing started is lost
+
+
+def test_the_backend_hooks_come_from_a_worker(client):
+    from cluster_fakes import ModelKind
+    from shadertune.cluster import RemoteBackend
+    coord = coordinator(client, MODEL)
+    (group,) = coord.groups.values()
+    remote, local = RemoteBackend(group), ModelKind()
+    assert remote.default_strategy == "model" == group.backend.default_strategy
+    assert remote.candidates(P, 2) == local.candidates(P, 2) and len(remote.candidates(P)) == 3
+    configs = local.space(P).configs()[:50]
+    assert remote.predict_ms(P, configs) == local.predict_ms(P, configs)
+    assert remote.space(P).configs() == local.space(P).configs()
+    assert remote.default_config(P) == local.default_config(P)
+    assert remote.source(P, configs[0]) == local.source(P, configs[0])
+    assert remote.device().key == KEY and remote.template_hash() == local.template_hash()
+
+
+def test_a_strategy_loop_of_batches_finds_the_optimum(client):
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    sub = narrow(FakeBackend().space(P), {"glsl": ("450",), "fetch": ("texelFetch",),
+                                          "unroll": (4,), "np": (16, 18, 20, 22, 24, 26),
+                                          "mrt_h": (2, 4)})
+    ev = ClusterEvaluator(group, P, repeats=2)
+    configs = sub.configs()
+    results = []
+    for i in range(0, len(configs), 8):               # a strategy that asks for 8 at a time
+        results += ev.many(configs[i:i + 8])
+    best = min((r for r in results if r.ok), key=lambda r: r.median_ms)
+    assert best.config == best_correct(sub) and len(results) == len(configs) == ev.measured
+    assert abs(best.median_ms - cost_ms(best.config)) < 0.01 * cost_ms(best.config)
+
+
+def test_stored_verdicts_are_judged_again_under_the_tolerance_on_the_cluster(client, tmp_path):
+    from shadertune.result import Result
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    loose, tight = Config(base, np=20), Config(base, np=24)
+    with Store(tmp_path / "t.sqlite") as store:
+        # ok under a looser tolerance; wrong on its error alone under a tighter one
+        store.put(Result("fake", KEY, P, loose, "ok", times_ms=[1.0], error=2e-6), "fake-templates-1")
+        store.put(Result("fake", KEY, P, tight, "wrong", error=2e-6,
+                         message="relative error 2e-06 > tolerance 1e-06"), "fake-templates-1")
+        strict = ClusterEvaluator(group, P, store=store, tolerance=1e-6, repeats=2)
+        (r,) = strict.many([loose])
+        assert r.status == "wrong" and strict.measured == 0 and strict.cached == 1
+        lenient = ClusterEvaluator(group, P, store=store, repeats=2)     # 1e-5
+        got = lenient.many([loose, tight])
+        assert [x.status for x in got] == ["ok", "ok"]
+        assert lenient.cached == 1 and lenient.measured == 1             # measured again
+        assert got[1].error < 1e-6 and got[1].times_ms != []
+
+
+def test_the_model_strategy_on_the_cluster_follows_the_local_one(client, tmp_path):
+    from cluster_fakes import ModelKind
+    coord = coordinator(client, MODEL)
+    (entries,) = [e for _, e in tune_table(coord, [P], budget=Budget(20), repeats=2,
+                                           store_path=tmp_path / "t.sqlite")]
+    local = tune(ModelKind(), P, budget=Budget(20), repeats=2)     # its default: model
+    got = [r["config"] for r in entries[0]["results"]]
+    assert got == [r["config"] for r in local["results"]]
+    assert got[:3] == [dict(c) for c in ModelKind().candidates(P)]  # the seeds, timed first
+    assert entries[0]["best"]["config"] == local["best"]["config"]
+
+
+def test_each_device_gets_the_budget_made_for_it(client, tmp_path):
+    coord = coordinator(client, TWO)
+    table = tune_table(coord, [P], repeats=2, store_path=tmp_path / "t.sqlite",
+                       budget=lambda device: Budget(4 if device.renderer.endswith("0") else 6))
+    assert [(g.device.renderer, e["evaluated"]) for g, (e,) in table] == \
+        [("fake gpu kind 0", 4), ("fake gpu kind 1", 6)]
+
+
+def test_the_phased_search_on_the_cluster_follows_the_local_one(client, tmp_path):
+    coord = coordinator(client)
+    (entries,) = [e for _, e in tune_table(coord, [P], budget=Budget(30), repeats=3,
+                                           store_path=tmp_path / "t.sqlite")]
+    local = tune(FakeBackend(), P, budget=Budget(30), repeats=3)
+    assert [r["config"] for r in entries[0]["results"]] == [r["config"] for r in local["results"]]
+    assert entries[0]["best"]["config"] == local["best"]["config"]
+    assert entries[0]["measured"] == 30 and set(entries[0]["stage_seconds"]) >= {"build", "store"}
+
+
+def test_identical_gpus_are_one_device_with_the_evaluations_split(client, tmp_path):
+    coord = coordinator(client)
+    per_worker = {}
+    lock = threading.Lock()
+
+    def count(r, cached, worker):
+        with lock:
+            per_worker[worker] = per_worker.get(worker, 0) + 1
+    table = tune_table(coord, [P, P2], budget=Budget(12), repeats=2,
+                       store_path=tmp_path / "t.sqlite", on_search=lambda group, problem: count)
+    assert len(table) == 1 and [e["evaluated"] for e in table[0][1]] == [12, 12]
+    assert len(rows(tmp_path / "t.sqlite")) == 12 == len(rows(tmp_path / "t.sqlite", problem=P2))
+    assert set(per_worker) == {"gpu0", "gpu1"} and sum(per_worker.values()) == 24
+
+
+def test_different_gpus_tune_the_table_each_for_its_own_device(client, tmp_path):
+    coord = coordinator(client, TWO)
+    workers = {}
+    table = tune_table(coord, [P, P2], budget=Budget(10), repeats=2, store_path=tmp_path / "t.sqlite",
+                       on_search=lambda group, problem: lambda r, cached, worker:
+                       workers.setdefault(r.device, set()).add(worker))
+    keys = [g.device.key for g, _ in table]
+    assert keys == ["fake gpu kind 0 | 1.0", "fake gpu kind 1 | 1.0"]
+    assert workers == {keys[0]: {"gpu0"}, keys[1]: {"gpu1"}}
+    for key in keys:
+        for pr in (P, P2):
+            got = rows(tmp_path / "t.sqlite", key, pr)
+            assert len(got) == 10 and {r.device for r in got} == {key}
+
+
+def test_a_worker_whose_gpu_has_no_context_is_reported_and_gets_no_work(client, tmp_path):
+    events, workers = [], set()
+    coord = coordinator(client, ODD, events)
+    assert events == ["worker gpu1 (GPU 1) excluded: no EGL device 1"]
+    (g, entries), = tune_table(coord, [P], budget=Budget(8), repeats=2,
+                               on_search=lambda group, problem: lambda r, c, worker:
+                               workers.add(worker))
+    assert entries[0]["evaluated"] == 8 and workers == {"gpu0"}
+
+
+def test_a_backend_no_worker_serves_is_one_clear_error(client):
+    from shadertune.errors import ContextError
+    with pytest.raises(ContextError, match="no worker of the cluster serves backend 'fake_backend:"
+                                           "FakeBackend' .*--backends fake_backend:FakeBackend"):
+        coordinator(client, "fake_backend:FakeBackend")
+
+
+def test_a_worker_killed_mid_evaluation_costs_only_that_evaluation(client, control, tmp_path):
+    live_workers(client, 2)
+    coord = coordinator(client)
+    (control / "hang").write_text("")
+    out = {}
+    t = threading.Thread(target=lambda: out.update(table=tune_table(
+        coord, [P], budget=Budget(30), repeats=2, store_path=tmp_path / "t.sqlite")))
+    t.start()
+    deadline = time.monotonic() + 60
+    while not list(control.glob("hung-*")):
+        assert t.is_alive() and time.monotonic() < deadline, "no evaluation hung"
+        time.sleep(0.05)
+    hung = next(control.glob("hung-*"))
+    while not hung.read_text():                      # its key is written after the rename
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    key = hung.read_text()
+    os.kill(int(hung.name.split("-")[1]), signal.SIGKILL)
+    t.join(120)
+    assert not t.is_alive()
+    hung.unlink()
+    (_, (entry,)), = out["table"]
+    stored = rows(tmp_path / "t.sqlite")
+    assert entry["evaluated"] == 30 and len(stored) == 30
+    assert sorted(r.config.key for r in stored) == sorted(Config(r["config"]).key
+                                                         for r in entry["results"])  # none lost
+    (again,) = [r for r in stored if r.config.key == key]   # evaluated again elsewhere
+    assert again.status in ("ok", "wrong", "invalid", "compile_failed")
+    local = tune(FakeBackend(), P, budget=Budget(30), repeats=2)
+    assert entry["best"]["config"] == local["best"]["config"]
+    live_workers(client, 2)                          # its nanny restarted it
+
+
+def test_a_config_that_kills_every_worker_it_runs_on_is_recorded_after_three_tries(
+        client, control, tmp_path):
+    live_workers(client, 2)
+    coord = coordinator(client)
+    (group,) = coord.groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    deadly = Config(base, np=20)
+    (control / "crash").write_text(deadly.key)
+    try:
+        with Store(tmp_path / "t.sqlite") as store:
+            ev = ClusterEvaluator(group, P, store=store, repeats=2)
+            (dead,) = ev.many([deadly])                  # alone: no other evaluation shares its fate
+            after = ev.many([base, Config(base, np=24)])  # the search goes on
+    finally:
+        (control / "crash").unlink()
+    assert dead.status == "run_failed"
+    assert dead.message == "its worker died 3 times while evaluating it (killed or crashed)"
+    assert [r.status for r in after] == ["ok", "ok"]
+    assert {r.config: r.status for r in rows(tmp_path / "t.sqlite")} == \
+        {deadly: "run_failed", base: "ok", Config(base, np=24): "ok"}
+    live_workers(client, 2)
+
+
+def test_a_worker_whose_context_fails_mid_search_is_excluded_and_retired(client, control, tmp_path):
+    live_workers(client, 2)
+    env = dict(os.environ, CLUSTER_FAKE_DIR=str(control),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    extra = subprocess.Popen([sys.executable, "-m", "shadertune.cluster", "worker",
+                              client.scheduler.address, "--gpus", "7,8", "--host", "127.0.0.1",
+                              "--name", "extra", "--backends", ONE],
+                             env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        live_workers(client, 4)
+        events, workers = [], set()
+        coord = coordinator(client, ONE, events)
+        (group,) = coord.groups.values()
+        assert sorted(group.live.values()) == ["extra-gpu7", "extra-gpu8", "gpu0", "gpu1"]
+        base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+        # backend calls of the coordinator's, one meeting the lost context: that worker is
+        # excluded and another one answers (calls of 0.2 s, 8 at a time: every worker gets one)
+        (control / "lose-calls-8").write_text("")
+        (control / "sleep").write_text("0.2")
+        configs = [Config(base, np=n) for n in range(12, 28, 2)]
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda c: group.backend.source(P, c), configs))
+        (control / "sleep").unlink()
+        assert got == [OneKind().source(P, c) for c in configs]
+        assert events == ["worker extra-gpu8 excluded: fake GPU 8 fell off the bus"]
+        # an evaluation that meets it: the worker is excluded, the evaluation runs elsewhere
+        (control / "lose-7").write_text("")
+        ev = ClusterEvaluator(group, P, repeats=2,
+                              on_result=lambda r, c, worker: workers.add(worker))
+        batch = [Config(base, np=n) for n in (12, 14, 16, 18, 20, 22, 24, 26, 28)]
+        got = ev.many(batch)                         # three at a time: one on each worker
+        assert events[1:] == ["worker extra-gpu7 excluded: fake GPU 7 fell off the bus"]
+        assert [r.status for r in got] == ["ok"] * 9 and workers == {"gpu0", "gpu1"}
+        assert extra.wait(timeout=60) == 0           # both retired: its command ends
+        coord.refresh(force=True)
+        assert sorted(group.live.values()) == ["gpu0", "gpu1"]
+    finally:
+        for name in ("lose-7", "lose-calls-8", "sleep"):
+            (control / name).unlink(missing_ok=True)
+        if extra.poll() is None:
+            extra.kill()
+
+
+def test_the_search_cli_joins_a_cluster_and_shows_evaluations_per_worker(client, tmp_path, capsys):
+    live_workers(client, 2)
+    rep = tmp_path / "r.json"
+    assert main(["--backend", ONE, "--sizes", "8x8x64,8x8x32", "--budget", "10", "--repeats", "2",
+                 "--cluster", client.scheduler.address, "--db", str(tmp_path / "t.sqlite"),
+                 "--report", str(rep)]) == 0
+    out = capsys.readouterr().out
+    assert "| 8x8x64 float32" in out and "| 8x8x32 float32" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("evaluations per worker: "))
+    counts = dict(w.rsplit(" ", 1) for w in line.split(": ", 1)[1].split(";")[0].split(", "))
+    assert set(counts) == {"gpu0", "gpu1"} and sum(map(int, counts.values())) == 20
+    assert line.endswith("total 20 measured")
+    doc = json.loads(rep.read_text())
+    check_report(doc)
+    assert doc["device"]["renderer"] == "fake renderer" and len(doc["problems"]) == 2
+    # two kinds of GPU: a table and a report per device
+    assert main(["--backend", TWO, "--size", "8", "--budget", "4", "--repeats", "2", "-q",
+                 "--cluster", client.scheduler.address, "--db", str(tmp_path / "t2.sqlite"),
+                 "--report", str(rep)]) == 0
+    out = capsys.readouterr().out
+    assert "device: fake gpu kind 0 | 1.0" in out and "device: fake gpu kind 1 | 1.0" in out
+    renderers = [json.loads((tmp_path / f"r.{i}.json").read_text())["device"]["renderer"]
+                 for i in (0, 1)]
+    assert renderers == ["fake gpu kind 0", "fake gpu kind 1"]
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--workers", "0"], "--workers must be at least 1"),
+    (["--workers", "2", "--gpus", "0"], "--workers 2 but --gpus names 1 GPUs"),
+    (["--gpus", "0,x"], "--gpus: GPU list must be comma-separated integers"),
+    (["--workers", "1", "--cluster", "tcp://127.0.0.1:1"], "not both"),
+])
+def test_bad_cluster_arguments_fail_in_one_line(tmp_path, capsys, args, text):
+    with pytest.raises(SystemExit) as e:
+        main(["--backend", ONE, "--size", "8", "--db", str(tmp_path / "t.sqlite"), *args])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and text in err and err.count("\n") == 1
+
+
+def test_without_dask_the_cluster_options_say_how_to_get_it_and_a_plain_search_needs_none(tmp_path):
+    code = ("import sys; sys.modules['distributed'] = None\n"
+            "from shadertune.search.cli import main\n"
+            f"assert main(['--backend', 'fake_backend:FakeBackend', '--size', '8', '--budget', '3', "
+            f"'-q', '--db', {str(tmp_path / 'a.sqlite')!r}]) == 0\n"
+            "assert 'dask' not in sys.modules\n"
+            f"sys.exit(main(['--backend', {ONE!r}, '--size', '8', '--workers', '2', "
+            f"'--db', {str(tmp_path / 'b.sqlite')!r}]))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.startswith("shadertune.search: error: --workers and --cluster need Dask")
+    assert "pip install 'shadertune[cluster]'" in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_a_killed_coordinator_resumes_from_the_store(client, control, tmp_path, capsys):
+    live_workers(client, 2)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    db = tmp_path / "t.sqlite"
+    args = ["--backend", ONE, "--m", "8", "--n", "8", "--k", "64", "--budget", "24", "--repeats",
+            "2", "-q", "--db", str(db), "--cluster", client.scheduler.address]
+    (control / "sleep").write_text("0.03")
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "shadertune.search", *args], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not db.exists() or len(rows(db)) < 6:
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finally:
+        (control / "sleep").unlink()
+    kept = {r.config.key for r in rows(db)}
+    assert 6 <= len(kept) < 24
+    rep = tmp_path / "r.json"
+    assert main(args + ["--report", str(rep)]) == 0
+    (doc,) = json.loads(rep.read_text())["problems"]
+    assert doc["cached"] == len(kept) and doc["measured"] == 24 - len(kept)
+    assert len(rows(db)) == 24                       # nothing lost, nothing twice
+    local = tune(FakeBackend(), P, budget=Budget(24), repeats=2)
+    assert [r["config"] for r in doc["results"]] == [r["config"] for r in local["results"]]
+
+
+def test_ctrl_c_on_a_cluster_table_reports_its_problems_in_progress_as_incomplete(
+        control, tmp_path):
+    # a local cluster of the search's own (--workers 2), and Ctrl-C as a terminal sends
+    # it: SIGINT to the whole process group, the workers included
+    env = dict(os.environ, CLUSTER_FAKE_DIR=str(control),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
+    (control / "sleep").write_text("0.03")
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "shadertune.search", "--backend", ONE,
+                              "--sizes", "8x8x64,8x8x32", "--budget", "40", "--repeats", "2",
+                              "--db", str(db), "--report", str(rep), "--workers", "2"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not db.exists() or len(rows(db)) < 4 or len(rows(db, problem=P2)) < 4:
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        (control / "sleep").unlink()
+    assert p.returncode == 130, err
+    # the progress's lines and the error: no worker's traceback
+    lines = err.splitlines()
+    start, stopped, error = lines[0], lines[-2], lines[-1]
+    assert all(ln.startswith("shadertune.search: 2 problems on 2 workers: ") for ln in lines[:-1]), err
+    assert start == "shadertune.search: 2 problems on 2 workers: searching (budget 80 evaluations)"
+    assert stopped.startswith("shadertune.search: 2 problems on 2 workers: stopped: ")
+    assert "per worker: gpu0 " in stopped and ", gpu1 " in stopped
+    assert error == ("shadertune.search: error: interrupted; results measured so far are in "
+                     "the store, rerun to resume")
+    assert out.count("(incomplete)") == 2
+    doc = json.loads(rep.read_text())
+    check_report(doc)
+    assert [e.get("incomplete") for e in doc["problems"]] == [True, True]
+    for e, pr in zip(doc["problems"], (P, P2)):               # what the store holds, no more
+        assert e["evaluated"] == len(rows(db, problem=pr)) < 40
