@@ -64,8 +64,10 @@ def render(name: str, **params) -> str:
     return _env().get_template(name).render(**params)
 
 
+@functools.lru_cache(maxsize=None)
 def template_hash(*names: str) -> str:
-    """Short hash of template sources: a store key part, so edited kernels are re-tuned."""
+    """Short hash of template sources: a store key part, so edited kernels are re-tuned.
+    Read once a process, as the templates rendered (config='auto' asks on every call)."""
     h = hashlib.sha256()
     for n in names:
         h.update(n.encode())

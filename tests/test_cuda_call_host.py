@@ -37,6 +37,7 @@ class Backend(CUDABackend):
 
     def build(self, problem, config):
         self.built.append(fake_cupy.FakeKernel(problem))
+        self.built[-1].built_for = config
         return self.built[-1]
 
 
@@ -281,3 +282,29 @@ def test_out_that_shares_memory_with_an_input(cp, rng, be):
     close(dA, A.astype(np.float32) @ B)
     with pytest.raises(ValueError, match="out has shape"):
         run(be, dA, dB, out=cp.empty((16, 8), np.float32))
+
+
+def test_auto_reads_the_store_once_for_a_batched_device_call(cp, rng, be, tmp_path, monkeypatch):
+    """config='auto' on a stack of device arrays (B read in place through the trans
+    flag) finds the stored batched problem exactly, and later calls of that layout
+    do not read the store again (select.py keeps the selection while the store is
+    unchanged)."""
+    from shadertune import select
+    from shadertune.db import Store
+    from shadertune.result import Result
+    p = Problem(24, 8, 16, trans_b=True, batch=3)
+    stored = [c for c in be.candidates(p, 8) if c != be.default_config(p)][0]
+    with Store(tmp_path / "t.sqlite") as s:
+        s.put(Result("cuda", "x", p, stored, "ok", times_ms=[1.0], error=0.0), be.template_hash())
+    asked = []
+    real = select._from_store
+    monkeypatch.setattr(select, "_from_store", lambda *a: asked.append(1) or real(*a))
+    monkeypatch.setattr(be, "device", lambda: type("D", (), {"key": "x"})())
+    A, Bt = rng.uniform(-1, 1, (3, 24, 16)), rng.uniform(-1, 1, (3, 8, 16))
+    for _ in range(3):
+        dA, dBt = dev(cp, A), dev(cp, Bt)
+        r = shadertune.matmul(dA, dBt.swapaxes(1, 2), backend=be, db=tmp_path / "t.sqlite")
+        close(r, A.astype(np.float32).astype(np.float64) @ Bt.astype(np.float32).swapaxes(1, 2))
+    assert len(asked) == 1
+    k = [k for k in be.built if k.problem == p]
+    assert len(k) == 1 and k[0].built_for == stored

@@ -21,6 +21,7 @@ class CUDABackend(Backend):
     def __init__(self, device_id: int = 0):
         self.device_id = device_id
         self._spaces: dict[Problem, object] = {}
+        self._device_info: DeviceInfo | None = None
 
     # --- device ------------------------------------------------------------
     def limits(self) -> dict:
@@ -31,15 +32,18 @@ class CUDABackend(Backend):
         return self.limits()["arch"]
 
     def device(self) -> DeviceInfo:
-        cupy = device.import_cupy()
-        if not device.has_gpu():
-            raise ContextError("no CUDA GPU is visible (cupy.cuda.runtime.getDeviceCount() == 0)")
-        lim = self.limits()
-        rt, drv = cupy.cuda.runtime.runtimeGetVersion(), cupy.cuda.runtime.driverGetVersion()
-        ver = lambda v: f"{v // 1000}.{v % 1000 // 10}"  # noqa: E731
-        return DeviceInfo(backend=self.name, vendor="NVIDIA", renderer=lim["name"],
-                          driver=f"CUDA driver {ver(drv)}, runtime {ver(rt)}, CuPy {cupy.__version__}",
-                          limits=lim)
+        """The GPU, read once: config='auto' asks for its key on every call."""
+        if self._device_info is None:
+            cupy = device.import_cupy()
+            if not device.has_gpu():
+                raise ContextError("no CUDA GPU is visible (cupy.cuda.runtime.getDeviceCount() == 0)")
+            lim = self.limits()
+            rt, drv = cupy.cuda.runtime.runtimeGetVersion(), cupy.cuda.runtime.driverGetVersion()
+            ver = lambda v: f"{v // 1000}.{v % 1000 // 10}"  # noqa: E731
+            self._device_info = DeviceInfo(
+                backend=self.name, vendor="NVIDIA", renderer=lim["name"],
+                driver=f"CUDA driver {ver(drv)}, runtime {ver(rt)}, CuPy {cupy.__version__}", limits=lim)
+        return self._device_info
 
     # --- space / codegen ---------------------------------------------------
     def space(self, problem: Problem):
