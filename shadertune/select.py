@@ -242,12 +242,17 @@ def explain(A, B, *, backend: str = "gl", db=None, device_index: int | None = No
     """Which config matmul(A, B, backend=backend, config="auto", db=db) runs, and why.
 
     For GL operands larger than the device's texture limit, matmul works in
-    tiles: the selection shown is the one of the main (largest) tile."""
+    tiles: the selection shown is the one of the main (largest) tile.  CUDA runs
+    a stack as one batched problem and reads column-major operands through the
+    trans flags: the selection shown is the one of that problem."""
     from .api import backend as matmul_backend
     from .inputs import check_call
     be = matmul_backend(backend, device_index)
     call = check_call(A, B, None, alpha=1.0, beta=0.0, dtypes=be.dtypes)
     p = call.problem
+    if be.name == "cuda":      # the problem of its launch: trans flags from the layouts, the batch
+        from .backends.cuda.call import prepare
+        p = prepare(call).problem or p
     if be.name == "gl":
         from .backends.gl.calls import main_tile
         lim = int(be.device().limits.get("max_texture_size", 4096))

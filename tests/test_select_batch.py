@@ -38,3 +38,17 @@ def test_batched_problems_are_stored_found_and_near(tmp_path):
 def test_batch_of_key():
     for p in (Problem(3, 4, 5), Problem(3, 4, 5, "float64", True, False, batch=12)):
         assert Problem.batch_of_key(p.key) == p.batch
+
+
+def test_the_search_cli_takes_a_batch():
+    from shadertune.search.cli import build_parser, problems_from
+    parser = build_parser()
+    args = parser.parse_args(["--sizes", "64x512x256x128,8x8x8,8", "--dtype", "float64"])
+    assert problems_from(args, parser) == [Problem(512, 256, 128, "float64", batch=64),
+                                           Problem(8, 8, 8, "float64")]
+
+
+def test_a_backend_without_batches_refuses_to_tune_one(tmp_path):
+    from shadertune.search import Budget, tune
+    with pytest.raises(ValueError, match="fake backend tunes single products, not a batch of 4"):
+        tune(FakeBackend(), Problem(8, 8, 8, batch=4), budget=Budget(max_evals=2))

@@ -25,8 +25,9 @@ Optional hooks, with their defaults:
                            by default on host arrays, one kernel per 2-D product
 - presets(), preset_config(name, problem)  named configs matmul(config=NAME) takes
 - on_device(device_index)  an instance on that device (matmul's device_index)
-- dtypes, shared_by_threads  what the backend computes in; whether one instance may
-                           serve several threads
+- dtypes, shared_by_threads, batched  what the backend computes in; whether one
+                           instance may serve several threads; whether it takes batched
+                           problems (Problem.batch > 1)
 """
 from __future__ import annotations
 
@@ -109,6 +110,9 @@ class Backend(abc.ABC):
     # whether one instance may serve several threads at once; a GL backend cannot (its
     # context is current in one thread), so matmul makes one per thread
     shared_by_threads: bool = True
+    # whether a Problem with batch > 1 (that many products in one launch) is a problem
+    # this backend tunes and runs (CUDA); tune() refuses one for a backend that is not
+    batched: bool = False
 
     @classmethod
     def on_device(cls, device_index: int | None) -> "Backend":

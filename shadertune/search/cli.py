@@ -28,7 +28,8 @@ SOFTWARE_TIME_LIMIT = 30.0
 
 EPILOG = f"""\
 sizes: --size N tunes N x N x N; --m M --n N --k K one shape; --sizes 256,512,1024
-a table of squares (an item may also be MxNxK; repeated items are tuned once), so
+a table of squares (an item may also be MxNxK, or BxMxNxK: a batch of B products run
+as one launch, a CUDA problem of its own; repeated items are tuned once), so
 that shadertune.matmul(A, B) with config="auto" can pick the best stored config
 for a shape (exact, else the nearest tuned shape).
 
@@ -86,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--m", type=int, metavar="M", help="rows of A and C (with --n and --k)")
     g.add_argument("--n", type=int, metavar="N", help="columns of B and C")
     g.add_argument("--k", type=int, metavar="K", help="columns of A, rows of B")
-    g.add_argument("--sizes", metavar="LIST", help="comma-separated squares, e.g. 256,512,1024")
+    g.add_argument("--sizes", metavar="LIST", help="comma-separated squares or MxNxK shapes, e.g. "
+                   "256,512,1024 or 512x256x64 (BxMxNxK: a batch of B products, one launch)")
     g.add_argument("--dtype", default="float32", choices=("float32", "float64"),
                    help="element type (float64 on CUDA only; default float32)")
     g.add_argument("--trans-a", action="store_true", help="A is stored transposed (K x M)")
@@ -139,14 +141,14 @@ def problems_from(args, parser) -> list[Problem]:
             shapes = [(args.size,) * 3]
         elif args.sizes is not None:
             shapes = [Problem.parse(t).to_dict() for t in args.sizes.split(",") if t.strip()]
-            shapes = [(d["M"], d["N"], d["K"]) for d in shapes]
+            shapes = [(d["M"], d["N"], d["K"], d.get("batch", 1)) for d in shapes]
             if not shapes:
                 parser.error("--sizes needs at least one size")
         else:
             if None in (args.m, args.n, args.k):
                 parser.error("--m, --n and --k go together")
             shapes = [(args.m, args.n, args.k)]
-        out = [Problem(M, N, K, args.dtype, args.trans_a, args.trans_b) for M, N, K in shapes]
+        out = [Problem(*shape[:3], args.dtype, args.trans_a, args.trans_b, *shape[3:]) for shape in shapes]
     except (TypeError, ValueError) as e:
         parser.error(str(e))
     for pr in out:

@@ -34,6 +34,9 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     `on_phase` make: a cluster's, which measures on its workers (shadertune.cluster)
     and was made with those settings itself."""
     from ..perfmodel.guided import RANK_LIMIT, learned_cost_model
+    if problem.batch > 1 and not backend.batched:
+        raise ValueError(f"the {backend.name} backend tunes single products, not a batch of "
+                         f"{problem.batch} ({problem.key}): batched problems are the CUDA backend's")
     search = get_strategy(strategy or backend.default_strategy)
     space = backend.space(problem)
     evaluate = evaluator if evaluator is not None else Evaluator(

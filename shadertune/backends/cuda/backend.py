@@ -15,6 +15,7 @@ from .tuning import candidates
 class CUDABackend(Backend):
     name = "cuda"
     dtypes = ("float32", "float64")
+    batched = True        # a stack of products is one strided-batched launch
     # the cost model ranks the space (tuning.model_cycles): search.model uses it
     default_strategy = "model"
 
