@@ -18,4 +18,11 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0, 
                    device_index=device_index, db=db, tune=tune)
 
 
-__all__ = ["Config", "Problem", "Result", "matmul", "__version__"]
+def explain(A, B, *, backend="gl", db=None, device_index=None):
+    """Which config matmul(A, B, config="auto") runs for these operands, and why
+    (exact / model with its predicted GFLOP/s / nearest / default); see shadertune.select.explain."""
+    from .select import explain as _explain
+    return _explain(A, B, backend=backend, db=db, device_index=device_index)
+
+
+__all__ = ["Config", "Problem", "Result", "explain", "matmul", "__version__"]
