@@ -95,6 +95,24 @@ def test_a_store_made_again_is_seen(tmp_path):
     assert select_config(be, P, path) == (cfg(28), "exact")
 
 
+def test_a_store_replaced_on_disk_is_read_as_it_is_now(tmp_path):
+    """Keeping selections holds no connection open: a store replaced by another file
+    (mv) is read with its own content, never with the old file's write-ahead log."""
+    path, other = tmp_path / "s.sqlite", tmp_path / "new.sqlite"
+    be = FakeBackend()
+    with Store(path) as s:
+        put(s, P, cfg(), ms=1.0)
+        assert select_config(be, P, path) == (cfg(), "exact")   # kept, with the store open
+        with Store(other) as t:
+            put(t, P, cfg(28), ms=1.0)
+        put(s, P, cfg(24), ms=0.5)                               # a write left in the old log
+    assert not (tmp_path / "s.sqlite-wal").exists()              # the last writer cleaned up
+    (tmp_path / "new.sqlite").replace(path)
+    assert select_config(be, P, path) == (cfg(28), "exact")
+    with Store(path) as s:
+        assert [r.config for r in s.ranked("fake", DEVICE, P, TEMPLATES)] == [cfg(28)]
+
+
 def test_the_tolerance_is_in_force_in_every_rule(tmp_path):
     """A result within the float32 default (1e-5) but over a stricter tolerance is not
     correct there: not exact, not nearest, not among the model's candidates."""

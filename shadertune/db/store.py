@@ -39,6 +39,7 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 
+from .. import select_memo
 from ..config import Config
 from ..errors import ShadertuneError
 from ..problem import Problem
@@ -312,6 +313,7 @@ class Store:
                 raise
         except sqlite3.Error as e:
             raise StoreError(self._write_failure(e)) from None
+        select_memo.changed(self.path)    # auto's kept selections read the store again
 
     def _write_failure(self, e: sqlite3.Error) -> str:
         name = _errname(e)
