@@ -6,20 +6,13 @@ import itertools
 import numpy as np
 import pytest
 
-cupy = pytest.importorskip("cupy")
-try:
-    _ndev = cupy.cuda.runtime.getDeviceCount()
-except Exception:
-    _ndev = 0
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_ndev == 0, reason="no CUDA device")]
+from cuda_gpu import TOL, cupy, pytestmark  # noqa: F401  (skips without a CUDA device)
 
 from shadertune.backends.cuda import CUDABackend, matmul  # noqa: E402
 from shadertune.backends.cuda.driver import CUDAKernel  # noqa: E402
 from shadertune.config import Config  # noqa: E402
 from shadertune.errors import InvalidConfig  # noqa: E402
 from shadertune.problem import Problem  # noqa: E402
-
-TOL = {"float32": 1e-5, "float64": 1e-13}
 
 
 @pytest.fixture(scope="module")

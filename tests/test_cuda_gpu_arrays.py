@@ -7,12 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-cupy = pytest.importorskip("cupy")
-try:
-    _ndev = cupy.cuda.runtime.getDeviceCount()
-except Exception:
-    _ndev = 0
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_ndev == 0, reason="no CUDA device")]
+from cuda_gpu import DEVICES, TOL, cupy, pytestmark  # noqa: F401  (skips without a CUDA device)
 
 from shadertune.backends.cuda import CUDABackend, call, matmul  # noqa: E402
 from shadertune.backends.cuda.hold import hold  # noqa: E402
@@ -20,9 +15,6 @@ from shadertune.config import Config  # noqa: E402
 from shadertune.inputs import check_call  # noqa: E402
 from shadertune.problem import Problem  # noqa: E402
 
-# relative Frobenius error vs float64: float32 kernels, float64 kernels (the
-# DMMA and FFMA DGEMM sum in IEEE double; sqrt(K) * 2^-53 is ~1e-14 at K = 4096)
-TOL = {"float32": 1e-5, "float64": 1e-13}
 SPIN_US = 200_000     # a spin long enough that a call returning under it did not wait for it
 
 
@@ -260,7 +252,7 @@ def test_device_errors(be):
         matmul(dA, cupy.ones((4, 2), np.float32))
     with pytest.raises(ValueError, match="core dimension"):
         matmul(cupy.ones((8, 4), np.float32), cupy.ones((5, 2), np.float32))
-    if _ndev > 1:
+    if DEVICES > 1:
         with cupy.cuda.Device(1):
             other = cupy.ones((4, 2), np.float32)
         with pytest.raises(ValueError, match="on CUDA device 1, but this CUDA backend runs on device 0"):
