@@ -10,7 +10,8 @@ leaves device arrays as they are; a backend that computes on the device (CUDA)
 reads their memory in place through the same ArrayInfo.  A DLPack-only device
 object is described from its `shape`, `dtype` and `__dlpack_device__` and
 consumed later, by the backend (strides None until then), so every check can
-run without a GPU (tests use fake objects exposing the interfaces).
+run without a GPU (tests use fake objects exposing the interfaces); one that
+states no shape is imported through CuPy at once (no copy), as a CuPy array.
 
 Kinds: 'numpy' (host memory: numpy arrays, host DLPack), 'cupy', 'torch' (a
 CUDA tensor), 'cai' (another CAI object), 'dlpack' (a CUDA DLPack object
@@ -69,12 +70,25 @@ def describe_device(x) -> ArrayInfo | None:
         dev_type, dev_id = dl()
         if int(dev_type) in (DL_CUDA, DL_CUDA_MANAGED):
             shape = getattr(x, "shape", None)
+            if shape is None and (consumed := _from_dlpack_with_cupy(x)) is not None:
+                return _cupy(consumed)       # the only way to learn its shape: import it (no copy)
             return ArrayInfo("dlpack", x, None if shape is None else tuple(int(s) for s in shape), None,
                              _dtype_name(getattr(x, "dtype", None)), device=int(dev_id))
         if int(dev_type) not in (DL_CPU, DL_CUDA_HOST):
             raise TypeError(f"matmul: {type(x).__name__} lives on DLPack device type {int(dev_type)}, "
                             f"neither the host nor a CUDA GPU")
     return None
+
+
+def _from_dlpack_with_cupy(x):
+    """A CUDA DLPack object that states no shape, as a zero-copy CuPy array
+    (the DLPack stream protocol makes CuPy's current stream wait for its
+    producer); None where CuPy is not installed."""
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy.from_dlpack(x)
 
 
 def host_array(x) -> np.ndarray:

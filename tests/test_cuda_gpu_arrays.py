@@ -15,7 +15,11 @@ from shadertune.config import Config  # noqa: E402
 from shadertune.inputs import check_call  # noqa: E402
 from shadertune.problem import Problem  # noqa: E402
 
-SPIN_US = 200_000     # a spin long enough that a call returning under it did not wait for it
+# A spin long enough that a call returning under it did not wait for it.  Every
+# operation of the timed line runs once before (warm): the first use of a CuPy
+# elementwise kernel compiles it, and CUDA's lazy loading may synchronise the
+# context when it loads a kernel module, either of which would look like a sync.
+SPIN_US = 1_000_000
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +128,11 @@ def test_cupy_stream_is_used_without_synchronising(be):
     rng = np.random.default_rng(4)
     A, B = rng.uniform(-1, 1, (96, 64)), rng.uniform(-1, 1, (64, 80))
     dA, dB = cupy.asarray(A, np.float32), cupy.asarray(B, np.float32)
-    matmul(dA, dB)                          # compile first
     s = cupy.cuda.Stream(non_blocking=True)
     with s:
+        matmul(dA * 2, dB) + 1              # warm (see SPIN_US)
+        hold(1000)
+        s.synchronize()
         hold(SPIN_US)
         y = matmul(dA * 2, dB) + 1
         pending = not s.done
@@ -140,9 +146,11 @@ def test_torch_stream_is_used_without_synchronising(be):
     rng = np.random.default_rng(5)
     A, B = rng.uniform(-1, 1, (96, 64)), rng.uniform(-1, 1, (64, 80))
     tA, tB = torch.tensor(A, dtype=torch.float32, device="cuda"), torch.tensor(B, dtype=torch.float32, device="cuda")
-    matmul(tA, tB)
     ts = torch.cuda.Stream()
     with torch.cuda.stream(ts):
+        matmul(tA * 2, tB) + 1              # warm (see SPIN_US)
+        hold(1000, stream=cupy.cuda.ExternalStream(ts.cuda_stream))
+        ts.synchronize()
         hold(SPIN_US, stream=cupy.cuda.ExternalStream(ts.cuda_stream))
         y = matmul(tA * 2, tB) + 1
         pending = not ts.query()
