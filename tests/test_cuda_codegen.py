@@ -559,10 +559,11 @@ def test_dmma_knob():
         assert d.smem_bytes == 3 * 8 * (d.stage_elems_a + d.stage_elems_b)
     cands = candidates(p, s, L, 24)
     assert {c["MMA"] for c in cands} == {0, 1}
-    # the untuned float64 default stays on the FFMA kernel, though the model ranks DMMA first
+    # the untuned float64 default is the model's first pick, a DMMA config (measured 1.8-2.4x the
+    # FFMA pick on the H200)
     from shadertune.backends.cuda.tuning import model_cycles
-    assert cands[0]["MMA"] == 0
-    assert min(model_cycles(p, c, L) for c in cands if c["MMA"] == 1) < model_cycles(p, cands[0], L)
+    assert cands[0]["MMA"] == 1
+    assert model_cycles(p, cands[0], L) < min(model_cycles(p, c, L) for c in cands if c["MMA"] == 0)
     assert all(c in s for c in cands)
     assert {c["MMA"] for c in candidates(p, make_space(p, dict(L, arch="sm_80")), dict(L, arch="sm_80"), 24)} == {0}
 
