@@ -142,6 +142,23 @@ def test_convergence_waits_for_patience_restarts_without_a_gain():
     assert len(long) >= len(short) + 3
 
 
+def test_a_time_limit_to_spend_goes_past_convergence_until_it_is_spent():
+    """Budget(seconds, spend_all=True) (the CLI's --time-limit): no convergence stop; the
+    restarts go on until the time is spent or the ranking runs out."""
+    phases = []
+    converged = search("model", FakeBackend(model=True), Budget(seconds=60), phases=phases, patience=1)
+    assert phases[-1][0].startswith("converged")
+    phases = []
+    spent = search("model", FakeBackend(model=True), Budget(seconds=60, spend_all=True), phases=phases,
+                   patience=1)
+    assert not any(label.startswith("converged") for label, _ in phases)
+    assert len(spent) > len(converged) + 10
+    # spend_all without a time limit changes nothing (there is nothing to spend)
+    phases = []
+    search("model", FakeBackend(model=True), Budget(spend_all=True), phases=phases, patience=1)
+    assert phases[-1][0].startswith("converged")
+
+
 # --- batches and the budget -------------------------------------------------------------
 
 @pytest.mark.parametrize("strategy", ["phased", "model", "exhaustive", "random"])

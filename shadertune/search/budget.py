@@ -32,6 +32,9 @@ from .contract import as_evaluator
 class Budget:
     max_evals: int | None = None    # distinct configs evaluated; None: no limit
     seconds: float | None = None    # wall time from the strategy's start; None: no limit
+    # Spend the whole time limit: a strategy's convergence rule does not end the search
+    # while `seconds` remain (it restarts instead); the caller asked for that much search.
+    spend_all: bool = False
 
     def __post_init__(self):
         if self.max_evals is not None and self.max_evals < 0:

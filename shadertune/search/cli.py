@@ -261,7 +261,9 @@ def _budget(args, device) -> Budget:
         seconds = SOFTWARE_TIME_LIMIT
         log.warning("%s is a software renderer: each problem stops starting evaluations after "
                     "%g s (--time-limit S to change, 0: no limit)", device.renderer, seconds)
-    return Budget(args.budget, seconds or None)
+    # a time limit the user gave is search time asked for: it is spent, not cut short by
+    # convergence (the software renderer's implicit limit is only a cap)
+    return Budget(args.budget, seconds or None, spend_all=bool(args.time_limit))
 
 
 class _Problem:
