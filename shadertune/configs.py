@@ -54,6 +54,10 @@ def parse_request(spec, backend, tune=None) -> ConfigRequest:
     """Check the form of `spec` and `tune` (no problem needed yet); raise
     TypeError/ValueError.  `tune` (None, 'first-use' or a perfmodel.FirstUse)
     goes with config 'auto' only: it fills the store auto reads."""
+    if tune is None and type(spec) is str:     # the common calls: one of two constants
+        request = _BUILTIN_REQUESTS.get(spec)
+        if request is not None:
+            return request
     request = _parse_config(spec, backend)
     if tune is not None:
         from .perfmodel.firstuse import parse
@@ -63,6 +67,9 @@ def parse_request(spec, backend, tune=None) -> ConfigRequest:
                 raise ValueError(f"matmul: tune={tune!r} needs config='auto', got config={spec!r}")
             return replace(request, tune=first_use)
     return request
+
+
+_BUILTIN_REQUESTS = {name: ConfigRequest(name) for name in _BUILTIN}
 
 
 def _parse_config(spec, backend) -> ConfigRequest:
