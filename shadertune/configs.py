@@ -24,6 +24,7 @@ import difflib
 import itertools
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -128,8 +129,10 @@ def resolve(backend, problem: Problem, request, *, db=None, where: str | None = 
     if request.kind == "default":
         return backend.default_config(problem)
     if request.kind == "auto":
-        from .select import select_config
-        return select_config(backend, problem, db=db, tune=request.tune)[0]
+        select = sys.modules.get("shadertune.select")
+        if select is None:
+            from . import select
+        return select.select_config(backend, problem, db=db, tune=request.tune)[0]
     if request.kind == "preset":
         given = Config(backend.preset_config(request.name, problem))
         label = f"preset {request.name!r} ({given.to_dict()})"
