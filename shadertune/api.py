@@ -59,9 +59,11 @@ class CallPlan:
         key = (problem, adapt)
         cfg = self._configs.get(key)
         if cfg is None:
-            where = self.call.where
-            if (problem.M, problem.N, problem.K) != (self.call.M, self.call.N, self.call.K):
-                where += f" (its {problem.M}x{problem.N}x{problem.K} part)"
+            where = None     # the caller's shapes, named in errors of presets and knobs
+            if self.request.kind in ("preset", "knobs"):
+                where = self.call.where
+                if (problem.M, problem.N, problem.K) != (self.call.M, self.call.N, self.call.K):
+                    where += f" (its {problem.M}x{problem.N}x{problem.K} part)"
             cfg = self._configs[key] = resolve(self.door.backend, problem, self.request,
                                                db=self.db, where=where, adapt=adapt)
         return cfg

@@ -125,7 +125,6 @@ def resolve(backend, problem: Problem, request, *, db=None, where: str | None = 
     `problem`; `where` names the caller's shapes in errors (default: the problem)."""
     if not isinstance(request, ConfigRequest):
         request = parse_request(request, backend)
-    where = where or problem.key
     if request.kind == "default":
         return backend.default_config(problem)
     if request.kind == "auto":
