@@ -59,9 +59,11 @@ class CallPlan:
         key = (problem, adapt)
         cfg = self._configs.get(key)
         if cfg is None:
-            where = self.call.where
-            if (problem.M, problem.N, problem.K) != (self.call.M, self.call.N, self.call.K):
-                where += f" (its {problem.M}x{problem.N}x{problem.K} part)"
+            where = None     # the caller's shapes, named in errors of presets and knobs
+            if self.request.kind in ("preset", "knobs"):
+                where = self.call.where
+                if (problem.M, problem.N, problem.K) != (self.call.M, self.call.N, self.call.K):
+                    where += f" (its {problem.M}x{problem.N}x{problem.K} part)"
             cfg = self._configs[key] = resolve(self.door.backend, problem, self.request,
                                                db=self.db, where=where, adapt=adapt)
         return cfg
@@ -96,6 +98,12 @@ def _check_device_index(device_index) -> None:
 
 def door(backend="gl", device_index: int | None = None) -> Door:
     """The Door for a backend name and device, or for a Backend instance."""
+    # a backend shared by threads, asked for before (the common call): one dict
+    # lookup, no lock (a dict read is atomic; a new door is made under the lock)
+    if type(backend) is str and (device_index is None or type(device_index) is int):
+        d = _shared.get((backend, device_index))
+        if d is not None:
+            return d
     if isinstance(backend, Backend):
         with _lock:        # the door lives on the backend object, as long as it does
             d = backend.__dict__.get("_matmul_door")

@@ -24,6 +24,7 @@ import difflib
 import itertools
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -54,6 +55,10 @@ def parse_request(spec, backend, tune=None) -> ConfigRequest:
     """Check the form of `spec` and `tune` (no problem needed yet); raise
     TypeError/ValueError.  `tune` (None, 'first-use' or a perfmodel.FirstUse)
     goes with config 'auto' only: it fills the store auto reads."""
+    if tune is None and type(spec) is str:     # the common calls: one of two constants
+        request = _BUILTIN_REQUESTS.get(spec)
+        if request is not None:
+            return request
     request = _parse_config(spec, backend)
     if tune is not None:
         from .perfmodel.firstuse import parse
@@ -63,6 +68,9 @@ def parse_request(spec, backend, tune=None) -> ConfigRequest:
                 raise ValueError(f"matmul: tune={tune!r} needs config='auto', got config={spec!r}")
             return replace(request, tune=first_use)
     return request
+
+
+_BUILTIN_REQUESTS = {name: ConfigRequest(name) for name in _BUILTIN}
 
 
 def _parse_config(spec, backend) -> ConfigRequest:
@@ -117,12 +125,13 @@ def resolve(backend, problem: Problem, request, *, db=None, where: str | None = 
     `problem`; `where` names the caller's shapes in errors (default: the problem)."""
     if not isinstance(request, ConfigRequest):
         request = parse_request(request, backend)
-    where = where or problem.key
     if request.kind == "default":
         return backend.default_config(problem)
     if request.kind == "auto":
-        from .select import select_config
-        return select_config(backend, problem, db=db, tune=request.tune)[0]
+        select = sys.modules.get("shadertune.select")
+        if select is None:
+            from . import select
+        return select.select_config(backend, problem, db=db, tune=request.tune)[0]
     if request.kind == "preset":
         given = Config(backend.preset_config(request.name, problem))
         label = f"preset {request.name!r} ({given.to_dict()})"

@@ -25,11 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from ._frozen import quick_init
+
 # DLPack device types (dlpack.h): host memory, and memory a CUDA kernel can read.
 DL_CPU, DL_CUDA, DL_CUDA_HOST, DL_CUDA_MANAGED = 1, 2, 3, 13
 _TYPESTRS: dict = {}     # CAI typestr -> numpy dtype (np.dtype(str) costs ~1 us a call)
 
 
+@quick_init
 @dataclass(frozen=True)
 class ArrayInfo:
     kind: str                 # numpy | cupy | torch | cai | dlpack
@@ -114,9 +117,12 @@ def describe(x) -> ArrayInfo:
 
 
 def _cupy(x) -> ArrayInfo:
-    it = x.dtype.itemsize
-    return ArrayInfo("cupy", x, x.shape, tuple(s // it for s in x.strides), x.dtype,
-                     ptr=x.data.ptr, device=x.device.id)
+    dtype = x.dtype
+    it = dtype.itemsize
+    st = x.strides
+    strides = (st[0] // it, st[1] // it) if len(st) == 2 else tuple(s // it for s in st)
+    mem = x.data          # a MemoryPointer: its address and device (x.device makes a Device)
+    return ArrayInfo("cupy", x, x.shape, strides, dtype, mem.ptr, mem.device_id)
 
 
 _TORCH_DTYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16,

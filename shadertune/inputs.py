@@ -17,10 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from ._frozen import quick_init
 from .device_arrays import ArrayInfo, describe_device, host_array
 from .problem import Problem
 
+_SHAPES: dict = {}       # what check_call derives from shapes and dtypes alone, per signature
+_SHAPES_MAX = 4096
 
+
+@quick_init
 @dataclass(frozen=True)
 class Operand:
     """One input as the caller gave it.  Host inputs are numpy arrays (converted once
@@ -37,6 +42,7 @@ class Operand:
         return len(self.shape)
 
 
+@quick_init
 @dataclass(frozen=True)
 class MatmulCall:
     """One checked call: alpha * A @ B + beta * out, numpy.matmul's shapes and dtypes.
@@ -133,6 +139,11 @@ def _check_dtype(dtype: np.dtype, name: str) -> None:
 
 def real_scalar(x, name: str) -> float:
     """A Python or numpy real number, or a 0-d real array (bool is refused: it is not a scale)."""
+    t = type(x)
+    if t is float:
+        return x
+    if t is int:
+        return float(x)
     if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
         return float(x)
     if isinstance(x, np.generic) and x.dtype.kind in "iuf":
@@ -145,11 +156,47 @@ def real_scalar(x, name: str) -> float:
 # --- the call ------------------------------------------------------------------
 def check_call(A, B, out=None, *, alpha=1.0, beta=0.0, dtypes=("float32",)) -> MatmulCall:
     """Check one call; `dtypes` are the compute dtypes the backend offers (float64 is
-    used where numpy's result would be float64 or wider and the backend has it)."""
+    used where numpy's result would be float64 or wider and the backend has it).
+
+    What follows from the shapes and dtypes alone (the core sizes, the batch, the
+    result and compute dtypes, out's fit) is worked out once per signature and
+    kept; what depends on this call's values (alpha, beta, out's writability) is
+    checked every call."""
     a = _operand(A, "A")
     b = _operand(B, "B")
     alpha = real_scalar(alpha, "alpha")
     beta = real_scalar(beta, "beta")
+    if out is None:
+        key, out_sig, out_error = (a.shape, a.dtype, b.shape, b.dtype, dtypes), None, None
+    else:
+        out_sig, out_error = _out_of(out)
+        key = (a.shape, a.dtype, b.shape, b.dtype, dtypes, out_sig, beta != 0.0)
+    shapes = _SHAPES.get(key) if out_error is None else None
+    if shapes is None:     # numpy's checks in numpy's order; a signature is kept once it passed
+        shapes = _shapes(a, b, dtypes, out_sig, out_error, alpha, beta)
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        _SHAPES[key] = shapes
+    batch, M, N, K, squeeze_a, squeeze_b, result_dtype, dtype, logical = shapes
+    if logical:
+        _check_logical(alpha, beta)
+    if out is None and beta != 0.0:
+        raise ValueError("matmul: beta != 0 adds beta * out to the product: pass the array to "
+                         "add as out= (it also receives the result)")
+    return MatmulCall(a, b, out, alpha, beta, batch, M, N, K, squeeze_a, squeeze_b,
+                      result_dtype, dtype, logical, _wrapper(A, B))
+
+
+def _check_logical(alpha: float, beta: float) -> None:
+    if alpha != 1.0 or beta != 0.0:
+        raise TypeError("matmul: alpha and beta need numeric inputs: bool @ bool is numpy's "
+                        "logical OR of ANDs, which has no scale")
+
+
+def _shapes(a: Operand, b: Operand, dtypes, out_sig, out_error, alpha: float, beta: float) -> tuple:
+    """(batch, M, N, K, squeeze_a, squeeze_b, result_dtype, dtype, logical) of a
+    signature: numpy.matmul's rules on shapes and dtypes, its errors raised in its
+    order (out's own error, found first, is raised where numpy would)."""
     squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
     a_shape = (1,) + a.shape if squeeze_a else a.shape
     b_shape = b.shape + (1,) if squeeze_b else b.shape
@@ -165,40 +212,47 @@ def check_call(A, B, out=None, *, alpha=1.0, beta=0.0, dtypes=("float32",)) -> M
         raise ValueError(f"matmul: batch dimensions of A{a.shape} and B{b.shape} "
                          f"cannot be broadcast together") from None
     result_dtype = np.result_type(a.dtype, b.dtype)
-    logical = result_dtype == np.bool_
-    if logical and (alpha != 1.0 or beta != 0.0):
-        raise TypeError("matmul: alpha and beta need numeric inputs: bool @ bool is numpy's "
-                        "logical OR of ANDs, which has no scale")
+    logical = bool(result_dtype == np.bool_)
+    if logical:
+        _check_logical(alpha, beta)
     wide = result_dtype.kind == "f" and result_dtype.itemsize >= 8
     dtype = "float64" if wide and "float64" in dtypes else "float32"
     core = (() if squeeze_a else (M,)) + (() if squeeze_b else (N,))
-    if out is not None:
-        batch = _check_out(out, batch, core, result_dtype, logical, beta)
-    elif beta != 0.0:
-        raise ValueError("matmul: beta != 0 adds beta * out to the product: pass the array to "
-                         "add as out= (it also receives the result)")
-    return MatmulCall(a, b, out, alpha, beta, tuple(batch), int(M), int(N), int(K), squeeze_a,
-                      squeeze_b, result_dtype, dtype, logical, _wrapper(A, B))
+    if out_error is not None:
+        raise out_error
+    if out_sig is not None:
+        batch = _check_out(out_sig, batch, core, result_dtype, logical, beta)
+    return (tuple(batch), int(M), int(N), int(K), squeeze_a, squeeze_b, result_dtype, dtype, logical)
 
 
-def _check_out(out, batch: tuple, core: tuple, result_dtype: np.dtype, logical: bool,
+def _out_of(out) -> tuple:
+    """((shape, dtype), None) of out, after the checks of its kind and writability
+    (every call), or (None, the error) for check_call to raise in numpy's order."""
+    try:
+        if isinstance(out, np.ma.MaskedArray):
+            raise TypeError("matmul: out is a masked array; shadertune does not honour masks")
+        info = describe_device(out)
+        if info is not None:
+            shape, dtype = info.shape, _device_dtype(info, "out")
+            if info.readonly:
+                raise ValueError("matmul: output array is read-only")
+        elif isinstance(out, np.ndarray):
+            shape, dtype = out.shape, out.dtype
+            if not out.flags.writeable:
+                raise ValueError("matmul: output array is read-only")
+        else:
+            raise TypeError(f"matmul: out must be an array (numpy.ndarray, or a device array for "
+                            f"the cuda backend), got {type(out).__name__}")
+    except Exception as e:   # noqa: BLE001 (raised again by check_call, after the inputs' checks)
+        return None, e
+    return (tuple(shape), dtype), None
+
+
+def _check_out(out_sig: tuple, batch: tuple, core: tuple, result_dtype: np.dtype, logical: bool,
                beta: float) -> tuple:
     """out's batch shape, after numpy's checks: core dimensions equal, the inputs'
     batch broadcast to out's, numpy's result dtype cast to out's by same-kind rules."""
-    if isinstance(out, np.ma.MaskedArray):
-        raise TypeError("matmul: out is a masked array; shadertune does not honour masks")
-    info = describe_device(out)
-    if info is not None:
-        shape, dtype = info.shape, _device_dtype(info, "out")
-        if info.readonly:
-            raise ValueError("matmul: output array is read-only")
-    elif isinstance(out, np.ndarray):
-        shape, dtype = out.shape, out.dtype
-        if not out.flags.writeable:
-            raise ValueError("matmul: output array is read-only")
-    else:
-        raise TypeError(f"matmul: out must be an array (numpy.ndarray, or a device array for "
-                        f"the cuda backend), got {type(out).__name__}")
+    shape, dtype = out_sig
     nc = len(core)
     expected = batch + core
     if len(shape) < len(expected) or tuple(shape[len(shape) - nc:]) != core:
@@ -224,10 +278,11 @@ def _check_out(out, batch: tuple, core: tuple, result_dtype: np.dtype, logical: 
     return out_batch
 
 
-def _wrapper(*xs):
+def _wrapper(A, B):
     """The ndarray subclass input numpy would wrap the result with (highest
     __array_priority__ first), or None: np.matrix in, np.matrix out."""
-    subs = [x for x in xs if isinstance(x, np.ndarray) and type(x) is not np.ndarray]
-    if not subs:
+    ta, tb = type(A), type(B)
+    if (ta is np.ndarray or not isinstance(A, np.ndarray)) and (tb is np.ndarray or not isinstance(B, np.ndarray)):
         return None
+    subs = [x for x in (A, B) if isinstance(x, np.ndarray) and type(x) is not np.ndarray]
     return max(subs, key=lambda x: getattr(x, "__array_priority__", 0.0))

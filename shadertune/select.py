@@ -121,15 +121,17 @@ _memo = SelectionMemo()
 def select(backend, problem: Problem, db=None, *, tolerance: float | None = None,
            use_model: bool = True) -> Selection:
     """The config `auto` takes for `problem` on `backend`, with the rule and reason."""
-    from .db import Store, StoreError, default_path
-    path = db.path if isinstance(db, Store) else (pathlib.Path(db).expanduser() if db is not None
-                                                   else default_path())
-    if not isinstance(db, Store) and not os.path.exists(path):
+    Store, StoreError = _db_classes()
+    is_store = isinstance(db, Store)
+    path = db.path if is_store else _store_path(db)
+    spath = str(path)
+    # the stamp is read before the store: a write after it changes the next stamp
+    store_stat = _memo.store_stamp(spath)
+    if store_stat is None and not is_store:
         return _default(backend, problem, (f"no tuning store at {path}",), None)
     device, th = backend.device().key, backend.template_hash()
-    key = (backend.name, device, th, problem, tolerance, use_model, str(path))
-    # the stamp is read before the store: a write after it changes the next stamp
-    stamp = _memo.stamp(path, backend.name, device, th)
+    key = (backend.name, device, th, problem, tolerance, use_model, spath)
+    stamp = _memo.stamp(spath, backend.name, device, th, store_stat)
     kept = _memo.get(key, stamp)
     if kept is not None:
         return kept
@@ -147,6 +149,39 @@ def select(backend, problem: Problem, db=None, *, tolerance: float | None = None
         if owned:
             store.close()
     return _memo.put(key, stamp, found)
+
+
+_paths: dict = {}    # (db, the environment it is read with) -> the store's path
+_DB_CLASSES: tuple = ()
+
+
+def _db_classes() -> tuple:
+    """(Store, StoreError), imported on first use (an import statement in select()
+    costs a microsecond a call)."""
+    global _DB_CLASSES
+    if not _DB_CLASSES:
+        from .db import Store, StoreError
+        _DB_CLASSES = (Store, StoreError)
+    return _DB_CLASSES
+
+
+def _store_path(db) -> pathlib.Path:
+    """The store a path (or None: the default store) names, as select reads it; kept
+    per (db, the environment variables the answer depends on)."""
+    env = os.environ
+    key = (db, env.get("SHADERTUNE_DB"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    try:
+        path = _paths.get(key)
+    except TypeError:        # an unhashable path-like: not kept
+        key, path = None, None
+    if path is None:
+        from .db import default_path
+        path = pathlib.Path(db).expanduser() if db is not None else default_path()
+        if key is not None:
+            if len(_paths) > 256:
+                _paths.clear()
+            _paths[key] = path
+    return path
 
 
 def forget() -> None:

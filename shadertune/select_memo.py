@@ -58,19 +58,33 @@ class SelectionMemo:
     def __init__(self, keep: int = KEEP):
         self._keep = keep
         self._values: OrderedDict = OrderedDict()       # key -> (stamp, value)
+        self._model_paths: dict = {}                     # (store, backend, device, hash) -> model file
         self._lock = threading.Lock()
 
-    def stamp(self, store_path, backend: str, device: str, template_hash: str) -> tuple:
-        from .perfmodel.saved import model_path
-        return (self._store_stamp(str(store_path)),
-                _stat(model_path(store_path, backend, device, template_hash)))
+    def stamp(self, store_path, backend: str, device: str, template_hash: str,
+              store_stamp=False) -> tuple:
+        """What a selection read from the store at `store_path` depends on;
+        `store_stamp`: the store's part, when the caller has just taken it."""
+        spath = str(store_path)
+        mkey = (spath, backend, device, template_hash)
+        mpath = self._model_paths.get(mkey)
+        if mpath is None:
+            from .perfmodel.saved import model_path
+            if len(self._model_paths) > 256:
+                self._model_paths.clear()
+            mpath = self._model_paths[mkey] = str(model_path(spath, backend, device, template_hash))
+        if store_stamp is False:
+            store_stamp = self.store_stamp(spath)
+        return store_stamp, _stat(mpath)
 
     @staticmethod
-    def _store_stamp(path: str):
+    def store_stamp(path: str):
+        """The store's part of a stamp (None: no file at `path`)."""
         st = _stat(path)
         if st is None:
             return None
         return st, _stat(path + "-wal"), _commits.get(st[:2], 0)
+
 
     def get(self, key, stamp):
         with self._lock:

@@ -13,9 +13,10 @@ such a child gets a ContextError, not a driver error.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import threading
-import weakref
 
 from ...errors import ContextError
 from ..base import Backend
@@ -23,16 +24,22 @@ from .call import execute, prepare
 from .device import import_cupy
 
 _cuda_pid: int | None = None     # the process that first ran a CUDA call here
-_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_generation = 0                  # bumped in a forked child: locks made before the fork are dropped
 _locks_lock = threading.Lock()
+_HERE = contextlib.nullcontext()  # already on the backend's device: nothing to switch
 
 
 def _lock_of(backend) -> threading.RLock:
+    """The lock serialising calls on `backend`, kept on it (made again after a fork:
+    a lock held by another thread of the parent would never be released here)."""
+    held = backend.__dict__.get("_run_lock")
+    if held is not None and held[0] == _generation:
+        return held[1]
     with _locks_lock:
-        lock = _locks.get(backend)
-        if lock is None:
-            lock = _locks[backend] = threading.RLock()
-        return lock
+        held = backend.__dict__.get("_run_lock")
+        if held is None or held[0] != _generation:
+            held = backend._run_lock = (_generation, threading.RLock())
+        return held[1]
 
 
 def check_not_forked() -> None:
@@ -55,6 +62,8 @@ def _device(cupy, device_id: int):
         if device_id >= n:
             raise ContextError(f"device_index={device_id}, but {n} CUDA device(s) are visible")
         _visible[device_id] = True
+    if cupy.cuda.runtime.getDevice() == device_id:   # the common case: no switch and back
+        return _HERE
     return cupy.cuda.Device(device_id)
 
 
@@ -66,7 +75,7 @@ def run_call(backend, call, plan):
     launch = prepare(call)
     if launch.problem is not None:
         plan.config(launch.problem)    # a bad config is the caller's error, GPU or not
-    cupy = import_cupy()
+    cupy = sys.modules.get("cupy") or import_cupy()
     with _lock_of(backend), _device(cupy, backend.device_id):
         if _cuda_pid is None:
             _cuda_pid = os.getpid()
@@ -91,9 +100,9 @@ def preset_config(backend, name: str, problem):
 
 
 def _forget_after_fork() -> None:
-    global _locks, _locks_lock
+    global _generation, _locks_lock
     _visible.clear()
-    _locks = weakref.WeakKeyDictionary()
+    _generation += 1
     _locks_lock = threading.Lock()
 
 

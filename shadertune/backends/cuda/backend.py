@@ -48,6 +48,9 @@ class CUDABackend(Backend):
 
     # --- space / codegen ---------------------------------------------------
     def space(self, problem: Problem):
+        sp = self._spaces.get(problem)      # (one hash of the problem: matmul asks every call)
+        if sp is not None:
+            return sp
         if problem not in self._spaces:
             sp = make_space(problem, self.limits())
             # The searches start from the candidate list's first pick (the

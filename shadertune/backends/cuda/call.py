@@ -74,6 +74,7 @@ class Layout:
     kind: str                # the result's kind: numpy | cupy | torch
     out_fits: bool           # out can be the kernel's C (its overlap with A, B is per call)
     spans: tuple             # [first, last) bytes of A, B, out from element 0
+    waits: bool = True       # an operand may come from another stream (see _producer_streams)
 
 
 @dataclass
@@ -154,7 +155,9 @@ def _layout(call: MatmulCall, ia: ArrayInfo, ib: ArrayInfo, io: ArrayInfo | None
     problem = None if empty else _problem(call.M, call.N, call.K, call.dtype, a.trans, b.trans, nb)
     spans = tuple(span(i.shape, i.strides, 0, i.dtype.itemsize) if i is not None and i.on_device else None
                   for i in (ia, ib, io))
-    return Layout(problem, a, b, call.shape, call.batch, dtype, kind, out_fits, spans)
+    waits = any(i is not None and (i.kind == "cai" or (i.kind == "torch") != (kind == "torch"))
+                and i.on_device for i in (ia, ib, io))
+    return Layout(problem, a, b, call.shape, call.batch, dtype, kind, out_fits, spans, waits)
 
 
 def _promote(info: ArrayInfo, which: str) -> tuple[tuple, tuple]:
@@ -228,13 +231,6 @@ def _external_stream(cp, ptr: int, device_id: int):
 
 def _torch_stream(device_id: int) -> int:
     return sys.modules["torch"].cuda.current_stream(device_id).cuda_stream
-
-
-def _launch_stream(cp, launch: Launch, device_id: int):
-    """The caller's current stream: torch's when the result is a tensor, else CuPy's."""
-    if launch.layout.kind == "torch":
-        return _external_stream(cp, _torch_stream(device_id), device_id)
-    return cp.cuda.get_current_stream()
 
 
 def _producer_streams(launch: Launch, device_id: int) -> set:
@@ -317,36 +313,46 @@ def _empty(cp, layout: Layout, device_id: int):
 def execute(launch: Launch, kernel, device_id: int):
     """Run a prepared call with `kernel` (built for launch.problem; unused when
     launch.problem is None) and return the result in the caller's kind."""
-    from .device import import_cupy
-    cp = import_cupy()
+    cp = sys.modules.get("cupy")
+    if cp is None:
+        from .device import import_cupy
+        cp = import_cupy()
+    if launch.layout.kind == "torch":      # torch's stream, made CuPy's for the copies
+        st = _external_stream(cp, _torch_stream(device_id), device_id)
+        with st:
+            return _execute(cp, launch, kernel, device_id, st)
+    # CuPy's current stream is already current: nothing to enter
+    return _execute(cp, launch, kernel, device_id, cp.cuda.get_current_stream())
+
+
+def _execute(cp, launch: Launch, kernel, device_id: int, st):
     lay = launch.layout
-    st = _launch_stream(cp, launch, device_id)
-    with st:
-        check_devices(launch, device_id, lambda p: cp.cuda.runtime.pointerGetAttributes(p).device)
+    check_devices(launch, device_id, lambda p: cp.cuda.runtime.pointerGetAttributes(p).device)
+    if lay.waits:
         for handle in _producer_streams(launch, device_id):
             if handle != st.ptr:
                 ev = cp.cuda.Event(disable_timing=True)
                 ev.record(_external_stream(cp, handle, device_id))
                 st.wait_event(ev)
-        if launch.out_in_place:
-            result, res_view, c_ptr = launch.out.obj, None, launch.out.ptr
-        else:
-            result, res_view, c_ptr = _empty(cp, lay, device_id)
-        beta = launch.beta
-        if beta != 0.0 and not launch.out_in_place:
-            _fill(cp, launch, c_ptr, device_id)
-        if lay.problem is None:
-            if 0 not in lay.shape and beta == 0.0:
-                _view_of(cp, c_ptr, lay, device_id)[...] = 0
-            elif 0 not in lay.shape:   # K = 0: an empty sum, C = beta * C
-                v = _view_of(cp, c_ptr, lay, device_id)
-                v *= lay.dtype.type(beta)
-        else:
-            a_ptr, keep_a = _materialize(cp, lay.a, launch.a, lay.batch, lay.dtype, device_id)
-            b_ptr, keep_b = _materialize(cp, lay.b, launch.b, lay.batch, lay.dtype, device_id)
-            kernel.enqueue(a_ptr, b_ptr, c_ptr, lay.a.stride, lay.b.stride, lay.problem.batch,
-                           launch.alpha, beta, stream=st)
-        return _deliver(cp, launch, result, res_view, c_ptr, device_id)
+    if launch.out_in_place:
+        result, res_view, c_ptr = launch.out.obj, None, launch.out.ptr
+    else:
+        result, res_view, c_ptr = _empty(cp, lay, device_id)
+    beta = launch.beta
+    if beta != 0.0 and not launch.out_in_place:
+        _fill(cp, launch, c_ptr, device_id)
+    if lay.problem is None:
+        if 0 not in lay.shape and beta == 0.0:
+            _view_of(cp, c_ptr, lay, device_id)[...] = 0
+        elif 0 not in lay.shape:   # K = 0: an empty sum, C = beta * C
+            v = _view_of(cp, c_ptr, lay, device_id)
+            v *= lay.dtype.type(beta)
+    else:
+        a_ptr, keep_a = _materialize(cp, lay.a, launch.a, lay.batch, lay.dtype, device_id)
+        b_ptr, keep_b = _materialize(cp, lay.b, launch.b, lay.batch, lay.dtype, device_id)
+        kernel.enqueue(a_ptr, b_ptr, c_ptr, lay.a.stride, lay.b.stride, lay.problem.batch,
+                       launch.alpha, beta, stream=st)
+    return _deliver(cp, launch, result, res_view, c_ptr, device_id)
 
 
 def _view_of(cp, ptr: int, layout: Layout, device_id: int):

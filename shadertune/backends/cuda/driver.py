@@ -99,6 +99,9 @@ class CUDAKernel(Kernel):
         self._dims = (np.int32(p.M), np.int32(p.N), np.int32(p.K), np.int32(d.k_units))
         self._kg = self.config["KG"]
         self._rshape = reduce_shape(p, self.config) if self._reduce is not None else None
+        self._grid1 = (d.grid[0], self._mtiles, 1)   # one launch of one product (the common call)
+        self._block = (d.threads,)
+        self._scales = (None, None, None)          # (alpha, beta) -> their scalars, the last pair
 
     def enqueue(self, a_ptr: int, b_ptr: int, c_ptr: int, sa: int, sb: int, batch: int,
                 alpha: float, beta: float, stream=None) -> None:
@@ -113,15 +116,23 @@ class CUDAKernel(Kernel):
             return
         if batch > 1 and p.batch == 1:
             raise ValueError(f"a kernel for one product ({p.key}) was given a batch of {batch}")
-        T, mtiles, mn = self._T, self._mtiles, self._mn
-        alpha, beta = T(alpha), T(beta)
-        strides = (np.int64(sa), np.int64(sb)) if p.batch > 1 else ()
+        mtiles = self._mtiles
+        scales = self._scales
+        if scales[0] != (alpha, beta):
+            T = self._T
+            scales = self._scales = ((alpha, beta), T(alpha), T(beta))
+        _, alpha, beta = scales
         try:
             if self._kg == 1 and mtiles * batch <= MAX_GRID_Y:   # one launch, nothing to allocate
-                self._main((d.grid[0], mtiles * batch, 1), (d.threads,),
-                           (a_ptr, b_ptr, c_ptr, c_ptr, 0) + self._dims + (alpha, beta) + strides,
-                           shared_mem=d.smem_bytes, stream=stream)
+                if p.batch > 1:
+                    args = (a_ptr, b_ptr, c_ptr, c_ptr, 0) + self._dims + (alpha, beta, np.int64(sa), np.int64(sb))
+                    grid = (d.grid[0], mtiles * batch, 1)
+                else:
+                    args = (a_ptr, b_ptr, c_ptr, c_ptr, 0) + self._dims + (alpha, beta)
+                    grid = self._grid1
+                self._main(grid, self._block, args, shared_mem=d.smem_bytes, stream=stream)
                 return
+            strides = (np.int64(sa), np.int64(sb)) if p.batch > 1 else ()
             self._enqueue_chunks(a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, strides, stream)
         except _cuda_errors(self._cp) as e:
             # Launch-time refusals (too many resources) are the config's fault.
