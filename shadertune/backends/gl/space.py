@@ -35,7 +35,7 @@ races against: MRT configs slower than 1.5x that bar are abandoned after their
 first passes (search/evaluate.py), which keeps the complete tune short.  Start
 points: later combinations of a path start from the best config so far; the
 image path's first one from its first valid config in domain order (the
-domains are ordered for that: an 8 x 16 block, B from a storage buffer, the
+domains are ordered for that: a 16 x 8 block, B from a storage buffer, the
 smallest np, which the np phase then sweeps), the MRT path's first one from the
 plan's start, the default config (an MRT config), since the best config so far
 is an image config then.
@@ -52,13 +52,13 @@ from .layout import MC_SHAPES, Layout, packing, pass_depth
 MRT_SIDES = (1, 2, 4)
 OUTS = ("image", "mrt")
 # Domain orders: the image path's first valid config in domain order is where the
-# phased search starts it (see the module docstring): an 8 x 16 block (128
+# phased search starts it (see the module docstring): a 16 x 8 block (128
 # accumulators, the register budget) reading A from a texture and B from a storage
-# buffer, the fastest shape of a first probe (notes/gl.md).
+# buffer, the fastest block on the H200 at 1024, 2048 and 4096 (notes/gl.md).
 A_SOURCES = ("texture", "ssbo")
 B_SOURCES = ("ssbo", "texture")
-BLOCK_ROWS = (8, 16, 12, 4, 2, 1)
-BLOCK_COLS = (16, 8, 12, 4)
+BLOCK_ROWS = (16, 8, 12, 4, 2, 1)
+BLOCK_COLS = (8, 16, 12, 4)
 IMAGE_UNROLLS = (1, 2, 4)
 # Unrolled body budget (MRT): (steps per loop body) x (render targets), a proxy for
 # the instruction count of the generated loop body: past it, compiles take seconds
