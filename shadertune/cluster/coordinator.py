@@ -32,6 +32,10 @@ from .remote import RemoteBackend
 from .worker import WorkerStatus, call_task, worker_status
 
 REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
+# How long a new coordinator waits for workers it could not ask yet (none registered,
+# or one that did not answer in time: starting, or a transient connection error)
+# before it says that no worker serves its backend.
+STARTUP_WAIT_SECONDS = 15.0
 NO_WORKER_SECONDS = 60.0         # a group without a live worker this long gives up
 
 
@@ -130,6 +134,10 @@ class Coordinator:
         self._checked = 0.0
         self.cancelled = threading.Event()
         self.refresh(force=True)
+        deadline = time.monotonic() + STARTUP_WAIT_SECONDS
+        while not self.groups and self._unanswered() and time.monotonic() < deadline:
+            time.sleep(0.25)
+            self.refresh(force=True)
         if not self.groups:
             failed = [f"{s.name}: {s.error}" for s in self.statuses.values() if s.serves]
             if failed:
@@ -161,6 +169,11 @@ class Coordinator:
                     g._cond.notify_all()
             for addr in [a for a in self.statuses if a not in workers]:
                 del self.statuses[addr]
+
+    def _unanswered(self) -> bool:
+        """No worker registered yet, or one whose status is not known yet."""
+        workers = self.client.scheduler_info()["workers"]
+        return not workers or any(a not in self.statuses and a not in self.excluded for a in workers)
 
     def _learn(self, addresses: list[str]) -> None:
         """Ask new workers how their backend opened: a new device makes a new group,
