@@ -126,18 +126,30 @@ def test_per_context_state_lives_on_the_context():
         b.release()
 
 
-def test_one_thread_with_two_contexts_switches_between_them(rng):
+IMAGE_4X4 = {"out": "image", "block_h": 4, "block_w": 4, "a_src": "texture", "b_src": "texture",
+             "glsl": "450", "unroll": 1, "np": 4}
+
+
+@pytest.mark.parametrize("config", ["default", IMAGE_4X4], ids=["default", "image"])
+def test_one_thread_with_two_contexts_switches_between_them(rng, config):
     """device_index None and 0 are two contexts of this thread: each call makes its own
-    current (making the second one left the first one's kernels drawing into it)."""
+    current (making the second one left the first one's kernels drawing into it), and
+    releases happen in the kernel's own context (an image kernel's GPU packing programs
+    were once deleted in whichever context was current: GL_INVALID_VALUE afterwards)."""
     import shadertune
     from numerics import rel_err
     from shadertune import api
     shapes = {None: [((6, 9), (9, 4)), ((8, 9), (9, 4))], 0: [((17, 5), (5, 30))]}
+    if config is IMAGE_4X4:
+        from shadertune.problem import Problem
+        if "image" not in api.backend("gl").space(Problem(8, 4, 9)).knobs["out"]:
+            pytest.skip("this GL has no image path")
+        shapes[None] = [((8, 9), (9, 4))]       # K >= np (4) and rows ending mid-texel
     for step in (None, 0, None, 0, "clear", None, 0):
         if step == "clear":      # releases both contexts' kernels, each in its own context
             api.clear_cache()
             continue
         for a, b in shapes[step]:
             A, B = rng.standard_normal(a), rng.standard_normal(b)
-            got = shadertune.matmul(A, B, config="default", device_index=step)
+            got = shadertune.matmul(A, B, config=config, device_index=step)
             assert rel_err(got, A @ B) <= 1e-5

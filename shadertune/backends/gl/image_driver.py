@@ -74,7 +74,11 @@ class ImageKernel(GLKernel):
 
     def release(self) -> None:
         if self.packing is not None:
+            # the packing programs are this context's: make it current first (a thread
+            # may hold several contexts, and GL deletes names in whichever is current)
+            parking_framebuffer(self.ctx).use()
             self.packing.release()
+            self.packing = None
         super().release()
 
     # --- uploads --------------------------------------------------------
