@@ -177,6 +177,7 @@ def main(argv=None) -> int:
         given.update(_aliases(args))
         given.update(_knob_options(rest))
         given = {(k := _knob_name(n, space.knobs)): _knob_value(k, v, space.knobs[k]) for n, v in given.items()}
+        default = Config(backend.default_for(problem, given)) if given else default
         cfg, changed = resolve(space, default, given)
         if changed:
             moved = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())

@@ -156,7 +156,7 @@ def fill(backend, problem: Problem, given: Mapping, *, where: str | None = None,
         if not adapt and knobs[k] not in space.knobs[k]:
             raise ValueError(f"matmul: {label} is not valid for {where} on the {backend.name} backend: "
                              f"{k}={v!r} not in {list(space.knobs[k])}")
-    default = backend.default_config(problem)
+    default = backend.default_for(problem, knobs)
     start = Config({**default.to_dict(), **knobs})
     why = space.why_invalid(start)
     if why is None:

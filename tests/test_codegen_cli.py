@@ -63,10 +63,12 @@ def test_jiang_flags_are_aliases_of_the_knobs(capsys):
 
 def test_unset_knobs_come_from_the_default_config(capsys):
     rc, default, _ = codegen(capsys, "--size", "256")
-    assert rc == 0
+    assert rc == 0 and "out=image" in default        # the default is the image path's where it exists
+    rc, mrt, _ = codegen(capsys, "--size", "256", "--config", json.dumps({"out": "mrt"}))
+    # knobs that name (or only fit) the MRT path complete from the MRT path's default
     rc, partial, _ = codegen(capsys, "--size", "256", "--config", json.dumps({"glsl": "330"}))
-    assert partial == default
-    knobs = header(default)
+    assert partial == mrt
+    knobs = header(mrt)
     rc, src, _ = codegen(capsys, "--size", "256", "--config", json.dumps({"mc": "2x2"}))
     assert header(src) == dict(knobs, mc="2x2")
     # --KNOB overrides the JSON
@@ -76,7 +78,7 @@ def test_unset_knobs_come_from_the_default_config(capsys):
 
 def test_a_default_that_does_not_fit_changes_the_fewest_knobs(capsys):
     # np=8 with mc=1x4 is 2 texel steps a pass: the default unroll (4) cannot divide it.
-    rc, src, err = codegen(capsys, "--size", "256", "--np", "8")
+    rc, src, err = codegen(capsys, "--size", "256", "--out", "mrt", "--np", "8")
     assert rc == 0, err
     h = header(src)
     assert h["np"] == "8" and h["unroll"] in ("1", "2", "full")
@@ -102,7 +104,7 @@ def test_list_knobs(capsys):
     lines = {l.split()[0]: l for l in out.splitlines()}
     assert set(lines) == {"--glsl", "--fetch", "--unroll", "--np", "--mc", "--mrt_h", "--mrt_w",
                           "--out", "--block_h", "--block_w", "--a_src", "--b_src"}
-    assert "1, 2, 4, 8, full" in lines["--unroll"] and "(default 4)" in lines["--unroll"]
+    assert "1, 2, 4, 8, full" in lines["--unroll"] and "(default 1)" in lines["--unroll"]   # image default
 
 
 def test_cuda_knobs_by_name_without_a_gpu(capsys):

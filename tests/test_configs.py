@@ -34,7 +34,8 @@ def test_partial_config_fills_from_the_default(gl):
 
 def test_filled_knobs_move_to_fit_the_ones_given(gl):
     """mrt_w = 4 with the default's mrt_h = 4 is 16 targets (> 8): mrt_h moves, not mrt_w."""
-    d = gl.default_config(P)
+    d = gl.default_for(P, {"mrt_w": 4})          # an MRT knob: the MRT path's default
+    assert d["out"] == "mrt"
     cfg = resolve(gl, P, {"mrt_w": 4})
     assert cfg == d.replace(mrt_w=4, mrt_h=2)
     cfg = resolve(gl, P, {"np": 2})            # 2 k per pass: only 2x2 packing, unroll 1

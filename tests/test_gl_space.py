@@ -5,6 +5,7 @@ import itertools
 import pytest
 
 from shadertune.backends.gl.space import (IMAGE_BODY_BUDGET, REGISTER_BUDGET, default_config, gl_space,
+                                         mrt_default_config,
                                           with_defaults)
 from shadertune.config import Config
 from shadertune.problem import Problem
@@ -124,8 +125,11 @@ def test_phased_starts_the_image_path_at_a_16x8_block_and_mrt_at_the_default():
     start = image_start(s)
     assert start in s and (start["block_h"], start["block_w"]) == (16, 8)   # the H200's best block
     assert (start["a_src"], start["b_src"]) == ("texture", "ssbo") and start["np"] == 4
-    default = default_config(p, s)
+    default = mrt_default_config(p, s)
     assert default["out"] == "mrt" and s.phases.start == default
+    # what matmul runs untuned is the image path's start block where the device has it
+    image = default_config(p, s)
+    assert image["out"] == "image" and (image["block_h"], image["block_w"], image["b_src"]) == (16, 8, "ssbo")
     # where no image config has the outer values, there is no start (and no scan of the product)
     from shadertune.search.budget import Tracker
     from shadertune.search.phased import _start

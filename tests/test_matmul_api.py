@@ -125,7 +125,7 @@ def test_beyond_max_texture_size_is_tiled(gl_backend, rng, monkeypatch):
 def test_release_frees_every_gl_object_or_pools_its_textures(gl_backend):
     from shadertune.problem import Problem
     p = Problem(10, 12, 14)
-    k = gl_backend.build(p, gl_backend.default_config(p))
+    k = gl_backend.build(p, gl_backend.default_for(p, {"out": "mrt"}))    # the MRT path's objects
     objs = list(k._resources)
     texs = [t for t, _ in k._textures.values()]
     assert len(objs) >= 3 and len(texs) >= 4

@@ -86,4 +86,4 @@ def test_unpacked_wheel_finds_its_kernels_from_another_directory(built, tmp_path
     r = subprocess.run([sys.executable, "-m", "shadertune.codegen", "--size", "16"], cwd=elsewhere,
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("#version 330 core")
+    assert r.stdout.startswith("#version ") and "void main()" in r.stdout

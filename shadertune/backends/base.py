@@ -148,6 +148,12 @@ class Backend(abc.ABC):
         """Hash of the templates the kernels come from (a store key part)."""
 
     # --- optional hooks (defaults say what 'none' means) -------------------
+    def default_for(self, problem: Problem, given) -> Config:
+        """The config a partial config (the knobs `given`) is completed from: the
+        default config; a backend whose paths have different defaults picks by the
+        knobs given (GL: the render-target path's where they name it)."""
+        return self.default_config(problem)
+
     def search_session(self):
         """Context manager around one search; nothing to hold by default."""
         return contextlib.nullcontext()

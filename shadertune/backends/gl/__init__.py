@@ -11,7 +11,7 @@ from .codegen import fragment_source, is_image, plan_layout, templates_hash
 from .driver import GLKernel
 from .image_driver import ImageKernel
 from .pool import default_pool_bytes
-from .space import default_config, gl_space, with_defaults
+from .space import default_config, default_for, gl_space, with_defaults
 
 
 class GLBackend(Backend):
@@ -90,6 +90,10 @@ class GLBackend(Backend):
 
     def default_config(self, problem: Problem) -> Config:
         return default_config(problem, self.space(problem))
+
+    def default_for(self, problem: Problem, given) -> Config:
+        """The default a partial config is completed from (its path's: space.default_for)."""
+        return default_for(problem, self.space(problem), given)
 
     def source(self, problem: Problem, config: Config) -> str:
         config = with_defaults(config)

@@ -312,16 +312,56 @@ def gl_space(problem: Problem, limits: dict) -> Space:
                  "max_texture_units": max_texture_units,
                  "kpad": kpad, "M": M, "N": N, "K": K, "image_glsl": glsl_image}
     space = GLSpace(knobs, restrictions, constants, phases=PHASES)
-    space.phases = PHASES.starting_at(default_config(problem, space))
+    space.phases = PHASES.starting_at(mrt_default_config(problem, space))
     return space
 
 
+# The image-path defaults, best first: the block the H200's searches picked at 1024,
+# 2048 and 4096 (16 x 8, B from a storage buffer, passes of up to 1024 k), then
+# smaller blocks for products it does not fit.
+IMAGE_DEFAULTS = ((16, 8, "ssbo"), (16, 8, "texture"), (8, 8, "ssbo"), (8, 8, "texture"),
+                  (4, 4, "texture"))
+# Knobs only the MRT path has: a partial config that names one is completed from the
+# MRT path's default, not from an image-path default.
+MRT_ONLY_KNOBS = ("mc", "mrt_h", "mrt_w")
+
+
 def default_config(problem: Problem, space: Space) -> Config:
-    """A safe, usually fast config (what matmul runs untuned): 1x4 packing on 4x2
-    targets, 128-k passes (the fastest MRT shape of bench-gl), falling back to smaller
-    blockings.  It is an MRT config, which every GL 3.3 driver runs: the image path
-    becomes the default only once it has been measured on the GPUs it would be the
-    default on (notes/gl.md)."""
+    """What matmul runs untuned.  Where the device has the image path (GL 4.3 or the
+    extensions): a 16 x 8 block per fragment through imageStore, A from a texture,
+    B from a storage buffer, passes of up to 1024 k (on the H200 the phased
+    search's pick at 1024 and 4096, 1.6-1.9x the best render-target config;
+    notes/gl.md), falling back to smaller blocks; else, and where no image config
+    fits the product, Jiang's path (mrt_default_config)."""
+    glsl = space.constants.get("image_glsl")
+    if glsl and "image" in space.knobs.get("out", ()):
+        kpad = -(-max(problem.K, 1) // 4) * 4
+        for rows, cols, b_src in IMAGE_DEFAULTS:
+            cfg = with_defaults(Config(out="image", glsl=glsl, fetch="texelFetch", unroll=1,
+                                       np=min(1024, kpad), mc="1x4", mrt_h=1, mrt_w=1,
+                                       block_h=rows, block_w=cols, a_src="texture", b_src=b_src))
+            if cfg in space:
+                return cfg
+    return mrt_default_config(problem, space)
+
+
+def default_for(problem: Problem, space: Space, given) -> Config:
+    """The default a partial config is completed from: the MRT path's where the
+    knobs given name that path (out=mrt, or mc / mrt_h / mrt_w) or do not fit the
+    image-path default (glsl 330, unroll 8, np 2, ...), else the default."""
+    if given.get("out") == "mrt" or any(k in given for k in MRT_ONLY_KNOBS):
+        return mrt_default_config(problem, space)
+    default = default_config(problem, space)
+    if default["out"] == "image" and given.get("out") != "image" \
+            and Config({**default.to_dict(), **given}) not in space:
+        return mrt_default_config(problem, space)   # knobs the image default does not take
+    return default
+
+
+def mrt_default_config(problem: Problem, space: Space) -> Config:
+    """Jiang's path's safe, usually fast config (the phased plan's start, every GL 3.3
+    driver runs it): 1x4 packing on 4x2 targets, 128-k passes (the fastest MRT shape
+    of bench-gl), falling back to smaller blockings."""
     kpad = -(-max(problem.K, 1) // 4) * 4
     np_ = min(128, kpad)
     for mc, mh, mw in (("1x4", 4, 2), ("1x4", 2, 2), ("1x4", 1, 1), ("1x1", 1, 1)):
