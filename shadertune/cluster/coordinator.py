@@ -132,6 +132,7 @@ class Coordinator:
         self.excluded: dict[str, str] = {}                 # address -> reason
         self._lock = threading.Lock()
         self._checked = 0.0
+        self._seen: set[str] = set()                      # the workers the last refresh saw
         self.cancelled = threading.Event()
         self.refresh(force=True)
         deadline = time.monotonic() + STARTUP_WAIT_SECONDS
@@ -158,6 +159,7 @@ class Coordinator:
             self._checked = time.monotonic()
             workers = self.client.scheduler_info()["workers"]
             ours = {addr: w for addr, w in workers.items() if addr not in self.excluded}
+            self._seen = set(ours)
             unknown = [addr for addr in ours if addr not in self.statuses]
             if unknown:
                 self._learn(unknown)
@@ -171,9 +173,8 @@ class Coordinator:
                 del self.statuses[addr]
 
     def _unanswered(self) -> bool:
-        """No worker registered yet, or one whose status is not known yet."""
-        workers = self.client.scheduler_info()["workers"]
-        return not workers or any(a not in self.statuses and a not in self.excluded for a in workers)
+        """The last refresh saw no worker, or one whose status is not known yet."""
+        return not self._seen or any(a not in self.statuses for a in self._seen)
 
     def _learn(self, addresses: list[str]) -> None:
         """Ask new workers how their backend opened: a new device makes a new group,

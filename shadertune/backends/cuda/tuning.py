@@ -178,9 +178,9 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
     lists in turn (FFMA, 3xTF32 mma.sync, 3xTF32 wgmma, float64 DMMA where the
     space has them). Where the wgmma kernel exists it gets half the list: the
     fastest kernel where it exists (measured: 1.13-1.16x the mma.sync one on
-    squares).  The pick that leads (default_config) is the model's best among
-    the kernels in LEADERS (every kernel: on sm_90 a float64 list leads with
-    DMMA)."""
+    squares).  The pick that leads (default_config) is the model's best of any
+    kernel (on sm_90 a float64 list leads with DMMA: its first pick ran 1.8-2.4x
+    the FFMA one at 2048-8192, notes/cuda.md, "DMMA")."""
     kinds = [r for r in (_ranked(problem, space, limits, raw(problem, limits))
                          for raw in (_raw, _raw_mma, _raw_wgmma, _raw_dmma)) if r]
     if len(kinds) <= 1:
@@ -190,9 +190,7 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
     if wgmma:
         weights[-1] = len(kinds) - 1
     shares = [n * w // sum(weights) for w in weights]
-    # the model's pick among the kernels that may lead leads
-    lead = min(range(len(kinds)), key=lambda i: (kinds[i][0][1].get("MMA", 0) not in LEADERS,
-                                                 kinds[i][0][0]))
+    lead = min(range(len(kinds)), key=lambda i: kinds[i][0][0])   # the model's pick leads
     i = lead
     while sum(shares) < n:   # the rounding's leftovers, the lead's kind first (n = 1: default_config)
         shares[i] += 1
@@ -205,13 +203,6 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
             out += lst[:take]
             del lst[:take]
     return out[:n]
-
-
-# The kernels a candidate list (and so default_config, what matmul runs
-# untuned) may lead with: all four.  On sm_90 the model's first DMMA config
-# runs 1.8-2.4x faster than its first FFMA config at 2048-8192 (measured,
-# notes/cuda.md, "DMMA"), so float64 leads with DMMA where the space has it.
-LEADERS = (0, 1, 3, 4)
 
 
 def _pick(ranked: list, space, n: int) -> list[Config]:
