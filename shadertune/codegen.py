@@ -169,15 +169,14 @@ def main(argv=None) -> int:
                 sys.stdout.write(json.dumps(cfg.to_dict(), sort_keys=True) + "\n")
             print(f"# {len(space)} valid of {space.full_size} configs for {problem.key}", file=sys.stderr)
             return 0
-        default = Config(backend.default_config(problem))
         if args.list_knobs:
-            _list_knobs(space, default, sys.stdout)
+            _list_knobs(space, Config(backend.default_config(problem)), sys.stdout)
             return 0
         given = dict(Config.from_json(args.config)) if args.config else {}
         given.update(_aliases(args))
         given.update(_knob_options(rest))
         given = {(k := _knob_name(n, space.knobs)): _knob_value(k, v, space.knobs[k]) for n, v in given.items()}
-        default = Config(backend.default_for(problem, given)) if given else default
+        default = Config(backend.default_for(problem, given))    # the default of the path given knobs name
         cfg, changed = resolve(space, default, given)
         if changed:
             moved = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in changed.items())
