@@ -102,7 +102,7 @@ def test_enumeration_equals_filtered_product_on_narrowed_domains():
             for rule, ok in zip(sub._rules, verdicts):
                 rejected[rule.source.__name__] = rejected.get(rule.source.__name__, 0) + (not ok)
         assert len(got) == len(set(got)) and set(got) == valid, p.key
-    assert len(rejected) == 15 and all(rejected.values()), rejected
+    assert len(rejected) == 16 and all(rejected.values()), rejected
 
 
 def _passes(rule, cfg, constants):
@@ -279,6 +279,20 @@ def _sample():
     out.append((big, WGMMA.replace(WN=64)))
     out.append((Problem(256, 256, 60000, "float32", False, True), WGMMA.replace(KG=32)))
     assert all(cfg in make_space(p, L) for p, cfg in out[-7:])
+    # A from registers (AR = 1): both k-depths at the widest tile (BK = 32 takes
+    # ~250 registers), A transposed (padded rows), ragged and VEC = 1, split-K
+    out.append((big, WGMMA.replace(AR=1)))
+    out.append((big, WGMMA.replace(AR=1, BK=32)))
+    out.append((Problem(4096, 4096, 4096, "float32", True, True), WGMMA.replace(AR=1, ST=4)))
+    out.append((Problem(301, 203, 4100, "float32", True, False), WGMMA.replace(AR=1, BM=64, BN=64, WN=32, BK=32, VEC=1, KG=8, KR=1)))
+    # narrow N tiles (N rounded up to 8): wgmma with both A sources, mma.sync;
+    # a stage whose copies do not divide among the threads (80 x 16 / 4 over 256)
+    odd = Problem(3000, 77, 5000)
+    out.append((odd, WGMMA.replace(BM=64, BN=80, WN=80, BK=32, VEC=1, KG=4)))
+    out.append((odd, WGMMA.replace(BM=128, BN=80, WN=80, BK=32, VEC=1, KG=8, KR=1, AR=1)))
+    out.append((odd, MMA.replace(BM=64, BN=80, WM=16, WN=80, BK=8, VEC=1, KG=4)))
+    out.append((Problem(1000, 80, 1000), WGMMA.replace(BN=80, WN=80, AR=1)))
+    assert all(cfg in make_space(p, L) for p, cfg in out[-8:]), [(p.key, cfg, make_space(p, L).why_invalid(cfg)) for p, cfg in out[-8:]]
     # the FP64 tensor-core kernel: every layout, ragged and VEC = 1, both K_G
     # reductions, m16n8k16 (256 threads) and m16n8k4 (512 threads of 32 x 32)
     for (ta, tb), kg, kr in zip(itertools.product((False, True), repeat=2), (1, 8, 16, 1), (0, 0, 1, 0)):
@@ -514,6 +528,50 @@ def test_warpgroup_mma_knob():
         short = candidates(nn, s, L, n)
         assert len(short) == n and short[0] == cands[0]
     assert {c["MMA"] for c in candidates(nn, make_space(nn, dict(L, arch="sm_80")), dict(L, arch="sm_80"), 24)} == {0, 3}
+
+
+def test_register_a_operand_knob():
+    """AR = 1: the wgmma kernel takes A from registers (one wgmma per product
+    with the A fragment as registers), splits only B into shared memory, pads a
+    transposed A's rows for conflict-free fragment reads; only MMA = 4 has it."""
+    nn, tt = Problem(4096, 4096, 4096), Problem(4096, 4096, 4096, "float32", True, True)
+    s = make_space(nn, L)
+    ar = WGMMA.replace(AR=1)
+    assert ar in s and tuple(s.knobs["AR"]) == (0, 1)
+    src = codegen.source(nn, ar)
+    assert src.count("wgmma_tf32_rs<1>(t, a[s][0], smem_desc(") == 2 and src.count("wgmma_tf32_rs<0>(t, a[s][1]") == 1
+    assert "smem_desc(a_" not in src and "load_a((it + 1) % 3, a_next)" in src and "step(it + 1, a1, a0)" in src
+    assert "constexpr int SPL_A = 0," in src and "constexpr int SPL_A = BM * BK," in codegen.source(nn, WGMMA)
+    assert "as[r * LDA_S + k]" in src and "as[k * LDA_S + r]" in codegen.source(tt, ar)
+    # the split buffers hold B only: 2 x 2 x 128 x 16 floats less than AR = 0's A and B
+    assert derive(nn, WGMMA).smem_bytes - derive(nn, ar).smem_bytes == 4 * 2 * 2 * 128 * 16
+    assert derive(tt, ar).lda_s == 128 + 8 and derive(tt, WGMMA).lda_s == 128
+    assert derive(nn, ar).regs_est > derive(nn, WGMMA).regs_est
+    # BK = 32 at 128 x 128 fits shared memory only with A in registers
+    assert ar.replace(BK=32) in s and "shared memory" in s.why_invalid(WGMMA.replace(BK=32))
+    assert "registers" in s.why_invalid(MMA.replace(AR=1))
+    assert tuple(make_space(Problem(512, 512, 512, "float64"), L).knobs["AR"]) == (0,)
+
+
+@pytest.mark.parametrize("N, narrow", [(77, 80), (45, 48), (100, 104), (80, 80), (64, None), (60, None), (16, None), (200, None)])
+def test_narrow_n_tiles(N, narrow):
+    """N under 128 and not a power of two gets a tile of N rounded up to 8 (where
+    that is not a power of two already); the FFMA kernel cannot use it (its
+    warps are 32 lanes of 4-wide tiles), the tensor-core kernels can, and their
+    copies may then end in a partial round (a guard skips what lies past the
+    stage)."""
+    p = Problem(3000, N, 5000)
+    s = make_space(p, L)
+    extra = [v for v in s.knobs["BN"] if v & (v - 1)]
+    assert extra == ([narrow] if narrow else []) and [v for v in s.knobs["WN"] if v & (v - 1)] == extra
+    if narrow:
+        wg = WGMMA.replace(BM=64, BN=narrow, WN=narrow, BK=32, VEC=1, KG=4)
+        assert wg in s and wg.replace(AR=1, BK=16) in s
+        assert "warp" in s.why_invalid(BIG.replace(BN=narrow, WN=narrow, VEC=1, KG=4))
+    if N == 80:   # VEC = 4 at 128 x 80 x 16: 320 copies of B over 256 threads
+        cfg = WGMMA.replace(BN=80, WN=80)
+        assert cfg in s and derive(p, cfg).loads_b == 2
+        assert "if ((BN * KT / VEC) % THREADS != 0 && idx >= BN * KT / VEC) break;" in codegen.source(p, cfg)
 
 
 def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):

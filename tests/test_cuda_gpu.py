@@ -310,6 +310,71 @@ def test_warpgroup_mma_kernel(be, ta, tb):
         _check(be, q, cfg, rng)
 
 
+def _run(be, p, cfg, A, B):
+    k = be.build(p, cfg)
+    try:
+        return k.run(A, B, None, alpha=1.0, beta=0.0)
+    finally:
+        k.release()
+
+
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_warpgroup_mma_register_a(be, ta, tb):
+    """The wgmma kernel with A from registers (AR = 1) within float32
+    tolerance of float64 on ragged shapes of every layout, and bit-equal to
+    the same config with A from shared memory: the tensor cores multiply the
+    same split values in the same order. k-depths 8 to 32, ST 2 to 4,
+    warpgroup tiles 16..128 wide, four warpgroups, split-K with both
+    reductions, alpha/beta."""
+    if be.arch() != "sm_90":
+        pytest.skip(f"wgmma needs sm_90, the device is {be.arch()}")
+    rng = np.random.default_rng(80 + ta * 2 + tb)
+    p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float32", ta, tb)
+    skinny = Problem(70, 45, 3001, "float32", ta, tb)
+    base = Config(BM=64, BN=64, BK=16, TM=4, TN=4, WM=64, WN=64, trans=1, VEC=1, PAD=4, DB=1, ST=2,
+                  KG=1, KL=1, KR=0, MMA=4, AR=1)
+    whole = Problem(256, 192, 320, "float32", ta, tb)    # VEC = 4 fits every layout
+    jobs = [(p, base), (p, base.replace(ST=4, BK=8, WN=16)), (p, base.replace(BM=128, BN=128, WN=128)),
+            (p, base.replace(BK=32, ST=3)), (whole, base.replace(BM=128, BN=128, WN=128, BK=32, ST=3, VEC=4)),
+            (whole, base.replace(BM=128, BN=128, WN=128, ST=4, VEC=4))]
+    jobs += [(skinny, base.replace(WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
+    assert all(c in be.space(q) for q, c in jobs), [(q.key, c, be.space(q).why_invalid(c)) for q, c in jobs]
+    twins = [(q, c.replace(AR=0)) for q, c in jobs if c.replace(AR=0) in be.space(q)]
+    assert len(twins) >= 5
+    be.precompile_many(jobs + twins)
+    for q, cfg in jobs:
+        _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
+        _check(be, q, cfg, rng)
+    for q, shared in twins:
+        A, B = _stored(q, rng)
+        got, want = _run(be, q, shared.replace(AR=1), A, B), _run(be, q, shared, A, B)
+        assert np.array_equal(got, want), (q.key, shared.key, float(np.abs(got - want).max()))
+
+
+def test_narrow_n_tiles(be):
+    """A tile of N rounded up to 8 (N = 77 -> 80) in the tensor-core kernels:
+    wgmma with A from shared memory and from registers, split-K with both
+    reductions, mma.sync; and 128 x 80 x 16 with VEC = 4, whose copies end in
+    a partial round over the threads."""
+    if be.arch() != "sm_90":
+        pytest.skip(f"wgmma needs sm_90, the device is {be.arch()}")
+    rng = np.random.default_rng(90)
+    wg = Config(BM=64, BN=80, BK=32, TM=4, TN=4, WM=64, WN=80, trans=1, VEC=1, PAD=4, DB=1, ST=3,
+                KG=4, KL=1, KR=0, MMA=4, AR=0)
+    jobs = []
+    for ta, tb in itertools.product((False, True), repeat=2):
+        p = Problem(300, 77, 517, "float32", ta, tb)
+        jobs += [(p, wg), (p, wg.replace(AR=1, BK=16)), (p, wg.replace(KR=1, KG=8)),
+                 (p, wg.replace(MMA=3, WM=16, BK=8, AR=0))]
+    p80 = Problem(1000, 80, 1000)
+    jobs += [(p80, wg.replace(BM=128, BK=16, VEC=4, KG=1, AR=ar)) for ar in (0, 1)]
+    assert all(c in be.space(q) for q, c in jobs), [(q.key, c, be.space(q).why_invalid(c)) for q, c in jobs]
+    be.precompile_many(jobs)
+    for q, cfg in jobs:
+        _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
+        _check(be, q, cfg, rng)
+
+
 def test_tiny_float32_problems_have_configs(be):
     """M, N <= 16 (no 16 x 16 FFMA warp tile exists): the space is not empty
     and the default config is right."""

@@ -39,8 +39,8 @@ constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements p
 // Split operands: rows x BK in core matrices (row group r/8, k-quad q) of
 // 8 x 4 floats, q fastest: the core matrix next in k is 128 bytes on (the
 // descriptor's leading byte offset), the next row group KC * 128 (its stride).
-constexpr int KC = BK / 4;
-constexpr int SPL_A = BM * BK, SPL_B = BN * BK, SPL = 2 * (SPL_A + SPL_B);   // one buffer: big A, small A, big B, small B
+constexpr int KC = BK / 4, KS = BK / 8;
+constexpr int SPL_A = {{ "0" if AR else "BM * BK" }}, SPL_B = BN * BK, SPL = 2 * (SPL_A + SPL_B);   // one buffer: big A, small A, big B, small B
 constexpr unsigned LBO = 128, SBO = KC * 128;
 static_assert(BM % 64 == 0 && BN % WN == 0 && WN % 8 == 0 && WN <= 256 && BK % 8 == 0, "wgmma tiles");
 
@@ -78,6 +78,31 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[NI][4], const unsigned lon
                  : {{ wgmma_outs }}
                  : "l"(da), "l"(db), "n"(SCALE_D));
 }
+{% if AR %}
+// d (+)= a (64 x 8 from registers: this warp's rows 16 w + gid (+8), k tig
+// (+4), the PTX ISA's A fragment of .m64nNk8 .tf32) * b (8 x WN, K-major).
+template <int SCALE_D>
+__device__ __forceinline__ void wgmma_tf32_rs(float (&d)[NI][4], const float (&a)[4], const unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{ wgmma_nreg + 5 }}, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n{{ WN }}k8.f32.tf32.tf32 {{ '{' }}{{ wgmma_regs }}{{ '}' }}, {{ '{' }}%{{ wgmma_nreg }}, %{{ wgmma_nreg + 1 }}, %{{ wgmma_nreg + 2 }}, %{{ wgmma_nreg + 3 }}{{ '}' }}, %{{ wgmma_nreg + 4 }}, p, 1, 1;\n}\n"
+                 : {{ wgmma_outs }}
+                 : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+                   "r"(__float_as_uint(a[3])), "l"(db), "n"(SCALE_D));
+}
+// A stage of A fragments: [k-step][big, small][a0..a3].
+typedef float AFrag[KS][2][4];
+// The registers a wgmma reads stay allocated and unchanged until it is waited for.
+__device__ __forceinline__ void fence_a(AFrag& a)
+{
+#pragma unroll
+    for (int s = 0; s < KS; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) asm volatile("" : "+f"(a[s][h][q]) :: "memory");
+}
+{% endif %}
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int PENDING>
@@ -122,10 +147,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // Stored stage s -> split buffer b. Thread items run down the rows (row
     // fastest), so 8 consecutive lanes write one 128-byte core matrix.
     auto split = [&](const int s, const int b) {
+{% if not AR %}
         const T* const as = As + s * STAGE_A;
+{% endif %}
         const T* const bs = Bs + s * STAGE_B;
         T* const a_big = Spl + b * SPL;
         T* const b_big = a_big + 2 * SPL_A;
+{% if not AR %}
 #pragma unroll
         for (int l = 0; l < (BM * KC + THREADS - 1) / THREADS; ++l) {
             const int idx = tid + l * THREADS;
@@ -140,6 +168,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             const int o = ((r / 8) * KC + q) * 32 + (r % 8) * 4;
             store_split(v, a_big + o, a_big + SPL_A + o);
         }
+{% endif %}
 #pragma unroll
         for (int l = 0; l < (BN * KC + THREADS - 1) / THREADS; ++l) {
             const int idx = tid + l * THREADS;
@@ -159,14 +188,45 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // One stage's 3 * BK/8 wgmmas on split buffer b into t, from zero; the
     // small terms first (the least significant).
     const unsigned spl0 = static_cast<unsigned>(__cvta_generic_to_shared(Spl));
-    const unsigned a_off = (wm0 - (warp % 4) * 16) / 8 * KC * 128;   // the warpgroup's first row group
     const unsigned b_off = wn0 / 8 * KC * 128;
+{% if AR %}
+    // Stored stage s's A rows of this warp -> fragment registers, split.
+    auto load_a = [&](const int s, AFrag& a) {
+        const T* const as = As + s * STAGE_A;
+#pragma unroll
+        for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {   // a0..a3: rows gid, gid+8; k tig, tig+4
+                const int r = wm0 + gid + (q & 1) * 8, k = 8 * ks + tig + (q >> 1) * 4;
+                const float x = as[{{ "k * LDA_S + r" if trans_a else "r * LDA_S + k" }}];
+                a[ks][0][q] = tf32_rna(x);
+                a[ks][1][q] = tf32_rna(x - a[ks][0][q]);
+            }
+    };
+    auto compute = [&](const int b, float (&t)[NI][4], const AFrag& a) {
+        const unsigned b_big = spl0 + b * SPL * 4 + b_off, b_small = b_big + SPL_B * 4;
+        wgmma_fence();
+#pragma unroll
+        for (int s = 0; s < KS; ++s) {
+            const unsigned ko = s * 256;    // two core matrices of k per step
+            if (s == 0)
+                wgmma_tf32_rs<0>(t, a[s][1], smem_desc(b_big + ko));
+            else
+                wgmma_tf32_rs<1>(t, a[s][1], smem_desc(b_big + ko));
+            wgmma_tf32_rs<1>(t, a[s][0], smem_desc(b_small + ko));
+            wgmma_tf32_rs<1>(t, a[s][0], smem_desc(b_big + ko));
+        }
+        wgmma_commit();
+    };
+    AFrag a0, a1;
+{% else %}
+    const unsigned a_off = (wm0 - (warp % 4) * 16) / 8 * KC * 128;   // the warpgroup's first row group
     auto compute = [&](const int b, float (&t)[NI][4]) {
         const unsigned a_big = spl0 + b * SPL * 4 + a_off, a_small = a_big + SPL_A * 4;
         const unsigned b_big = spl0 + b * SPL * 4 + 2 * SPL_A * 4 + b_off, b_small = b_big + SPL_B * 4;
         wgmma_fence();
 #pragma unroll
-        for (int s = 0; s < BK / 8; ++s) {
+        for (int s = 0; s < KS; ++s) {
             const unsigned ko = s * 256;    // two core matrices of k per step
             if (s == 0)
                 wgmma_tf32<0>(t, smem_desc(a_small + ko), smem_desc(b_big + ko));
@@ -177,10 +237,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         }
         wgmma_commit();
     };
+{% endif %}
 
     // Pipeline: stored stages t+1 .. t+{{ ST - 1 }} in flight by cp.async; split
     // buffer t&1 holds stage t for the tensor cores while the threads split
-    // stage t+1 into the other one.
+    // stage t+1 into the other one{{ " (and load its A fragments into the other register set)" if AR }}.
 #pragma unroll
     for (int s = 0; s < {{ ST - 1 }}; ++s) {
         if (s < ntiles) issue(kbeg + s * KT, s);
@@ -190,15 +251,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         cp_async_wait<{{ ST - 2 }}>();
         __syncthreads();
         split(0, 0);
+{% if AR %}
+        load_a(0, a0);
+{% endif %}
         fence_proxy_async();
         __syncthreads();
     }
     // A stage's sum is added once its wgmmas end. (A second temporary, to
     // queue the next stage's wgmmas while this one is added, made ptxas
     // serialize every wgmma (warning C7514, nvcc 13.0) and spill at WN = 128.)
-    for (int it = 0; it < ntiles; ++it) {
+    auto step = [&](const int it{{ ", AFrag& a, AFrag& a_next" if AR }}) {
         fence_regs(t);
-        compute(it & 1, t);     // first: the tensor cores start while the copies are issued
+        compute(it & 1, t{{ ", a" if AR }});     // first: the tensor cores start while the copies are issued
         // the stored stage it-1 was split in iteration it-2: its buffer is free
         const int nx = it + {{ ST - 1 }};
         if (nx < ntiles) issue(kbeg + nx * KT, nx % {{ ST }});
@@ -207,16 +271,31 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             cp_async_wait<{{ ST - 2 }}>();     // stage it+1 landed (this thread's copies)
             __syncthreads();                   // (everyone's)
             split((it + 1) % {{ ST }}, (it + 1) & 1);
+{% if AR %}
+            load_a((it + 1) % {{ ST }}, a_next);
+{% endif %}
             fence_proxy_async();
         }
         wgmma_wait<0>();
         fence_regs(t);
+{% if AR %}
+        fence_a(a);
+{% endif %}
 #pragma unroll
         for (int j = 0; j < NI; ++j)
 #pragma unroll
             for (int q = 0; q < 4; ++q) acc[0][j][q] += t[j][q];
         __syncthreads();    // split buffer (it+1)&1 is complete; every warpgroup is done with it&1
+    };
+{% if AR %}
+    // two iterations per trip: the register sets alternate by name, not by index
+    for (int it = 0; it < ntiles; it += 2) {
+        step(it, a0, a1);
+        if (it + 1 < ntiles) step(it + 1, a1, a0);
     }
+{% else %}
+    for (int it = 0; it < ntiles; ++it) step(it);
+{% endif %}
     cp_async_wait<0>();   // only empty groups are left
 
 {% include "cuda/mma_epilogue.cu" %}

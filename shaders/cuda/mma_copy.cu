@@ -1,7 +1,8 @@
 {# The cp.async copy of one stage, operands in their stored orientation:
    the issue(k0, s) lambda of gemm_mma.cu and gemm_wgmma.cu. Needs tid, As,
    Bs, STAGE_A, STAGE_B, LOADS_A, LOADS_B, PA, PB, LDA_S, LDB_S, THREADS,
-   m0, n0, kend, M, N, K in scope. #}
+   m0, n0, kend, M, N, K in scope. Where a stage's vectors do not divide
+   evenly among the threads, the last copy of a thread past the stage is skipped. #}
     // Global -> shared stage s by cp.async. Vectors never straddle an edge
     // (the space requires VEC | the contiguous extent, and the K_G grain is a
     // multiple of VEC); what lies outside the matrix is zero-filled.
@@ -11,6 +12,7 @@
 #pragma unroll
         for (int l = 0; l < LOADS_A; ++l) {
             const int idx = tid + l * THREADS;
+            if ((BM * KT / VEC) % THREADS != 0 && idx >= BM * KT / VEC) break;
             const int r = idx / PA, c = (idx % PA) * VEC;
 {% if trans_a %}
             const int gk = k0 + r, gm = m0 + c;
@@ -25,6 +27,7 @@
 #pragma unroll
         for (int l = 0; l < LOADS_B; ++l) {
             const int idx = tid + l * THREADS;
+            if ((BN * KT / VEC) % THREADS != 0 && idx >= BN * KT / VEC) break;
             const int r = idx / PB, c = (idx % PB) * VEC;
 {% if trans_b %}
             const int gn = n0 + r, gk = k0 + c;

@@ -159,6 +159,7 @@ def params_wgmma(problem: Problem, config: Config) -> dict:
     nreg, ni = c["WN"] // 2, c["WN"] // 8
     return {
         **params_mma(problem, config),
+        "AR": c["AR"],
         "wgmma_nreg": nreg,
         "wgmma_regs": ", ".join(f"%{r}" for r in range(nreg)),
         "wgmma_outs": ", ".join(f'"+f"(d[{j}][{q}])' for j in range(ni) for q in range(4)),

@@ -25,7 +25,7 @@ from ...errors import InvalidConfig
 # Run U's winner at 4096^3 NN (BENCHMARKS.md, run U; notes/cuda.md): the wgmma
 # kernel, 128 x 128 x 16 tiles, two warpgroups of 64 x 128, 4 stages, no split-K.
 RUN_U_4096 = {"BM": 128, "BN": 128, "BK": 16, "TM": 4, "TN": 4, "WM": 64, "WN": 128, "trans": 1,
-              "VEC": 4, "PAD": 4, "DB": 1, "ST": 4, "KG": 1, "KL": 1, "KR": 0, "MMA": 4}
+              "VEC": 4, "PAD": 4, "DB": 1, "ST": 4, "KG": 1, "KL": 1, "KR": 0, "MMA": 4, "AR": 0}
 KERNEL_NAME = "st_gemm"        # codegen.KERNEL: the GEMM's entry point (K_G's reduce is st_gemm_reduce)
 TF32X3 = (3, 4)                # MMA values of the 3xTF32 kernels: mma.sync, wgmma
 

@@ -40,9 +40,15 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
            4 warps multiplies 64 x WN per instruction, WN <= 128), BM/64 x
            BN/WN warpgroups; ST stored stages by cp.async, each split once
            into big/small halves in two extra shared-memory buffers
+  AR       wgmma's A operand (MMA = 4 only): 0 from the split in shared
+           memory; 1 from registers: each warp loads its rows of A from the
+           stored stage and splits them in registers, one stage ahead, so only
+           B is split into shared memory (less shared-memory traffic, 2 * BK
+           more registers)
 
 Pruning (Li-Dongarra style, before any compile): tiles no larger than the
-problem needs, split-K only where the MN grid cannot fill the GPU, and the
+problem needs (powers of two, plus N rounded up to 8 where N is under 128: a
+tensor-core tile then covers a narrow N without computing up to 2x padding), split-K only where the MN grid cannot fill the GPU, and the
 device limits read at run time (threads, opt-in shared memory, registers).
 
 A batch (Problem.batch > 1: that many products of one shape in one launch)
@@ -84,7 +90,7 @@ WGMMA_REGS_PER_COPY = 2
 BATCH_REGS = 16
 # Knobs added after results were first stored, with the value that reproduces
 # the kernel as it was: configs written before the knob existed stay valid.
-KNOB_DEFAULTS = {"ST": 0, "MMA": 0}
+KNOB_DEFAULTS = {"ST": 0, "MMA": 0, "AR": 0}
 
 
 def complete(c):
@@ -100,7 +106,7 @@ def complete(c):
 # The phased order: block tile, then thread and warp tile, then the stage
 # depth, then the memory-path knobs, then split-K.
 PHASES = PhasePlan(groups=(("MMA", "BM", "BN"), ("TM", "TN", "WM", "WN"), ("BK",),
-                           ("VEC", "DB", "ST", "PAD", "trans"), ("KG", "KL", "KR")))
+                           ("VEC", "DB", "ST", "PAD", "trans", "AR"), ("KG", "KL", "KR")))
 
 
 def _pow2_upto(lo: int, hi: int) -> list[int]:
@@ -179,24 +185,28 @@ def _k_per_stage(MMA, BK, KL) -> int:
 
 
 def _loads(BM, BN, KT, VEC, threads) -> tuple[int, int]:
-    return (BM * KT) // (VEC * threads), (BN * KT) // (VEC * threads)
+    """VEC-wide copies per thread per stage; the tensor-core kernels' last one
+    may be partial (mma_copy.cu skips what lies past the stage)."""
+    return -(-(BM * KT) // (VEC * threads)), -(-(BN * KT) // (VEC * threads))
 
 
 _MN_PADS = {dmma.MMA: dmma.ROW_PAD, 3: 8, 4: 0}
 
 
-def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD) -> tuple[int, int, int, int]:
+def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD, AR=0) -> tuple[int, int, int, int]:
     """(lda_s, ldb_s, stage_a, stage_b): shared-memory row lengths and elements
     per stage.  The tensor-core kernels keep the stored orientation; a
     k-contiguous row is padded by 4 elements, an m/n-contiguous one by 8
     (mma.sync float32: conflict-free fragment reads), 4 (DMMA: every row is
     then 4 mod 16 doubles, dmma.ROW_PAD) or not at all (wgmma: the split reads
-    rows).  The FFMA kernel stores B k-major and A k-major when trans, padded
+    rows; but A by 8 where its fragments are read from it, AR = 1, for the same
+    reason as mma.sync's).  The FFMA kernel stores B k-major and A k-major when trans, padded
     by PAD."""
     if MMA:
         pad_mn = _MN_PADS[MMA]
         if problem.trans_a:
-            lda_s, stage_a = BM + pad_mn, KT * (BM + pad_mn)
+            pad_a = 8 if AR else pad_mn
+            lda_s, stage_a = BM + pad_a, KT * (BM + pad_a)
         else:
             lda_s, stage_a = KT + 4, BM * (KT + 4)
         if problem.trans_b:
@@ -212,12 +222,13 @@ def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD) -> tuple[int, i
     return lda_s, ldb_s, stage_a, KT * ldb_s
 
 
-def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b) -> int:
+def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR=0) -> int:
     """Shared-memory bytes: the stages (ST, else 2 with DB, else 1), the wgmma
-    kernel's two split buffers, the K_L reduction's buffer, KR's 16-byte flag."""
+    kernel's two split buffers (of B only with AR), the K_L reduction's buffer,
+    KR's 16-byte flag."""
     flag = 16 if KR else 0
     if MMA == 4:
-        split = 2 * 2 * (BM + BN) * KT
+        split = 2 * 2 * ((0 if AR else BM) + BN) * KT
         return (ST * (stage_a + stage_b) + split) * 4 + flag
     if MMA:
         return ST * (stage_a + stage_b) * problem.itemsize + flag
@@ -228,12 +239,14 @@ def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b) -
 
 
 def _regs(problem: Problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a,
-          loads_b) -> int:
+          loads_b, BK=0, AR=0) -> int:
     """Estimated registers per thread (each kernel's estimate, calibrated against
     ptxas), BATCH_REGS more in a batch."""
     if MMA == dmma.MMA:     # its mma shape depends on the registers left
         return dmma.regs(WM, WN, threads, loads_a + loads_b, batch_regs(problem))
     regs = _product_regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, loads_a, loads_b)
+    if AR:   # two stages of A fragments, big and small (BK / 8 k-steps x 4 x 2, twice), less what ptxas overlaps, plus addresses
+        regs += 16 + 3 * BK // 2
     return regs + batch_regs(problem)
 
 
@@ -282,10 +295,10 @@ def _derive(problem: Problem, c) -> Derived:
     warps_m, warps_n, threads = _threads(MMA, BM, BN, c["WM"], c["WN"], KL)
     KT = _k_per_stage(MMA, c["BK"], KL)
     loads_a, loads_b = _loads(BM, BN, KT, c["VEC"], threads)
-    lda_s, ldb_s, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, c["trans"], c["PAD"])
-    smem = _smem(problem, MMA, BM, BN, KT, KL, c["ST"], c["DB"], c.get("KR", 0), stage_a, stage_b)
+    lda_s, ldb_s, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, c["trans"], c["PAD"], c["AR"])
+    smem = _smem(problem, MMA, BM, BN, KT, KL, c["ST"], c["DB"], c.get("KR", 0), stage_a, stage_b, c["AR"])
     regs = _regs(problem, MMA, c["TM"], c["TN"], c["WM"], c["WN"], c["VEC"], c["ST"], c["trans"],
-                 KL, threads, loads_a, loads_b)
+                 KL, threads, loads_a, loads_b, c["BK"], c["AR"])
     kgran, units = _k_units(problem)
     k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
     grid = (-(-problem.N // BN), -(-problem.M // BM) * problem.batch, c["KG"])   # block_tiles x KG
@@ -306,14 +319,18 @@ def _domains(problem: Problem) -> dict:
     tile_max_m = max(32, min(256, _next_pow2(problem.M)))
     tile_max_n = max(16, min(256, _next_pow2(problem.N)))
     k = max(problem.K, 1)
+    # a narrow N (not a power of two, under 128) also gets a tile of exactly
+    # N rounded up to 8: the tensor-core kernels' fragments are 8 wide
+    narrow = [-(-problem.N // 8) * 8] if 16 < problem.N < 128 and problem.N & (problem.N - 1) else []
+    narrow = [n for n in narrow if n not in _pow2_upto(8, tile_max_n)]
     return {
         "BM": _pow2_upto(16, tile_max_m),
-        "BN": _pow2_upto(16, tile_max_n),
+        "BN": _pow2_upto(16, tile_max_n) + narrow,
         "BK": [b for b in (8, 16, 32) if b == 8 or b <= _next_pow2(k)],
         "TM": [t * FV for t in (1, 2, 4)],
         "TN": [t * FV for t in (1, 2, 4)],
         "WM": _pow2_upto(8, min(128, tile_max_m)),
-        "WN": _pow2_upto(8, min(128, tile_max_n)),
+        "WN": _pow2_upto(8, min(128, tile_max_n)) + narrow,
         # the usually fastest value first: ties in the cost model, and the first
         # valid point, pick it
         "trans": [1, 0],
@@ -325,6 +342,7 @@ def _domains(problem: Problem) -> dict:
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
         "KR": [0, 1] if k // 2 >= 64 else [0],
         "MMA": [0, 3, 4] if fp32 else [0, dmma.MMA],
+        "AR": [0, 1] if fp32 else [0],
     }
 
 
@@ -343,6 +361,10 @@ def _restrictions(problem: Problem, L: dict) -> list:
         if MMA == dmma.MMA:
             return problem.dtype == "float64" and cc >= 90
         return MMA == 0 or (problem.dtype == "float32" and (cc == 90 if MMA == 4 else cc >= 80))
+
+    def register_operand(MMA, AR):
+        "A from registers (AR = 1) only in the wgmma kernel (MMA = 4)"
+        return AR == 0 or MMA == 4
 
     def tensor_core_tiles(MMA, TM, TN):
         "the tensor-core kernels (MMA > 0) take the canonical TM = TN = FV"
@@ -387,30 +409,30 @@ def _restrictions(problem: Problem, L: dict) -> list:
         return lda_c % VEC == 0 and ldb_c % VEC == 0
 
     def loads_divide(MMA, BM, BN, BK, KL, VEC, WM, WN):
-        "every thread issues the same whole number of VEC-wide loads per stage"
+        "VEC divides the stored rows of a stage; the FFMA kernel's threads issue the same whole number of loads"
         threads = _threads(MMA, BM, BN, WM, WN, KL)[2]
         KT = _k_per_stage(MMA, BK, KL)
         contig_a = BM if problem.trans_a else KT
         contig_b = KT if problem.trans_b else BN
-        return ((BM * KT) % (VEC * threads) == 0 and (BN * KT) % (VEC * threads) == 0
+        return ((MMA or ((BM * KT) % (VEC * threads) == 0 and (BN * KT) % (VEC * threads) == 0))
                 and contig_a % VEC == 0 and contig_b % VEC == 0)
 
     def pipeline(MMA, ST, DB, trans):
         "the cp.async pipeline (ST > 0) needs sm_80+, DB = 1 and an operand it can copy untransposed"
         return ST == 0 or (DB == 1 and cc >= 80 and (MMA or not all(_scatters(problem, trans))))
 
-    def smem_limit(MMA, BM, BN, BK, KL, trans, PAD, ST, DB, KR):
+    def smem_limit(MMA, BM, BN, BK, KL, trans, PAD, ST, DB, KR, AR):
         "shared memory within the opt-in maximum per block"
         KT = _k_per_stage(MMA, BK, KL)
-        _, _, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, trans, PAD)
-        smem = _smem(problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b)
+        _, _, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, trans, PAD, AR)
+        smem = _smem(problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR)
         return smem <= L["max_smem_per_block_optin"]
 
-    def regs_limit(MMA, BM, BN, BK, TM, TN, WM, WN, KL, VEC, ST, trans):
+    def regs_limit(MMA, BM, BN, BK, TM, TN, WM, WN, KL, VEC, ST, trans, AR):
         "estimated registers within 255 and within the register file / threads"
         threads = _threads(MMA, BM, BN, WM, WN, KL)[2]
         loads_a, loads_b = _loads(BM, BN, _k_per_stage(MMA, BK, KL), VEC, threads)
-        regs = _regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a, loads_b)
+        regs = _regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a, loads_b, BK, AR)
         return regs <= min(L["max_regs_per_thread"], L["regs_per_block"] // threads // 8 * 8)
 
     def split_k(KG, KL, BM, BN):
@@ -426,7 +448,7 @@ def _restrictions(problem: Problem, L: dict) -> list:
 
     # why_invalid checks them in this order: the cheap ones that reject most first
     return [
-        aligned_rows, tensor_core_arch, tensor_core_tiles, tensor_core_copies, tensor_core_layout,
+        aligned_rows, tensor_core_arch, register_operand, tensor_core_tiles, tensor_core_copies, tensor_core_layout,
         warp_shape, block_shape, dmma_shape, threads_limit, pipeline, loads_divide,
         smem_limit, regs_limit, split_k, reduce_mode,
     ]

@@ -46,7 +46,7 @@ def _raw(problem: Problem, limits: dict):
             for (KG, KL), BK in itertools.product(splits, (8, 16, 32)):
                 for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
                     yield dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN, WM=WM, WN=WN, trans=1,
-                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR, MMA=0)
+                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR, MMA=0, AR=0)
 
 
 # Tensor-core (MMA = 3) warp tiles, (WM, WN): mma fragments of 16 x 8.
@@ -76,7 +76,7 @@ def _tensor_core_configs(problem: Problem, limits: dict, mma: int, BM, BN, WM, W
     for KG, BK in itertools.product(kgs, bks):
         for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
             yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=WM, WN=WN, trans=1,
-                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma)
+                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma, AR=0)
 
 
 # Warpgroup-MMA (MMA = 4) warp tiles: a warpgroup's 64 x WN.
