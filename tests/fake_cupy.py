@@ -153,6 +153,14 @@ class Stream:
     def wait_event(self, ev):
         self.waited.append(ev.stream_ptr)
 
+    @classmethod
+    def from_external(cls, obj):
+        """CuPy 14's wrapper of a foreign stream: an object of the CUDA stream protocol."""
+        version, ptr = obj.__cuda_stream__()
+        if version != 0:
+            raise TypeError(f"__cuda_stream__() returned unsupported version {version}")
+        return _EXTERNAL.setdefault(ptr, cls(ptr=ptr))
+
 
 _NULL = Stream(ptr=0)
 _STACK = [_NULL]
@@ -160,6 +168,7 @@ _EXTERNAL: dict = {}
 
 
 def ExternalStream(ptr, device_id=-1):
+    """What CuPy before 14 offers instead of Stream.from_external."""
     return _EXTERNAL.setdefault(ptr, Stream(ptr=ptr))
 
 

@@ -178,6 +178,43 @@ def test_the_callers_stream_and_producer_streams(cp, rng, be):
     close(r, A @ B)
 
 
+@pytest.mark.parametrize("cupy_14", [True, False])
+def test_a_foreign_stream_is_wrapped_by_from_external_else_external_stream(cp, rng, be, monkeypatch, cupy_14):
+    """Stream.from_external (the CUDA stream protocol) where CuPy has it; ExternalStream
+    where it does not (CuPy before 14). Both wrap the same handle, and a producer
+    stream wrapped either way is waited for."""
+    monkeypatch.setattr(cp, "_EXTERNAL", {})
+    used = []
+    if cupy_14:
+        from_external = cp.Stream.from_external
+        monkeypatch.setattr(cp.Stream, "from_external",
+                            classmethod(lambda cls, obj: used.append(("from_external", obj)) or from_external(obj)))
+        monkeypatch.setattr(cp.cuda, "ExternalStream", lambda *a: pytest.fail("ExternalStream used"))
+    else:
+        monkeypatch.delattr(cp.Stream, "from_external")
+        external = cp.ExternalStream
+        monkeypatch.setattr(cp.cuda, "ExternalStream",
+                            lambda ptr, device_id=-1: used.append(("ExternalStream", device_id)) or external(ptr))
+    w = call.stream_from_handle(cp, 5151, 0)
+    assert isinstance(w, cp.Stream) and w.ptr == 5151
+    if cupy_14:
+        assert used[0][0] == "from_external" and used[0][1].__cuda_stream__() == (0, 5151)
+    else:
+        assert used == [("ExternalStream", 0)]
+
+    A, B = rng.uniform(-1, 1, (16, 8)), rng.uniform(-1, 1, (8, 4))
+    dA, dB = dev(cp, A), dev(cp, B)
+
+    class Produced:                                     # a CAI v3 array written on stream 4343
+        __cuda_array_interface__ = {"shape": (16, 8), "typestr": "<f4", "data": (dA.data.ptr, False),
+                                    "strides": None, "version": 3, "stream": 4343}
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        r, k, c = run(be, Produced(), dB)
+    assert 4343 in s.waited and len(used) == 2 and used[1][0] == used[0][0]
+    close(r, A @ B)
+
+
 # --- the driver's launch path ------------------------------------------------------
 
 def fake_kernel(cp, p, cfg):

@@ -149,9 +149,9 @@ def test_torch_stream_is_used_without_synchronising(be):
     ts = torch.cuda.Stream()
     with torch.cuda.stream(ts):
         matmul(tA * 2, tB) + 1              # warm (see SPIN_US)
-        hold(1000, stream=cupy.cuda.ExternalStream(ts.cuda_stream))
+        hold(1000, stream=call.stream_from_handle(cupy, ts.cuda_stream))
         ts.synchronize()
-        hold(SPIN_US, stream=cupy.cuda.ExternalStream(ts.cuda_stream))
+        hold(SPIN_US, stream=call.stream_from_handle(cupy, ts.cuda_stream))
         y = matmul(tA * 2, tB) + 1
         pending = not ts.query()
     ts.synchronize()

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import socket
 
+from .._optional import optional_import
 from ..errors import ShadertuneError
 
 GPU_ENV = "SHADERTUNE_GPU"
@@ -34,12 +35,8 @@ INSTALL_HINT = "pip install 'shadertune[cluster]' (Dask distributed)"
 
 def require_distributed():
     """The distributed module, or one clear error saying how to get it."""
-    try:
-        import distributed
-    except ImportError as e:
-        raise ShadertuneError(f"--workers and --cluster need Dask distributed ({e}): "
-                              f"{INSTALL_HINT}") from None
-    return distributed
+    return optional_import("distributed", f"--workers and --cluster need Dask distributed: {INSTALL_HINT}",
+                           error=ShadertuneError)
 
 
 def worker_names(gpus, prefix: str = "") -> list[str]:

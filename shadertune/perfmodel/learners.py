@@ -11,6 +11,7 @@ most even), the MLP and the linear model behind (notes/perfmodel.md;
 """
 from __future__ import annotations
 
+from .._optional import optional_import
 from ..errors import ShadertuneError
 
 DEFAULT = "extratrees+hgb"
@@ -22,13 +23,10 @@ class ModelUnavailable(ShadertuneError):
 
 def sklearn():
     """The sklearn module, or ModelUnavailable saying how to get it."""
-    try:
-        import sklearn as sk
-        import sklearn.ensemble  # noqa: F401
-    except ImportError as e:
-        raise ModelUnavailable(f"the learned performance model needs scikit-learn ({e}); "
-                               f"install it with `pip install shadertune[model]`") from None
-    return sk
+    optional_import("sklearn.ensemble", "the learned performance model needs scikit-learn; "
+                    "install it with `pip install shadertune[model]`", error=ModelUnavailable)
+    import sklearn
+    return sklearn
 
 
 def one_thread():

@@ -222,10 +222,33 @@ def _contiguous(info: ArrayInfo, shape: tuple) -> bool:
 _STREAMS: dict = {}
 
 
+class _StreamHandle:
+    """A raw cudaStream_t presented through the CUDA stream protocol (version 0)."""
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __cuda_stream__(self):
+        return 0, self.ptr
+
+
+def stream_from_handle(cp, ptr: int, device_id: int = -1):
+    """CuPy's stream object for a stream CuPy did not create (a cudaStream_t
+    handle; its owner keeps it alive).  Stream.from_external (CuPy 14 and
+    later: it takes a CUDA-stream-protocol object and records no device)
+    where this CuPy has it, else ExternalStream(ptr, device_id), which CuPy
+    14 deprecates.  Either way the caller enters it on its device."""
+    from_external = getattr(cp.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        return from_external(_StreamHandle(ptr))
+    return cp.cuda.ExternalStream(ptr, device_id)
+
+
 def _external_stream(cp, ptr: int, device_id: int):
     s = _STREAMS.get((ptr, device_id))
     if s is None:
-        s = _STREAMS[(ptr, device_id)] = cp.cuda.ExternalStream(ptr, device_id)
+        s = _STREAMS[(ptr, device_id)] = stream_from_handle(cp, ptr, device_id)
     return s
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+from ..._optional import optional_import
 from ...errors import ContextError
 
 # Hopper SXM (H100 / H200), compute capability 9.0.
@@ -22,13 +23,9 @@ DEFAULT_LIMITS = {
 
 def import_cupy():
     """CuPy, or a ContextError that says how to get it."""
-    try:
-        import cupy  # noqa: F401
-    except Exception as e:  # ImportError, or a CUDA library that fails to load
-        raise ContextError(
-            f"the CUDA backend needs CuPy ({e}); install it with "
-            "`pip install shadertune[cuda]` (cupy-cuda13x) on a machine with an NVIDIA GPU") from None
-    return cupy
+    # Any exception counts as missing: importing CuPy also loads CUDA libraries, which may fail.
+    return optional_import("cupy", "the CUDA backend needs CuPy; install it with `pip install shadertune[cuda]` "
+                           "(cupy-cuda13x) on a machine with an NVIDIA GPU", error=ContextError, catch=Exception)
 
 
 def has_gpu() -> bool:
