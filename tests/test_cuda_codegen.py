@@ -537,7 +537,7 @@ def test_register_a_operand_knob():
     nn, tt = Problem(4096, 4096, 4096), Problem(4096, 4096, 4096, "float32", True, True)
     s = make_space(nn, L)
     ar = WGMMA.replace(AR=1)
-    assert ar in s and tuple(s.knobs["AR"]) == (0, 1)
+    assert ar in s and tuple(s.knobs["AR"]) == (1, 0)     # the faster first (measured)
     src = codegen.source(nn, ar)
     assert src.count("wgmma_tf32_rs<1>(t, a[s][0], smem_desc(") == 2 and src.count("wgmma_tf32_rs<0>(t, a[s][1]") == 1
     assert "smem_desc(a_" not in src and "load_a((it + 1) % 3, a_next)" in src and "step(it + 1, a1, a0)" in src
@@ -676,8 +676,9 @@ def test_empty_problems_have_a_space_a_default_and_predictions(p):
 def test_model_strategy_on_the_cuda_space_without_a_gpu():
     """The model strategy walks the real CUDA space (sm_90 limits, no GPU): the
     'measured' time is the backend's own prediction, perturbed per config and
-    15% slower unless ST = 4 (a knob the model does not see), so the search must
-    rank, time the top, then climb through the coupled knobs to find ST = 4."""
+    15% slower unless ST = 3 (a knob the model does not see; the default is 4
+    deep), so the search must rank, time the top, then climb through the
+    coupled knobs to find ST = 3."""
     import math
     from shadertune.backends.cuda import CUDABackend
     from shadertune.result import Result
@@ -692,7 +693,7 @@ def test_model_strategy_on_the_cuda_space_without_a_gpu():
         assert space.why_invalid(cfg) is None
         seen.append(cfg)
         ms = be.predict_ms(p, [cfg])[0] * math.exp(random.Random(cfg.key).gauss(0, 0.05))
-        ms *= 1.0 if cfg["ST"] == 4 else 1.15
+        ms *= 1.0 if cfg["ST"] == 3 else 1.15
         return Result("cuda", "sm_90 (no GPU)", p, cfg, "ok", times_ms=[ms])
 
     from shadertune.search import FunctionEvaluator
@@ -710,7 +711,8 @@ def test_model_strategy_on_the_cuda_space_without_a_gpu():
     assert results[0].config == space.phases.start                  # the untuned default first
     assert phases[0] == "model: top 24" and "local search" in phases
     best = min(results, key=lambda r: r.median_ms)
-    assert best.median_ms < results[0].median_ms and best.config["ST"] == 4
+    assert results[0].config["ST"] == 4
+    assert best.median_ms < results[0].median_ms and best.config["ST"] == 3
     # the local search moved through more than one knob group of the plan
     changed = {k for r in results[24:] for k in r.config if r.config[k] != results[0].config[k]}
     assert {"BM", "BN", "WM", "WN"} & changed and {"ST", "VEC", "PAD"} & changed

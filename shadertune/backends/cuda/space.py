@@ -342,7 +342,7 @@ def _domains(problem: Problem) -> dict:
         "KL": [kl for kl in (1, 2, 4, 8) if kl == 1 or k // kl >= 16],
         "KR": [0, 1] if k // 2 >= 64 else [0],
         "MMA": [0, 3, 4] if fp32 else [0, dmma.MMA],
-        "AR": [0, 1] if fp32 else [0],
+        "AR": [1, 0] if fp32 else [0],
     }
 
 

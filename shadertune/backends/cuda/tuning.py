@@ -76,15 +76,18 @@ def _tensor_core_configs(problem: Problem, limits: dict, mma: int, BM, BN, WM, W
     for KG, BK in itertools.product(kgs, bks):
         for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
             yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=WM, WN=WN, trans=1,
-                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma, AR=0)
+                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma, AR=int(mma == 4))
 
 
 # Warpgroup-MMA (MMA = 4) warp tiles: a warpgroup's 64 x WN.
 _WGMMA_WNS = (128, 64, 32, 16)
 # 3xTF32 FMAs per cycle per SM through wgmma at full efficiency: a guess from
 # the TF32 peak (1024 FMA/cycle/SM, three per product) at ~60%; to be
-# calibrated on a GPU run like MMA_FMA_RATE.
+# calibrated on a GPU run like MMA_FMA_RATE. With A from shared memory (AR = 0)
+# the kernel moves 1.4x the shared-memory bytes per FMA: its best at 4096^2
+# ran 0.85x the best with A from registers (notes/cuda.md, "A from registers").
 WGMMA_FMA_RATE = 200
+WGMMA_SHARED_A = 0.85
 
 
 def _raw_wgmma(problem: Problem, limits: dict):
@@ -118,7 +121,7 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         # the tensor cores read both operands from shared memory: a block's
         # reuse and one warpgroup per SM sub-partition set the efficiency
         eff = min(1.0, warps / 4.0) * min(1.0, block_reuse / 40.0)
-        fma_rate = WGMMA_FMA_RATE
+        fma_rate = WGMMA_FMA_RATE * (1.0 if c.get("AR", 0) else WGMMA_SHARED_A)
     elif c.get("MMA", 0) == dmma.MMA:
         eff, fma_rate = dmma.efficiency(c, warps, block_reuse), dmma.FMA_RATE
     elif c.get("MMA", 0):
@@ -215,7 +218,7 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
         # KR is left out of the shape: both reductions of one shape would fill
         # the list in pairs and push other shapes out; the best shape's other
         # reduction is added explicitly below.
-        shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN", "KR", "ST"))
+        shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN", "KR", "ST", "AR"))
         if shape not in shapes and len(picked) < n:
             shapes.add(shape)
             picked.append(cfg)
@@ -254,17 +257,19 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
     # register path and every shape comes with its cp.async pipelines, most
     # often fastest first: FFMA 2 deep, then 4 deep without a split, then the
     # register path (which wins mostly split configs); mma.sync 3 deep first
-    # (a guess, unmeasured); wgmma 3 and 4 deep (within 1-2%; 2 deep behind).
+    # (a guess, unmeasured); wgmma with A from registers 4 then 3 deep, then
+    # 3 deep with A from shared memory (where registers do not fit A: four
+    # warpgroups), measured in that order at 4096^2 and 3000x77x5000.
     out = []
     for cfg in picked:
         if cfg.get("MMA", 0) == 4:
-            order = (3, 4)
+            order = ((4, 1), (3, 1), (3, 0))
         elif cfg.get("MMA", 0):
-            order = (3, 4, 2) if cfg["KG"] == 1 else (3, 2)
+            order = tuple((st, 0) for st in ((3, 4, 2) if cfg["KG"] == 1 else (3, 2)))
         else:
-            order = (2, 4, 0) if cfg["KG"] == 1 else (2, 0)
-        for st in order:
-            t = cfg.replace(ST=st)
+            order = tuple((st, 0) for st in ((2, 4, 0) if cfg["KG"] == 1 else (2, 0)))
+        for st, ar in order:
+            t = cfg.replace(ST=st, AR=ar)
             if t not in out and (t == cfg or space.why_invalid(t) is None):
                 out.append(t)
     return out[:n]
