@@ -339,7 +339,9 @@ def _suptitle(fig, ls: Landscape, view) -> None:
     from . import figures as F
     fixed = ", ".join(f"{k}={value_name(k, v)}" for k, v in ls.fixed.items())
     head = ls.title + (f"   (fixed: {fixed})" if fixed else "")
-    lines = [F.wrap(head, 120), F.wrap(view.title, 120)]
+    # lines no wider than the figure: ~11 characters of 10-point text an inch
+    width = max(40, min(120, int(fig.get_figwidth() * 11)))
+    lines = [F.wrap(head, width), F.wrap(view.title, width)]
     if ls.measured.complete:
         lines.append("exhaustive search of the pruned space: a place without a value is outside it")
     elif ls.measured.candidates:
@@ -347,7 +349,7 @@ def _suptitle(fig, ls: Landscape, view) -> None:
                      f"not a search: most places were never tried")
     if ls.unverified:
         lines.append(F.wrap("no verified config (every one slow, wrong or failed): "
-                            + ", ".join(ls.unverified), 120))
+                            + ", ".join(ls.unverified), width))
     fig.suptitle("\n".join(lines), fontsize=10)
 
 

@@ -257,13 +257,14 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
     # register path and every shape comes with its cp.async pipelines, most
     # often fastest first: FFMA 2 deep, then 4 deep without a split, then the
     # register path (which wins mostly split configs); mma.sync 3 deep first
-    # (a guess, unmeasured); wgmma with A from registers 4 then 3 deep, then
-    # 3 deep with A from shared memory (where registers do not fit A: four
-    # warpgroups), measured in that order at 4096^2 and 3000x77x5000.
+    # (a guess, unmeasured); wgmma with A from registers 4 deep, then 3 deep
+    # with A from shared memory (which also stands in where registers do not
+    # fit A: four warpgroups): two per shape, as before A could come from
+    # registers, so that the list keeps as many shapes.
     out = []
     for cfg in picked:
         if cfg.get("MMA", 0) == 4:
-            order = ((4, 1), (3, 1), (3, 0))
+            order = ((4, 1), (3, 0))
         elif cfg.get("MMA", 0):
             order = tuple((st, 0) for st in ((3, 4, 2) if cfg["KG"] == 1 else (3, 2)))
         else:
