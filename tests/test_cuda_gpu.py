@@ -26,11 +26,18 @@ def _stored(p, rng):
     return rng.uniform(-1, 1, sa).astype(p.dtype), rng.uniform(-1, 1, sb).astype(p.dtype)
 
 
+def _run(be, p, cfg, A, B, C0=None, alpha=1.0, beta=0.0):
+    k = be.build(p, cfg)
+    try:
+        return k.run(A, B, C0, alpha=alpha, beta=beta)
+    finally:
+        k.release()
+
+
 def _check(be, p, cfg, rng, alpha=1.0, beta=0.0):
     A, B = _stored(p, rng)
     C0 = rng.uniform(-1, 1, (p.M, p.N)).astype(p.dtype) if beta else None
-    k = be.build(p, cfg)
-    out = k.run(A, B, C0, alpha=alpha, beta=beta)
+    out = _run(be, p, cfg, A, B, C0, alpha, beta)
     a = A.T if p.trans_a else A
     b = B.T if p.trans_b else B
     ref = alpha * (a.astype(np.float64) @ b.astype(np.float64))
@@ -39,7 +46,6 @@ def _check(be, p, cfg, rng, alpha=1.0, beta=0.0):
     assert np.isfinite(out).all(), f"unwritten/NaN output for {p.key} {cfg.key}"
     err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
     assert err < TOL[p.dtype], (p.key, cfg.key, err)
-    k.release()
 
 
 def _split(be, p, kr=0):
@@ -308,14 +314,6 @@ def test_warpgroup_mma_kernel(be, ta, tb):
     for q, cfg in jobs:
         _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
         _check(be, q, cfg, rng)
-
-
-def _run(be, p, cfg, A, B):
-    k = be.build(p, cfg)
-    try:
-        return k.run(A, B, None, alpha=1.0, beta=0.0)
-    finally:
-        k.release()
 
 
 @pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))

@@ -203,40 +203,32 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                 a[ks][1][q] = tf32_rna(x - a[ks][0][q]);
             }
     };
-    auto compute = [&](const int b, float (&t)[NI][4], const AFrag& a) {
-        const unsigned b_big = spl0 + b * SPL * 4 + b_off, b_small = b_big + SPL_B * 4;
-        wgmma_fence();
-#pragma unroll
-        for (int s = 0; s < KS; ++s) {
-            const unsigned ko = s * 256;    // two core matrices of k per step
-            if (s == 0)
-                wgmma_tf32_rs<0>(t, a[s][1], smem_desc(b_big + ko));
-            else
-                wgmma_tf32_rs<1>(t, a[s][1], smem_desc(b_big + ko));
-            wgmma_tf32_rs<1>(t, a[s][0], smem_desc(b_small + ko));
-            wgmma_tf32_rs<1>(t, a[s][0], smem_desc(b_big + ko));
-        }
-        wgmma_commit();
-    };
-    AFrag a0, a1;
 {% else %}
     const unsigned a_off = (wm0 - (warp % 4) * 16) / 8 * KC * 128;   // the warpgroup's first row group
-    auto compute = [&](const int b, float (&t)[NI][4]) {
+{% endif %}
+{% set wgmma, a_big, a_small = ("wgmma_tf32_rs", "a[s][0]", "a[s][1]") if AR else ("wgmma_tf32", "smem_desc(a_big + ko)", "smem_desc(a_small + ko)") %}
+    auto compute = [&](const int b, float (&t)[NI][4]{{ ", const AFrag& a" if AR }}) {
+{% if AR %}
+        const unsigned b_big = spl0 + b * SPL * 4 + b_off, b_small = b_big + SPL_B * 4;
+{% else %}
         const unsigned a_big = spl0 + b * SPL * 4 + a_off, a_small = a_big + SPL_A * 4;
         const unsigned b_big = spl0 + b * SPL * 4 + 2 * SPL_A * 4 + b_off, b_small = b_big + SPL_B * 4;
+{% endif %}
         wgmma_fence();
 #pragma unroll
         for (int s = 0; s < KS; ++s) {
             const unsigned ko = s * 256;    // two core matrices of k per step
             if (s == 0)
-                wgmma_tf32<0>(t, smem_desc(a_small + ko), smem_desc(b_big + ko));
+                {{ wgmma }}<0>(t, {{ a_small }}, smem_desc(b_big + ko));
             else
-                wgmma_tf32<1>(t, smem_desc(a_small + ko), smem_desc(b_big + ko));
-            wgmma_tf32<1>(t, smem_desc(a_big + ko), smem_desc(b_small + ko));
-            wgmma_tf32<1>(t, smem_desc(a_big + ko), smem_desc(b_big + ko));
+                {{ wgmma }}<1>(t, {{ a_small }}, smem_desc(b_big + ko));
+            {{ wgmma }}<1>(t, {{ a_big }}, smem_desc(b_small + ko));
+            {{ wgmma }}<1>(t, {{ a_big }}, smem_desc(b_big + ko));
         }
         wgmma_commit();
     };
+{% if AR %}
+    AFrag a0, a1;
 {% endif %}
 
     // Pipeline: stored stages t+1 .. t+{{ ST - 1 }} in flight by cp.async; split

@@ -193,7 +193,7 @@ def _loads(BM, BN, KT, VEC, threads) -> tuple[int, int]:
 _MN_PADS = {dmma.MMA: dmma.ROW_PAD, 3: 8, 4: 0}
 
 
-def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD, AR=0) -> tuple[int, int, int, int]:
+def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD, AR) -> tuple[int, int, int, int]:
     """(lda_s, ldb_s, stage_a, stage_b): shared-memory row lengths and elements
     per stage.  The tensor-core kernels keep the stored orientation; a
     k-contiguous row is padded by 4 elements, an m/n-contiguous one by 8
@@ -222,7 +222,7 @@ def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD, AR=0) -> tuple[
     return lda_s, ldb_s, stage_a, KT * ldb_s
 
 
-def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR=0) -> int:
+def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR) -> int:
     """Shared-memory bytes: the stages (ST, else 2 with DB, else 1), the wgmma
     kernel's two split buffers (of B only with AR), the K_L reduction's buffer,
     KR's 16-byte flag."""
@@ -239,7 +239,7 @@ def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, A
 
 
 def _regs(problem: Problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a,
-          loads_b, BK=0, AR=0) -> int:
+          loads_b, BK, AR) -> int:
     """Estimated registers per thread (each kernel's estimate, calibrated against
     ptxas), BATCH_REGS more in a batch."""
     if MMA == dmma.MMA:     # its mma shape depends on the registers left
@@ -321,8 +321,8 @@ def _domains(problem: Problem) -> dict:
     k = max(problem.K, 1)
     # a narrow N (not a power of two, under 128) also gets a tile of exactly
     # N rounded up to 8: the tensor-core kernels' fragments are 8 wide
-    narrow = [-(-problem.N // 8) * 8] if 16 < problem.N < 128 and problem.N & (problem.N - 1) else []
-    narrow = [n for n in narrow if n not in _pow2_upto(8, tile_max_n)]
+    n8 = -(-problem.N // 8) * 8
+    narrow = [n8] if 16 < problem.N < 128 and n8 & (n8 - 1) else []
     return {
         "BM": _pow2_upto(16, tile_max_m),
         "BN": _pow2_upto(16, tile_max_n) + narrow,
