@@ -301,6 +301,9 @@ def test_for_config_maps_the_kernels():
     assert em.for_config(p, {**base, "MMA": 4, "KG": 1, "KR": 0}) == {"merge": 4, "KG": 1, "RZ": 1}
     assert em.for_config(p, {**base, "MMA": 4, "BK": 16, "KG": 64, "KR": 0}) == {"merge": 2, "KG": 64, "RZ": 8}
     assert em.for_config(p, {**base, "MMA": 4, "KG": 64, "KR": 1})["RZ"] == 1
+    # pre-split operands: PS = 1 chains a stage, PS = 2 two stages
+    assert em.for_config(p, {**base, "MMA": 4, "KG": 1, "KR": 0, "PS": 1})["merge"] == 4
+    assert em.for_config(p, {**base, "MMA": 4, "BK": 16, "KG": 1, "KR": 0, "PS": 2})["merge"] == 4
     with pytest.raises(ValueError, match="not a 3xTF32 config"):
         em.for_config(p, {**base, "MMA": 0, "KG": 1, "KR": 0})
 

@@ -349,6 +349,45 @@ def test_warpgroup_mma_register_a(be, ta, tb):
         assert np.array_equal(got, want), (q.key, shared.key, float(np.abs(got - want).max()))
 
 
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_warpgroup_mma_presplit(be, ta, tb):
+    """The wgmma kernel on pre-split, packed operands (PS = 1, 2: the pack
+    kernel, bulk copies on mbarriers) within float32 tolerance of float64 on
+    ragged shapes of every layout, and bit-equal to a tile with the split in
+    the main loop (PS = 0, AR = 0) whose chains are as long: the same BK for
+    PS = 1, twice the BK for PS = 2 (which adds its sums every two stages).
+    k-depths 8 to 32, ST 2 to 4, warpgroup tiles 16..128 wide, a narrow-N
+    tile, odd and even numbers of stages (PS = 2 ends on a lone stage or a
+    pair), K = 0, alpha/beta."""
+    if be.arch() != "sm_90":
+        pytest.skip(f"wgmma needs sm_90, the device is {be.arch()}")
+    rng = np.random.default_rng(100 + ta * 2 + tb)
+    p = Problem(int(rng.integers(130, 300)), int(rng.integers(70, 260)), int(rng.integers(50, 400)), "float32", ta, tb)
+    base = Config(BM=64, BN=64, BK=16, TM=4, TN=4, WM=64, WN=64, trans=1, VEC=1, PAD=4, DB=1, ST=2,
+                  KG=1, KL=1, KR=0, MMA=4, AR=0, PS=1)
+    jobs = []
+    for ps in (1, 2):
+        b = base.replace(PS=ps)
+        jobs += [(p, b), (p, b.replace(ST=4, BK=8, WN=16)), (p, b.replace(BM=128, BN=128, WN=128, ST=3)),
+                 (p, b.replace(BK=32, ST=3)), (Problem(200, 77, 48, "float32", ta, tb), b.replace(BN=80, WN=80)),
+                 (Problem(200, 77, 64, "float32", ta, tb), b.replace(BN=80, WN=80, BK=32))]
+    assert all(c in be.space(q) for q, c in jobs), [(q.key, c, be.space(q).why_invalid(c)) for q, c in jobs]
+    # the twin: PS = 0 with the same chains (PS = 2: stages of twice the k-depth)
+    twins = [(q, c, c.replace(PS=0, BK=c["BK"] * c["PS"])) for q, c in jobs if c["BK"] * c["PS"] <= 32]
+    twins = [(q, c, t) for q, c, t in twins if t in be.space(q)]     # (128 x 128 x 32 needs ST = 2)
+    assert len(twins) >= 9 and {c["PS"] for _, c, _ in twins} == {1, 2}
+    be.precompile_many(jobs + [(q, t) for q, _, t in twins])
+    for q, cfg in jobs:
+        _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
+        _check(be, q, cfg, rng)
+    for q, cfg, twin in twins:
+        A, B = _stored(q, rng)
+        got, want = _run(be, q, cfg, A, B), _run(be, q, twin, A, B)
+        assert np.array_equal(got, want), (q.key, cfg.key, twin.key, float(np.abs(got - want).max()))
+    empty = Problem(70, 45, 0, "float32", ta, tb)        # nothing to pack: C = beta * C
+    _check(be, empty, base.replace(PS=2, BK=8), rng, alpha=1.5, beta=-0.5)
+
+
 def test_narrow_n_tiles(be):
     """A tile of N rounded up to 8 (N = 77 -> 80) in the tensor-core kernels:
     wgmma with A from shared memory and from registers, split-K with both

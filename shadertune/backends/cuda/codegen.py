@@ -1,6 +1,7 @@
 """Config -> CUDA source: derived constants are computed here, the templates
 (shaders/cuda/gemm.cu, FFMA; gemm_dmma.cu, float64 DMMA mma.sync; gemm_mma.cu,
-3xTF32 mma.sync; gemm_wgmma.cu, 3xTF32 warpgroup MMA) stay readable CUDA."""
+3xTF32 mma.sync; gemm_wgmma.cu, 3xTF32 warpgroup MMA; gemm_wgmma_ps.cu, the same on
+operands split and packed by a first kernel) stay readable CUDA."""
 from __future__ import annotations
 
 from ...config import Config
@@ -9,7 +10,8 @@ from ...templates import render, template_hash as _template_hash
 from . import dmma
 from .space import batch_regs, complete, derive, scatters
 
-TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_dmma.cu", "cuda/signature.cu",
+TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_wgmma_ps.cu", "cuda/gemm_dmma.cu",
+             "cuda/wgmma_ops.cu", "cuda/pack_split.cu", "cuda/signature.cu",
              "cuda/block_range.cu", "cuda/mma_prologue.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu",
              "cuda/mma_pipeline.cu", "cuda/cp_async.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
 KERNEL = "st_gemm"
@@ -159,7 +161,7 @@ def params_wgmma(problem: Problem, config: Config) -> dict:
     nreg, ni = c["WN"] // 2, c["WN"] // 8
     return {
         **params_mma(problem, config),
-        "AR": c["AR"],
+        "AR": c["AR"], "PS": c["PS"],
         "wgmma_nreg": nreg,
         "wgmma_regs": ", ".join(f"%{r}" for r in range(nreg)),
         "wgmma_outs": ", ".join(f'"+f"(d[{j}][{q}])' for j in range(ni) for q in range(4)),
@@ -169,7 +171,8 @@ def params_wgmma(problem: Problem, config: Config) -> dict:
 def source(problem: Problem, config: Config) -> str:
     mma = complete(config)["MMA"]
     if mma == 4:
-        return render("cuda/gemm_wgmma.cu", **params_wgmma(problem, config))
+        name = "cuda/gemm_wgmma_ps.cu" if complete(config)["PS"] else "cuda/gemm_wgmma.cu"
+        return render(name, **params_wgmma(problem, config))
     if mma == dmma.MMA:
         c = complete(config)
         return render("cuda/gemm_dmma.cu", **params_mma(problem, c), **dmma.params(c, derive(problem, c), batch_regs(problem)))

@@ -17,6 +17,7 @@ from ..base import Kernel
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
 MAX_GRID_Y = 65535         # grid.y holds M tiles x products: longer batches launch in chunks
+PACK_THREADS = 256         # pack_split.cu's block: one thread per 4 floats of both halves
 
 
 def _cuda_errors(cupy):
@@ -37,6 +38,7 @@ class CUDAKernel(Kernel):
             self._main = self._module.get_function(KERNEL)
             split_kernel = config["KG"] > 1 and not config["KR"]
             self._reduce = self._module.get_function(KERNEL + "_reduce") if split_kernel else None
+            self._pack = self._module.get_function(KERNEL + "_pack") if config.get("PS", 0) else None
             attrs = self._main.attributes
         except _cuda_errors(cupy) as e:
             raise RunError(f"loading the module failed: {e}") from None
@@ -102,6 +104,11 @@ class CUDAKernel(Kernel):
         self._grid1 = (d.grid[0], self._mtiles, 1)   # one launch of one product (the common call)
         self._block = (d.threads,)
         self._scales = (None, None, None)          # (alpha, beta) -> their scalars, the last pair
+        if self._pack is not None:   # PS: the packed operands' floats and the pack kernel's blocks
+            c, ktiles = self.config, -(-p.K // self.config["BK"])
+            self._packed = (-(-p.M // c["BM"]) * c["BM"] * ktiles * c["BK"] * 2,
+                            -(-p.N // c["BN"]) * c["BN"] * ktiles * c["BK"] * 2)
+            self._pack_blocks = -(-sum(self._packed) // (8 * PACK_THREADS))   # a thread: 4 floats of each half
 
     def enqueue(self, a_ptr: int, b_ptr: int, c_ptr: int, sa: int, sb: int, batch: int,
                 alpha: float, beta: float, stream=None) -> None:
@@ -123,6 +130,9 @@ class CUDAKernel(Kernel):
             scales = self._scales = ((alpha, beta), T(alpha), T(beta))
         _, alpha, beta = scales
         try:
+            if self._pack is not None:
+                self._enqueue_packed(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+                return
             if self._kg == 1 and mtiles * batch <= MAX_GRID_Y:   # one launch, nothing to allocate
                 if p.batch > 1:
                     args = (a_ptr, b_ptr, c_ptr, c_ptr, 0) + self._dims + (alpha, beta, np.int64(sa), np.int64(sb))
@@ -161,6 +171,24 @@ class CUDAKernel(Kernel):
             if self._reduce is not None:   # RX elements x RZ lanes of z per block
                 rx, rz = self._rshape
                 self._reduce((-(-(nb * mn) // rx),), (rx, rz), (W, c0, np.int64(nb * mn), alpha, beta), stream=st)
+
+    def _enqueue_packed(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream):
+        """PS = 1 (one product, no split-K): the pack kernel splits A and B into
+        a workspace of packed tiles, then the GEMM reads them. The workspace
+        comes from CuPy's pool on the stream, like K_G's (free for reuse only
+        behind this launch)."""
+        cp, p, d = self._cp, self.problem, self.d
+        st = stream if stream is not None else cp.cuda.get_current_stream()
+        if self._pack_blocks == 0:      # K = 0: nothing to pack; C = beta * C
+            P, pa, pb = None, a_ptr, b_ptr
+        else:
+            with st:
+                P = cp.empty((sum(self._packed),), dtype=np.float32)
+            pa = P.data.ptr
+            pb = pa + 4 * self._packed[0]
+            self._pack((self._pack_blocks,), (PACK_THREADS,), (a_ptr, b_ptr, pa, pb) + self._dims[:3], stream=st)
+        self._main(self._grid1, self._block, (pa, pb, c_ptr, c_ptr, 0) + self._dims + (alpha, beta),
+                   shared_mem=d.smem_bytes, stream=st)
 
     def _counters(self, stream):
         """KR's arrival counters, one per C tile: zero between launches (the
@@ -202,4 +230,4 @@ class CUDAKernel(Kernel):
     def release(self) -> None:
         self._args = self._keep = None
         self._cnt = {}
-        self._module = self._main = self._reduce = None
+        self._module = self._main = self._reduce = self._pack = None

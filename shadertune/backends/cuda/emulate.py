@@ -10,7 +10,8 @@ element of C, and what this module reproduces exactly:
    small_a * big_b, big_a * small_b, big_a * big_b (small_a * small_b is
    dropped). A chain of `merge` k-steps (3 * merge instructions) sums into a
    temporary that starts from zero. mma.sync (MMA = 3) chains one k-step;
-   the wgmma kernel (MMA = 4) chains one stage, BK / 8 k-steps.
+   the wgmma kernel (MMA = 4) chains one stage, BK / 8 k-steps (two stages
+   on pre-split operands with PS = 2).
 3. Merge: the chain's result is added to the float32 accumulator in one
    round-to-nearest FADD.
 4. K_G split-K: each split runs 1-3 from zero over its K range (balanced on
@@ -303,11 +304,13 @@ def _operands(A, B) -> tuple[np.ndarray, np.ndarray]:
 
 def for_config(problem, config) -> dict:
     """emulate_3xtf32's keyword arguments for a CUDA config (MMA = 3 or 4):
-    merge (mma.sync 1; wgmma BK / 8), KG and the reduce kernel's RZ."""
+    merge (mma.sync 1; wgmma BK / 8, 2 BK / 8 with PS = 2), KG and the reduce kernel's RZ."""
     from .codegen import reduce_shape
     mma = config.get("MMA", 0)
     if mma not in (3, 4):
         raise ValueError(f"not a 3xTF32 config (MMA = {mma}): only MMA = 3 and 4 are emulated")
     kg = config.get("KG", 1)
     rz = reduce_shape(problem, config)[1] if kg > 1 and not config.get("KR", 0) else 1
-    return {"merge": 1 if mma == 3 else config["BK"] // BLOCK, "KG": kg, "RZ": rz}
+    # wgmma: a stage's k-steps, two stages' on pre-split operands with PS = 2
+    stages = 2 if config.get("PS", 0) == 2 else 1
+    return {"merge": 1 if mma == 3 else stages * config["BK"] // BLOCK, "KG": kg, "RZ": rz}

@@ -45,6 +45,18 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
            stored stage and splits them in registers, one stage ahead, so only
            B is split into shared memory (less shared-memory traffic, 2 * BK
            more registers)
+  PS       pre-split operands (MMA = 4 only, AR = 0, KG = 1, one product): a
+           first kernel splits A and B once into big/small halves and packs
+           them tile by tile in the wgmma's shared-memory layout (zero-padded
+           to whole tiles); the GEMM copies each stage as two bulk
+           asynchronous copies (cp.async.bulk, TMA) counted on an mbarrier,
+           so its warps neither load, split nor store operands
+           (shaders/cuda/gemm_wgmma_ps.cu); ST stages of packed halves;
+           VEC keeps the canonical 1 (the pack kernel reads any alignment).
+           PS = 1 adds each stage's sum to the float32 accumulators (a
+           chain of 3 * BK/8 truncating tensor-core sums, as MMA = 4); PS = 2
+           adds it once every two stages (chains twice as long, half the
+           drains of the tensor pipe)
 
 Pruning (Li-Dongarra style, before any compile): tiles no larger than the
 problem needs (powers of two, plus N rounded up to 8 where N is under 128: a
@@ -90,7 +102,7 @@ WGMMA_REGS_PER_COPY = 2
 BATCH_REGS = 16
 # Knobs added after results were first stored, with the value that reproduces
 # the kernel as it was: configs written before the knob existed stay valid.
-KNOB_DEFAULTS = {"ST": 0, "MMA": 0, "AR": 0}
+KNOB_DEFAULTS = {"ST": 0, "MMA": 0, "AR": 0, "PS": 0}
 
 
 def complete(c):
@@ -106,7 +118,7 @@ def complete(c):
 # The phased order: block tile, then thread and warp tile, then the stage
 # depth, then the memory-path knobs, then split-K.
 PHASES = PhasePlan(groups=(("MMA", "BM", "BN"), ("TM", "TN", "WM", "WN"), ("BK",),
-                           ("VEC", "DB", "ST", "PAD", "trans", "AR"), ("KG", "KL", "KR")))
+                           ("VEC", "DB", "ST", "PAD", "trans", "AR", "PS"), ("KG", "KL", "KR")))
 
 
 def _pow2_upto(lo: int, hi: int) -> list[int]:
@@ -222,11 +234,14 @@ def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD, AR) -> tuple[in
     return lda_s, ldb_s, stage_a, KT * ldb_s
 
 
-def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR) -> int:
+def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR, PS) -> int:
     """Shared-memory bytes: the stages (ST, else 2 with DB, else 1), the wgmma
     kernel's two split buffers (of B only with AR), the K_L reduction's buffer,
-    KR's 16-byte flag."""
+    KR's 16-byte flag; with pre-split operands (PS) ST packed stages of both
+    halves of A and B and an 8-byte mbarrier each."""
     flag = 16 if KR else 0
+    if MMA == 4 and PS:
+        return ST * (2 * (BM + BN) * KT * 4 + 8)
     if MMA == 4:
         split = 2 * 2 * ((0 if AR else BM) + BN) * KT
         return (ST * (stage_a + stage_b) + split) * 4 + flag
@@ -239,11 +254,13 @@ def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, A
 
 
 def _regs(problem: Problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a,
-          loads_b, BK, AR) -> int:
+          loads_b, BK, AR, PS) -> int:
     """Estimated registers per thread (each kernel's estimate, calibrated against
     ptxas), BATCH_REGS more in a batch."""
     if MMA == dmma.MMA:     # its mma shape depends on the registers left
         return dmma.regs(WM, WN, threads, loads_a + loads_b, batch_regs(problem))
+    if MMA == 4 and PS:     # no copies in the threads: the sums, the temporary, loop state
+        return WN + WGMMA_REG_OVERHEAD
     regs = _product_regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, loads_a, loads_b)
     if AR:   # two stages of A fragments, big and small (BK / 8 k-steps x 4 x 2, twice), less what ptxas overlaps, plus addresses
         regs += 16 + 3 * BK // 2
@@ -296,9 +313,9 @@ def _derive(problem: Problem, c) -> Derived:
     KT = _k_per_stage(MMA, c["BK"], KL)
     loads_a, loads_b = _loads(BM, BN, KT, c["VEC"], threads)
     lda_s, ldb_s, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, c["trans"], c["PAD"], c["AR"])
-    smem = _smem(problem, MMA, BM, BN, KT, KL, c["ST"], c["DB"], c.get("KR", 0), stage_a, stage_b, c["AR"])
+    smem = _smem(problem, MMA, BM, BN, KT, KL, c["ST"], c["DB"], c.get("KR", 0), stage_a, stage_b, c["AR"], c["PS"])
     regs = _regs(problem, MMA, c["TM"], c["TN"], c["WM"], c["WN"], c["VEC"], c["ST"], c["trans"],
-                 KL, threads, loads_a, loads_b, c["BK"], c["AR"])
+                 KL, threads, loads_a, loads_b, c["BK"], c["AR"], c["PS"])
     kgran, units = _k_units(problem)
     k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
     grid = (-(-problem.N // BN), -(-problem.M // BM) * problem.batch, c["KG"])   # block_tiles x KG
@@ -343,6 +360,7 @@ def _domains(problem: Problem) -> dict:
         "KR": [0, 1] if k // 2 >= 64 else [0],
         "MMA": [0, 3, 4] if fp32 else [0, dmma.MMA],
         "AR": [1, 0] if fp32 else [0],
+        "PS": [2, 1, 0] if fp32 and problem.batch == 1 else [0],
     }
 
 
@@ -365,6 +383,10 @@ def _restrictions(problem: Problem, L: dict) -> list:
     def register_operand(MMA, AR):
         "A from registers (AR = 1) only in the wgmma kernel (MMA = 4)"
         return AR == 0 or MMA == 4
+
+    def presplit(MMA, PS, AR, VEC, KG):
+        "pre-split operands (PS > 0) only in the wgmma kernel (MMA = 4) with A from shared memory (AR = 0), VEC = 1 and no split-K (KG = 1)"
+        return PS == 0 or (MMA == 4 and AR == 0 and VEC == 1 and KG == 1)
 
     def tensor_core_tiles(MMA, TM, TN):
         "the tensor-core kernels (MMA > 0) take the canonical TM = TN = FV"
@@ -421,18 +443,18 @@ def _restrictions(problem: Problem, L: dict) -> list:
         "the cp.async pipeline (ST > 0) needs sm_80+, DB = 1 and an operand it can copy untransposed"
         return ST == 0 or (DB == 1 and cc >= 80 and (MMA or not all(_scatters(problem, trans))))
 
-    def smem_limit(MMA, BM, BN, BK, KL, trans, PAD, ST, DB, KR, AR):
+    def smem_limit(MMA, BM, BN, BK, KL, trans, PAD, ST, DB, KR, AR, PS):
         "shared memory within the opt-in maximum per block"
         KT = _k_per_stage(MMA, BK, KL)
         _, _, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, trans, PAD, AR)
-        smem = _smem(problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR)
+        smem = _smem(problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR, PS)
         return smem <= L["max_smem_per_block_optin"]
 
-    def regs_limit(MMA, BM, BN, BK, TM, TN, WM, WN, KL, VEC, ST, trans, AR):
+    def regs_limit(MMA, BM, BN, BK, TM, TN, WM, WN, KL, VEC, ST, trans, AR, PS):
         "estimated registers within 255 and within the register file / threads"
         threads = _threads(MMA, BM, BN, WM, WN, KL)[2]
         loads_a, loads_b = _loads(BM, BN, _k_per_stage(MMA, BK, KL), VEC, threads)
-        regs = _regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a, loads_b, BK, AR)
+        regs = _regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a, loads_b, BK, AR, PS)
         return regs <= min(L["max_regs_per_thread"], L["regs_per_block"] // threads // 8 * 8)
 
     def split_k(KG, KL, BM, BN):
@@ -448,7 +470,7 @@ def _restrictions(problem: Problem, L: dict) -> list:
 
     # why_invalid checks them in this order: the cheap ones that reject most first
     return [
-        aligned_rows, tensor_core_arch, register_operand, tensor_core_tiles, tensor_core_copies, tensor_core_layout,
+        aligned_rows, tensor_core_arch, register_operand, presplit, tensor_core_tiles, tensor_core_copies, tensor_core_layout,
         warp_shape, block_shape, dmma_shape, threads_limit, pipeline, loads_divide,
         smem_limit, regs_limit, split_k, reduce_mode,
     ]

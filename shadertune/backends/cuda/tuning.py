@@ -46,7 +46,7 @@ def _raw(problem: Problem, limits: dict):
             for (KG, KL), BK in itertools.product(splits, (8, 16, 32)):
                 for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
                     yield dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN, WM=WM, WN=WN, trans=1,
-                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR, MMA=0, AR=0)
+                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR, MMA=0, AR=0, PS=0)
 
 
 # Tensor-core (MMA = 3) warp tiles, (WM, WN): mma fragments of 16 x 8.
@@ -76,7 +76,7 @@ def _tensor_core_configs(problem: Problem, limits: dict, mma: int, BM, BN, WM, W
     for KG, BK in itertools.product(kgs, bks):
         for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
             yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=WM, WN=WN, trans=1,
-                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma, AR=int(mma == 4))
+                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma, AR=int(mma == 4), PS=0)
 
 
 # Warpgroup-MMA (MMA = 4) warp tiles: a warpgroup's 64 x WN.
@@ -88,6 +88,14 @@ _WGMMA_WNS = (128, 64, 32, 16)
 # ran 0.85x the best with A from registers (notes/cuda.md, "A from registers").
 WGMMA_FMA_RATE = 200
 WGMMA_SHARED_A = 0.85
+# Pre-split operands (PS = 1): no split, loads or stores in the main loop, so
+# the stage's fixed cost and the tensor work remain (~1.6x the A-from-registers
+# kernel by the stage costs measured for it: notes/cuda.md, "Pre-split
+# operands"); not yet calibrated. The pack kernel first moves 12 bytes per
+# element of A and B (4 read, 8 written) and costs one more launch.
+WGMMA_PRESPLIT = 1.3
+PACK_BYTES = 12
+PACK_LAUNCH = 3000
 
 
 def _raw_wgmma(problem: Problem, limits: dict):
@@ -121,7 +129,7 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         # the tensor cores read both operands from shared memory: a block's
         # reuse and one warpgroup per SM sub-partition set the efficiency
         eff = min(1.0, warps / 4.0) * min(1.0, block_reuse / 40.0)
-        fma_rate = WGMMA_FMA_RATE * (1.0 if c.get("AR", 0) else WGMMA_SHARED_A)
+        fma_rate = WGMMA_FMA_RATE * (WGMMA_PRESPLIT if c.get("PS", 0) else 1.0 if c.get("AR", 0) else WGMMA_SHARED_A)
     elif c.get("MMA", 0) == dmma.MMA:
         eff, fma_rate = dmma.efficiency(c, warps, block_reuse), dmma.FMA_RATE
     elif c.get("MMA", 0):
@@ -151,6 +159,8 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     else:
         reduce = 6000 if c["KG"] > 1 else 0
     overhead = stages * 80 + reduce + 4000
+    if c.get("PS", 0):   # the pack kernel runs before the GEMM
+        overhead += PACK_LAUNCH + PACK_BYTES * problem.K * (problem.M + problem.N) / BYTES_PER_CYCLE
     it = problem.itemsize
     traffic = it * (problem.M * problem.K * d.grid[0] / 4 + problem.K * problem.N * d.grid[1] / 4
                     + problem.M * problem.N * (1 + 2 * (c["KG"] > 1) * c["KG"]))
@@ -218,7 +228,7 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
         # KR is left out of the shape: both reductions of one shape would fill
         # the list in pairs and push other shapes out; the best shape's other
         # reduction is added explicitly below.
-        shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN", "KR", "ST", "AR"))
+        shape = tuple((k, v) for k, v in cfg.items() if k not in ("VEC", "WM", "WN", "KR", "ST", "AR", "PS"))
         if shape not in shapes and len(picked) < n:
             shapes.add(shape)
             picked.append(cfg)
@@ -257,20 +267,24 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
     # register path and every shape comes with its cp.async pipelines, most
     # often fastest first: FFMA 2 deep, then 4 deep without a split, then the
     # register path (which wins mostly split configs); mma.sync 3 deep first
-    # (a guess, unmeasured); wgmma with A from registers 4 deep, then 3 deep
-    # with A from shared memory (which also stands in where registers do not
-    # fit A: four warpgroups): two per shape, as before A could come from
-    # registers, so that the list keeps as many shapes.
+    # (a guess, unmeasured); wgmma on pre-split operands (4, else 3 deep:
+    # whichever fits), then with A from registers 4 deep, then 3 deep with A
+    # from shared memory (which stands in where neither fits: split-K, four
+    # warpgroups): two per shape, so that the list keeps as many shapes.
     out = []
     for cfg in picked:
         if cfg.get("MMA", 0) == 4:
-            order = ((4, 1), (3, 0))
+            order = ((4, 0, 1), (3, 0, 1), (4, 1, 0), (3, 0, 0))
         elif cfg.get("MMA", 0):
-            order = tuple((st, 0) for st in ((3, 4, 2) if cfg["KG"] == 1 else (3, 2)))
+            order = tuple((st, 0, 0) for st in ((3, 4, 2) if cfg["KG"] == 1 else (3, 2)))
         else:
-            order = tuple((st, 0) for st in ((2, 4, 0) if cfg["KG"] == 1 else (2, 0)))
-        for st, ar in order:
-            t = cfg.replace(ST=st, AR=ar)
+            order = tuple((st, 0, 0) for st in ((2, 4, 0) if cfg["KG"] == 1 else (2, 0)))
+        added = []
+        for st, ar, ps in order:
+            if cfg.get("MMA", 0) == 4 and (len(added) == 2 or ps in added and ps):
+                continue    # two per wgmma shape, at most one of them pre-split
+            t = cfg.replace(ST=st, AR=ar, PS=ps, **({"VEC": 1} if ps else {}))
             if t not in out and (t == cfg or space.why_invalid(t) is None):
                 out.append(t)
+                added.append(ps)
     return out[:n]
