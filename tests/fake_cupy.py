@@ -12,8 +12,10 @@ contract between call.py, driver.enqueue and the kernels.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import types
+import weakref
 
 import numpy as np
 
@@ -41,12 +43,27 @@ def _from_address(addr: int, shape, dtype, strides_bytes):
     return np.ndarray(shape, dtype, buffer=buf, offset=-lo, strides=strides_bytes)
 
 
+_LIVE = weakref.WeakValueDictionary()    # allocation number -> its memory, while alive
+_ALLOCS = itertools.count()
+
+
 def _aligned_empty(shape, dtype):
     dtype = np.dtype(dtype)
     n = math.prod(shape) * dtype.itemsize
     raw = np.empty(n + ALIGN, np.uint8)
+    _LIVE[next(_ALLOCS)] = raw
     off = (-raw.ctypes.data) % ALIGN
     return raw[off:off + n].view(dtype).reshape(shape)
+
+
+def alive(ptr: int, nbytes: int) -> bool:
+    """Whether [ptr, ptr + nbytes) lies in one allocation of this stand-in that
+    is still alive (a kernel given freed memory is a use after free)."""
+    for raw in list(_LIVE.values()):
+        lo = raw.__array_interface__["data"][0]
+        if lo <= ptr and ptr + nbytes <= lo + raw.nbytes:
+            return True
+    return False
 
 
 class ndarray(np.ndarray):
@@ -208,11 +225,38 @@ class _Runtime:
     def getDevice():
         return 0
 
+    @staticmethod
+    def memGetInfo():
+        return 1 << 30, 1 << 30
+
+
+def launchKernel(f, gx, gy, gz, bx, by, bz, shared_mem, stream, kernel_params, extra):
+    """cupy.cuda.driver.launchKernel (cuLaunchKernel) on a FakeFunction's
+    handle: its arguments are read back from the void* array at
+    `kernel_params` by the parameter types of the kernel's CUDA signature
+    (FakeFunction.signature), then the launch runs as a RawKernel call."""
+    fn = _FUNCTIONS[f]
+    sig = fn.signature()
+    slots = (ctypes.c_void_p * len(sig)).from_address(kernel_params)
+    args = tuple(_READ[c](slot) for c, slot in zip(sig, slots))
+    fn.launch((gx, gy, gz), (bx, by, bz), args, shared_mem, stream, via="launchKernel")
+
+
+def _read(ctype, to):
+    return lambda addr: to(ctype.from_address(addr).value)
+
+
+# how a kernel reads each parameter: pointers as ints (as CuPy's RawKernel call
+# passes them), scalars as the numpy types the RawKernel call is given
+_READ = {"P": _read(ctypes.c_uint64, int), "i": _read(ctypes.c_int32, np.int32),
+         "q": _read(ctypes.c_int64, np.int64), "f": _read(ctypes.c_float, np.float32),
+         "d": _read(ctypes.c_double, np.float64)}
 
 cuda = types.SimpleNamespace(
     Stream=Stream, ExternalStream=ExternalStream, get_current_stream=get_current_stream, Event=Event,
     Device=Device, UnownedMemory=_Mem, MemoryPointer=_MemPtr, runtime=_Runtime,
-    driver=types.SimpleNamespace(CUDADriverError=type("CUDADriverError", (Exception,), {})),
+    driver=types.SimpleNamespace(CUDADriverError=type("CUDADriverError", (Exception,), {}),
+                                 launchKernel=launchKernel),
 )
 cuda.runtime.CUDARuntimeError = type("CUDARuntimeError", (Exception,), {})
 __name__ = "cupy"
@@ -231,6 +275,10 @@ def _ptr(x) -> int:
     return x.ctypes.data if isinstance(x, np.ndarray) else int(x)
 
 
+_FUNCTIONS = weakref.WeakValueDictionary()   # handle -> FakeFunction
+_HANDLES = itertools.count(0x7000)
+
+
 class FakeFunction:
     """A launch of st_gemm (or st_gemm_reduce) computed in numpy from its
     arguments as the CUDA kernels read them (shaders/cuda/*.cu): A, B stored
@@ -244,14 +292,31 @@ class FakeFunction:
     def __init__(self, problem, config, d, reduce=False):
         self.p, self.c, self.d, self.reduce = problem, config, d, reduce
         self.calls = []
+        handle = next(_HANDLES)
+        _FUNCTIONS[handle] = self
+        self.kernel = types.SimpleNamespace(ptr=handle)   # RawKernel.kernel: the loaded Function
+
+    def signature(self) -> str:
+        """The kernel's parameters as this stand-in reads them, written out from
+        shaders/cuda/signature.cu and splitk_reduce.cu (the codes of launch.py)."""
+        t = {"float32": "f", "float64": "d"}[self.p.dtype]
+        if self.reduce:       # W, C, long long MN, alpha, beta
+            return "PPq" + t + t
+        # A, B, C, W, counters, int M, N, K, k_units, alpha, beta [, long long sA, sB]
+        return "PPPPPiiii" + t + t + ("qq" if self.p.batch > 1 else "")
 
     def __call__(self, grid, block, args, shared_mem=0, stream=None):
-        self.calls.append({"grid": grid, "block": block, "args": args,
-                           "stream": (stream or get_current_stream()).ptr})
+        """The RawKernel call."""
+        self.launch(grid, block, args, shared_mem, (stream or get_current_stream()).ptr, via="RawKernel")
+
+    def launch(self, grid, block, args, shared_mem, stream_ptr, via):
+        self.calls.append({"grid": grid, "block": block, "args": args, "stream": stream_ptr, "via": via,
+                           "shared_mem": shared_mem})
         p, dt = self.p, np.dtype(self.p.dtype)
         if self.reduce:
             W, C, mn, alpha, beta = args
             kg = self.c["KG"]
+            assert alive(_ptr(W), kg * int(mn) * dt.itemsize), "the K_G workspace was freed before its launch"
             w = host_view(_ptr(W), (kg, int(mn)), dt)
             c = host_view(_ptr(C), (int(mn),), dt)
             c[...] = alpha * w.sum(0) + (beta * c if beta != 0 else 0)
@@ -266,6 +331,8 @@ class FakeFunction:
         sa_shape, sb_shape = ((p.K, p.M) if p.trans_a else (p.M, p.K)), ((p.N, p.K) if p.trans_b else (p.K, p.N))
         it = dt.itemsize
         split = self.c["KG"] > 1 and not self.c["KR"]
+        if self.c["KG"] > 1:
+            assert alive(_ptr(W), self.c["KG"] * nb * p.M * p.N * it), "the K_G workspace was freed before its launch"
         for b in range(nb):
             a = host_view(_ptr(A) + b * sa * it, sa_shape, dt)
             bm = host_view(_ptr(B) + b * sb * it, sb_shape, dt)

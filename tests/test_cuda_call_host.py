@@ -228,7 +228,7 @@ def fake_kernel(cp, p, cfg):
     k._reduce = fake_cupy.FakeFunction(p, cfg, k.d, reduce=True) if cfg["KG"] > 1 and not cfg["KR"] else None
     k._pack = None        # the pre-split kernels (PS > 0) are launched on a GPU only (tests/test_cuda_gpu.py)
     k._args = k._keep = None
-    k._cnt = {}
+    k._cnt, k._ws = {}, {}
     k._launch_constants()
     return k
 
@@ -275,11 +275,11 @@ def test_enqueue_split_k_in_a_batch(cp, rng, kr):
     main = k._main.calls[0]
     assert main["grid"][2] == 8 and len(main["args"]) == 13          # two stride arguments
     if kr:
-        assert k._reduce is None and main["args"][4] is k._cnt[0]     # counters of this stream
+        assert k._reduce is None and main["args"][4] == k._cnt[0][0]  # counters of this stream
         s = cp.cuda.Stream()
         with s:
             k.launch()
-        assert s.ptr in k._cnt and k._cnt[s.ptr] is not k._cnt[0]
+        assert s.ptr in k._cnt and k._cnt[s.ptr][0] != k._cnt[0][0]
     else:
         red = k._reduce.calls[0]
         assert red["args"][2] == 3 * 45 * 37                         # the whole batch's elements

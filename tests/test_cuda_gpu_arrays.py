@@ -265,3 +265,71 @@ def test_device_errors(be):
             other = cupy.ones((4, 2), np.float32)
         with pytest.raises(ValueError, match="on CUDA device 1, but this CUDA backend runs on device 0"):
             matmul(cupy.ones((8, 4), np.float32), other)
+
+
+def _launch_cases(be):
+    """(problem, config) pairs that take each launch path of CUDAKernel.enqueue:
+    the default config of 256^3 (a K_G split), a split with the reduce kernel,
+    batched splits (two strides) of both dtypes and a one-launch batch."""
+    p = Problem(256, 256, 256)
+    cases = [(p, be.default_config(p)),
+             (p, next(c for c in be.candidates(p, 48) if c["KG"] > 1 and not c["KR"]))]
+    for dtype in ("float32", "float64"):
+        q = Problem(45, 37, 3001, dtype, False, True, batch=3)
+        splits = [c for c in be.candidates(q, 48) if c["KG"] > 1]
+        cases += [(q, next(c for c in splits if c["KR"] == kr)) for kr in (0, 1)]
+    q = Problem(32, 32, 32, batch=256)
+    return cases + [(q, be.default_config(q))]
+
+
+def test_parameter_launches_equal_the_rawkernel_call(be):
+    """The launches through prebuilt parameter arrays (launch.py:
+    cupy.cuda.driver.launchKernel with the function's handle) give the bits
+    the RawKernel call gives, for every launch path and changing alpha/beta;
+    also from a thread that has not used CUDA before (its context is bound on
+    its first launch) and on two streams (each with its own K_G workspace)."""
+    import threading
+    rng = np.random.default_rng(12)
+    for p, cfg in _launch_cases(be):
+        fast, raw = be.build(p, cfg), be.build(p, cfg)
+        assert fast._launch_main.fast, "this CuPy has no driver.launchKernel or no function handle"
+        for lk in (raw._launch_main, raw._launch_reduce):
+            if lk is not None:
+                lk.use_rawkernel()
+        A = rng.uniform(-1, 1, p.stored_shapes[0]).astype(p.dtype)
+        B = rng.uniform(-1, 1, p.stored_shapes[1]).astype(p.dtype)
+        C0 = rng.uniform(-1, 1, p.out_shape).astype(p.dtype)
+        for alpha, beta in ((1.0, 0.0), (1.5, -0.5), (1.5, -0.5), (-2.0, 0.0)):
+            got, want = (k.run(A, B, C0 if beta else None, alpha=alpha, beta=beta) for k in (fast, raw))
+            assert np.array_equal(got, want), (p.key, cfg.key, alpha, beta)
+        Bm = B.astype(np.float64)
+        ref = A.astype(np.float64) @ (Bm.swapaxes(-1, -2) if p.trans_b else Bm)
+        assert rel(got, -2.0 * ref) < TOL[p.dtype]
+        # a fresh thread, then two streams queued alternately without a sync
+        dA, dB = cupy.asarray(A), cupy.asarray(B)
+        outs = [cupy.full(p.out_shape, np.nan, p.dtype) for _ in range(3)]
+        args = (dA.data.ptr, dB.data.ptr) + ((p.M * p.K, p.N * p.K) if p.batch > 1 else (0, 0))
+        errors = []
+
+        def on_a_new_thread(k=fast, a=args, out=outs[0].data.ptr, n=p.batch, errors=errors):
+            try:
+                k.enqueue(a[0], a[1], out, a[2], a[3], n, 1.0, 0.0)
+                cupy.cuda.get_current_stream().synchronize()
+            except Exception as e:   # noqa: BLE001 - reported below
+                errors.append(e)
+        t = threading.Thread(target=on_a_new_thread)
+        t.start()
+        t.join()
+        assert not errors, errors
+        streams = [cupy.cuda.Stream(non_blocking=True) for _ in range(2)]
+        for i in range(6):
+            with streams[i % 2]:
+                fast.enqueue(args[0], args[1], outs[1 + i % 2].data.ptr, args[2], args[3], p.batch, 1.0, 0.0)
+        for s in streams:
+            s.synchronize()
+        if cfg["KG"] > 1:
+            assert {s.ptr for s in streams} <= set(fast._ws)
+        for o in outs:
+            assert np.array_equal(cupy.asnumpy(o), raw.run(A, B)), p.key
+        fast.release()
+        raw.release()

@@ -5,6 +5,7 @@ analysis, the Layout, the config, 'auto's selection, the run lock, the launch
 scalars) is never reused for a call that differs in what it was derived from,
 and every check that depends on the call's values still runs every call."""
 import dataclasses
+import os
 import sys
 
 import numpy as np
@@ -14,6 +15,7 @@ import fake_cupy
 import shadertune
 from shadertune import inputs
 from shadertune._frozen import quick_init
+from shadertune.errors import ContextError
 from shadertune.backends.cuda import api, call
 from shadertune.problem import Problem
 
@@ -196,6 +198,29 @@ def test_the_run_lock_is_kept_and_made_again_after_a_fork(be, monkeypatch):
     assert api._lock_of(be) is lock and api._lock_of(Backend()) is not lock
     monkeypatch.setattr(api, "_generation", api._generation + 1)      # as _forget_after_fork does
     assert api._lock_of(be) is not lock
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
+def test_a_child_forked_after_a_cuda_call_is_refused(cp, rng, be):
+    """The fork check compares with the pid kept since the last fork (the
+    at-fork hook sets it again in the child), not a getpid() per call: a child
+    forked after a CUDA call still gets the ContextError."""
+    A = dev(cp, rng.uniform(-1, 1, (8, 8)))
+    mm(be, A, A)
+    assert api._cuda_pid == api._pid == os.getpid()
+    pid = os.fork()
+    if pid == 0:     # the child: report through the exit code, never return into pytest
+        code = 3
+        try:
+            mm(be, A, A)
+            code = 1
+        except ContextError as e:
+            code = 0 if f"forked from pid {os.getppid()}" in str(e) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    mm(be, A, A)     # the parent goes on
 
 
 def test_producer_streams_only_where_a_layout_can_have_them(cp, rng, be):

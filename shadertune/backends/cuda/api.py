@@ -24,6 +24,7 @@ from .call import execute, prepare
 from .device import import_cupy
 
 _cuda_pid: int | None = None     # the process that first ran a CUDA call here
+_pid = os.getpid()               # this process, set again in a forked child (no getpid() per call)
 _generation = 0                  # bumped in a forked child: locks made before the fork are dropped
 _locks_lock = threading.Lock()
 _HERE = contextlib.nullcontext()  # already on the backend's device: nothing to switch
@@ -43,7 +44,7 @@ def _lock_of(backend) -> threading.RLock:
 
 
 def check_not_forked() -> None:
-    if _cuda_pid is not None and _cuda_pid != os.getpid():
+    if _cuda_pid is not None and _cuda_pid != _pid:
         raise ContextError(f"CUDA cannot be used in this process (pid {os.getpid()}): it was forked "
                            f"from pid {_cuda_pid} after that process had used CUDA, which does not "
                            "survive fork(). Start worker processes with multiprocessing's 'spawn' "
@@ -78,7 +79,7 @@ def run_call(backend, call, plan):
     cupy = sys.modules.get("cupy") or import_cupy()
     with _lock_of(backend), _device(cupy, backend.device_id):
         if _cuda_pid is None:
-            _cuda_pid = os.getpid()
+            _cuda_pid = _pid
         kernel = plan.kernel(launch.problem) if launch.problem is not None else None
         return execute(launch, kernel, backend.device_id)
 
@@ -100,7 +101,8 @@ def preset_config(backend, name: str, problem):
 
 
 def _forget_after_fork() -> None:
-    global _generation, _locks_lock
+    global _generation, _locks_lock, _pid
+    _pid = os.getpid()
     _visible.clear()
     _generation += 1
     _locks_lock = threading.Lock()

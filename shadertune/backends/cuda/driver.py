@@ -11,6 +11,7 @@ from ...problem import Problem
 from .codegen import KERNEL, reduce_shape
 from .compiler import compile_cubin
 from .device import import_cupy
+from .launch import PACK_SIGNATURE, KernelLaunch, gemm_signature, reduce_signature
 from .timing import event_times
 from .space import derive
 from ..base import Kernel
@@ -18,6 +19,13 @@ from ..base import Kernel
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
 MAX_GRID_Y = 65535         # grid.y holds M tiles x products: longer batches launch in chunks
 PACK_THREADS = 256         # pack_split.cu's block: one thread per 4 floats of both halves
+# The K_G workspace is kept per stream up to this size (bytes); a larger one comes
+# from CuPy's pool per call, as every one did before: a kept buffer stays
+# allocated for the kernel's life on every stream it ran on, and a workspace
+# this large goes with a product whose launch costs far more than the pool's
+# few microseconds.
+WORKSPACE_KEEP = 8 << 20
+WORKSPACE_STREAMS = 8      # streams a kernel keeps a workspace for (the oldest is dropped)
 
 
 def _cuda_errors(cupy):
@@ -57,6 +65,7 @@ class CUDAKernel(Kernel):
                 raise InvalidConfig(f"cannot opt in to {self.d.smem_bytes} B of shared memory: {e}") from None
         self._args = self._keep = None
         self._cnt = {}    # stream handle -> KR counters
+        self._ws = {}     # stream handle -> K_G workspace
         self._launch_constants()
 
     # --- device-side -----------------------------------------------------
@@ -98,17 +107,33 @@ class CUDAKernel(Kernel):
         self._T = np.float32 if p.dtype == "float32" else np.float64
         self._mtiles = d.grid[1] // p.batch
         self._mn = p.M * p.N
-        self._dims = (np.int32(p.M), np.int32(p.N), np.int32(p.K), np.int32(d.k_units))
+        self._dims = (p.M, p.N, p.K, d.k_units)
         self._kg = self.config["KG"]
         self._rshape = reduce_shape(p, self.config) if self._reduce is not None else None
         self._grid1 = (d.grid[0], self._mtiles, 1)   # one launch of one product (the common call)
         self._block = (d.threads,)
-        self._scales = (None, None, None)          # (alpha, beta) -> their scalars, the last pair
-        if self._pack is not None:   # PS: the packed operands' floats and the pack kernel's blocks
+        self._grid_kg = (d.grid[0], self._mtiles, d.grid[2])   # ... of one product split K_G ways
+        self._w1 = self._mn * self._kg                        # its workspace (elements)
+        self._rgrid1 = (-(-self._mn // self._rshape[0]), 1, 1) if self._reduce is not None else None
+        self._scales = (None,)                     # (alpha, beta) -> their constants, the last pair
+        # the parameter arrays built once (launch.py); the RawKernel call where CuPy cannot
+        self._launch_main = KernelLaunch(self._cp, self._main, gemm_signature(p), self._block, d.smem_bytes)
+        self._launch_reduce = (KernelLaunch(self._cp, self._reduce, reduce_signature(p), self._rshape)
+                               if self._reduce is not None else None)
+        if self._pack is not None:   # PS: the packed operands' floats and the pack kernel's grid
             c, ktiles = self.config, -(-p.K // self.config["BK"])
             self._packed = (-(-p.M // c["BM"]) * c["BM"] * ktiles * c["BK"] * 2,
                             -(-p.N // c["BN"]) * c["BN"] * ktiles * c["BK"] * 2)
-            self._pack_blocks = -(-sum(self._packed) // (8 * PACK_THREADS))   # a thread: 4 floats of each half
+            self._pack_grid = (-(-sum(self._packed) // (8 * PACK_THREADS)), 1, 1)   # a thread: 4 floats of each half
+            self._launch_pack = KernelLaunch(self._cp, self._pack, PACK_SIGNATURE, (PACK_THREADS,))
+
+    def _scales_of(self, alpha, beta) -> tuple:
+        """((alpha, beta), the main kernel's constants, (alpha, beta) rounded to
+        T, the reduction's constants for one product): one tuple each while the
+        pair does not change, so the launches write them once."""
+        T = self._T
+        a, b = float(T(alpha)), float(T(beta))
+        return ((alpha, beta), self._dims + (a, b), (a, b), (self._mn, a, b))
 
     def enqueue(self, a_ptr: int, b_ptr: int, c_ptr: int, sa: int, sb: int, batch: int,
                 alpha: float, beta: float, stream=None) -> None:
@@ -116,8 +141,9 @@ class CUDAKernel(Kernel):
         current one by default) for `batch` products of the problem's shape:
         A and B are device addresses of stored row-major matrices `sa`, `sb`
         elements apart (0: broadcast), C is contiguous. Nothing is
-        synchronised; the K_G workspace comes from CuPy's pool on the stream,
-        so it is not reused before the launch that needs it is done."""
+        synchronised; the K_G workspace is the stream's own (_workspace), so
+        it is not reused before the launches queued before are done. The
+        launches go through prebuilt parameter arrays (launch.py)."""
         p, d = self.problem, self.d
         if batch == 0 or self._mn == 0:
             return
@@ -126,69 +152,95 @@ class CUDAKernel(Kernel):
         mtiles = self._mtiles
         scales = self._scales
         if scales[0] != (alpha, beta):
-            T = self._T
-            scales = self._scales = ((alpha, beta), T(alpha), T(beta))
-        _, alpha, beta = scales
+            scales = self._scales = self._scales_of(alpha, beta)
         try:
             if self._pack is not None:
-                self._enqueue_packed(a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+                self._enqueue_packed(a_ptr, b_ptr, c_ptr, scales, stream)
                 return
             if self._kg == 1 and mtiles * batch <= MAX_GRID_Y:   # one launch, nothing to allocate
                 if p.batch > 1:
-                    args = (a_ptr, b_ptr, c_ptr, c_ptr, 0) + self._dims + (alpha, beta, np.int64(sa), np.int64(sb))
-                    grid = (d.grid[0], mtiles * batch, 1)
+                    self._launch_main.launch((d.grid[0], mtiles * batch, 1), stream,
+                                             (a_ptr, b_ptr, c_ptr, c_ptr, 0), scales[1] + (sa, sb))
                 else:
-                    args = (a_ptr, b_ptr, c_ptr, c_ptr, 0) + self._dims + (alpha, beta)
-                    grid = self._grid1
-                self._main(grid, self._block, args, shared_mem=d.smem_bytes, stream=stream)
+                    self._launch_main.launch(self._grid1, stream, (a_ptr, b_ptr, c_ptr, c_ptr, 0), scales[1])
                 return
-            strides = (np.int64(sa), np.int64(sb)) if p.batch > 1 else ()
-            self._enqueue_chunks(a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, strides, stream)
+            if p.batch == 1 and mtiles <= MAX_GRID_Y:
+                # one product split K_G ways (the common split call): _enqueue_chunks' one chunk
+                st = stream if stream is not None else self._cp.cuda.get_current_stream()
+                ws = self._workspace(st, self._w1)     # held (ws[1]) until the launches are queued
+                self._launch_main.launch(self._grid_kg, st, (a_ptr, b_ptr, c_ptr, ws[0], self._counters(st)),
+                                         scales[1])
+                if self._reduce is not None:
+                    self._launch_reduce.launch(self._rgrid1, st, (ws[0], c_ptr), scales[3])
+                return
+            self._enqueue_chunks(a_ptr, b_ptr, c_ptr, sa, sb, batch, scales, stream)
         except _cuda_errors(self._cp) as e:
             # Launch-time refusals (too many resources) are the config's fault.
             if "OUT_OF_RESOURCES" in str(e) or "INVALID_VALUE" in str(e):
                 raise InvalidConfig(f"the device cannot launch this config: {e}") from None
             raise RunError(f"launch failed: {e}") from None
 
-    def _enqueue_chunks(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, strides, stream):
+    def _enqueue_chunks(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, scales, stream):
         """enqueue() with a K_G workspace and/or a batch longer than one grid
         (grid.y = M tiles x products <= MAX_GRID_Y): launches of `chunk` products."""
         p, d, cp, mtiles, mn = self.problem, self.d, self._cp, self._mtiles, self._mn
         chunk = min(batch, MAX_GRID_Y // mtiles)
         it = p.itemsize
         st = stream if stream is not None else cp.cuda.get_current_stream()
-        W = None
-        if self._kg > 1:
-            with st:
-                W = cp.empty((chunk * mn * self._kg,), dtype=p.dtype)
+        ws = self._workspace(st, chunk * mn * self._kg) if self._kg > 1 else (0,)   # held until queued
+        w = ws[0]
         cnt = self._counters(st)
+        consts = scales[1] + (sa, sb) if p.batch > 1 else scales[1]
+        main, grid_x, grid_z = self._launch_main.launch, d.grid[0], d.grid[2]
         for b0 in range(0, batch, chunk):
             nb = min(chunk, batch - b0)
             c0 = c_ptr + b0 * mn * it
-            self._main((d.grid[0], mtiles * nb, d.grid[2]), (d.threads,),
-                       (a_ptr + b0 * sa * it, b_ptr + b0 * sb * it, c0, W if W is not None else c0, cnt)
-                       + self._dims + (alpha, beta) + strides, shared_mem=d.smem_bytes, stream=st)
+            main((grid_x, mtiles * nb, grid_z), st, (a_ptr + b0 * sa * it, b_ptr + b0 * sb * it, c0, w or c0, cnt),
+                 consts)
             if self._reduce is not None:   # RX elements x RZ lanes of z per block
-                rx, rz = self._rshape
-                self._reduce((-(-(nb * mn) // rx),), (rx, rz), (W, c0, np.int64(nb * mn), alpha, beta), stream=st)
+                self._launch_reduce.launch((-(-(nb * mn) // self._rshape[0]), 1, 1), st, (w, c0),
+                                           scales[3] if nb == 1 else (nb * mn,) + scales[2])
 
-    def _enqueue_packed(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream):
-        """PS = 1 (one product, no split-K): the pack kernel splits A and B into
-        a workspace of packed tiles, then the GEMM reads them. The workspace
-        comes from CuPy's pool on the stream, like K_G's (free for reuse only
-        behind this launch)."""
-        cp, p, d = self._cp, self.problem, self.d
-        st = stream if stream is not None else cp.cuda.get_current_stream()
-        if self._pack_blocks == 0:      # K = 0: nothing to pack; C = beta * C
-            P, pa, pb = None, a_ptr, b_ptr
+    def _workspace(self, stream, n: int) -> tuple:
+        """(address, array, elements) of a K_G workspace of at least n elements
+        for launches on `stream`. Launches on one stream run in order, so one
+        buffer serves every launch queued there: a call's main kernel writes it
+        only after the previous call's reduction (or last blocks) read it.
+        Another stream gets its own. A buffer dropped (a larger one needed, more
+        than WORKSPACE_STREAMS streams, or release()) goes back to CuPy's pool
+        in the arena of the stream it was allocated on, which hands it out to
+        later allocations on that stream only, ordered after the launches that
+        used it. Above WORKSPACE_KEEP bytes: one from the pool per call. The
+        caller holds the returned array until its launches are queued (one
+        not kept here goes back to the pool when dropped)."""
+        cp, p = self._cp, self.problem
+        if n * p.itemsize > WORKSPACE_KEEP:
+            with stream:
+                W = cp.empty((n,), dtype=p.dtype)
+            return W.data.ptr, W, n
+        key = stream.ptr
+        ws = self._ws.get(key)
+        if ws is None or ws[2] < n:
+            if ws is None and len(self._ws) >= WORKSPACE_STREAMS:
+                del self._ws[next(iter(self._ws))]
+            with stream:
+                W = cp.empty((n,), dtype=p.dtype)
+            ws = self._ws[key] = (W.data.ptr, W, n)
+        return ws
+
+    def _enqueue_packed(self, a_ptr, b_ptr, c_ptr, scales, stream):
+        """PS > 0 (one product, no split-K): the pack kernel splits A and B into
+        a workspace of packed tiles (the stream's own, as K_G's: _workspace),
+        then the GEMM reads them."""
+        st = stream if stream is not None else self._cp.cuda.get_current_stream()
+        if self._pack_grid[0] == 0:      # K = 0: nothing to pack; C = beta * C
+            ws, pa, pb = None, a_ptr, b_ptr
         else:
-            with st:
-                P = cp.empty((sum(self._packed),), dtype=np.float32)
-            pa = P.data.ptr
+            ws = self._workspace(st, sum(self._packed))     # held until the launches are queued
+            pa = ws[0]
             pb = pa + 4 * self._packed[0]
-            self._pack((self._pack_blocks,), (PACK_THREADS,), (a_ptr, b_ptr, pa, pb) + self._dims[:3], stream=st)
-        self._main(self._grid1, self._block, (pa, pb, c_ptr, c_ptr, 0) + self._dims + (alpha, beta),
-                   shared_mem=d.smem_bytes, stream=st)
+            self._launch_pack.launch(self._pack_grid, st, (a_ptr, b_ptr, pa, pb), self._dims[:3])
+        self._launch_main.launch(self._grid1, st, (pa, pb, c_ptr, c_ptr, 0), scales[1])
 
     def _counters(self, stream):
         """KR's arrival counters, one per C tile: zero between launches (the
@@ -200,8 +252,9 @@ class CUDAKernel(Kernel):
         cnt = self._cnt.get(key)
         if cnt is None:
             with stream:
-                cnt = self._cnt[key] = self._cp.zeros((self.d.grid[0] * self.d.grid[1],), dtype=np.int32)
-        return cnt
+                arr = self._cp.zeros((self.d.grid[0] * self.d.grid[1],), dtype=np.int32)
+            cnt = self._cnt[key] = (arr.data.ptr, arr)
+        return cnt[0]
 
     def _sync(self):
         try:
@@ -229,5 +282,6 @@ class CUDAKernel(Kernel):
 
     def release(self) -> None:
         self._args = self._keep = None
-        self._cnt = {}
-        self._module = self._main = self._reduce = self._pack = None
+        self._cnt, self._ws = {}, {}
+        self._module = self._main = self._reduce = self._launch_main = self._launch_reduce = None
+        self._pack = self._launch_pack = None
