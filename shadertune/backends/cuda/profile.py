@@ -68,11 +68,16 @@ def pick_config(be, problem, store=None, config=None) -> tuple[Config, str]:
 
 
 def describe(config) -> str:
-    """A config in the benchmarks' short form: 128x128x16 w64x128 3xTF32 wgmma ST4 KG1 KR0."""
+    """A config in the benchmarks' short form: 128x128x16 w64x128 3xTF32 wgmma ST4 KG1 KR0 (AR1, PS2)."""
     c = config
     kind = {0: "FFMA", 3: "3xTF32 mma.sync", 4: "3xTF32 wgmma"}.get(c.get("MMA", 0), f"MMA{c.get('MMA')}")
     return (f"{c['BM']}x{c['BN']}x{c['BK']} w{c['WM']}x{c['WN']} {kind} ST{c['ST']} "
-            f"KG{c['KG']} KR{c['KR']}")
+            f"KG{c['KG']} KR{c['KR']}" + operand_path(c))
+
+
+def operand_path(c) -> str:
+    """The wgmma kernel's operand knobs where set: ' AR1' (A from registers), ' PS2' (pre-split)."""
+    return "".join(f" {k}{c[k]}" for k in ("AR", "PS") if c.get(k, 0))
 
 
 # --- Nsight Compute --------------------------------------------------------------------------
