@@ -73,6 +73,7 @@ def test_heldout_trains_on_an_earlier_templates_results_only_when_asked(mq, old_
     assert [r["problem"] for r in doc["rows"]] == ["150x20x40:float32:NN", "30x90x24:float32:TN"]
     assert all(r["auto_how"] == "model" and r["auto_reason"] for r in doc["rows"])
     assert (tmp_path / "b" / "train-relabelled.sqlite").exists()
+    assert "auto's rule per shape" in (tmp_path / "b" / "model-quality.md").read_text()
     assert "relabelled as today's templates" in capsys.readouterr().out
     # another GPU's results are refused; --train-device alone is refused
     assert _heldout(mq, old_store, tmp_path / "c", "--template-hash", OLD,

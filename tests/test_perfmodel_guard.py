@@ -85,7 +85,7 @@ def test_auto_ranks_verified_configs_and_the_analytical_list(store):
     assert (f"among the {len(union)} candidates valid here ({len(verified)} verified on stored "
             f"problems, 3 more from the backend's analytical candidate list)") in sel.reason
     # the model ranks all of them: the list's configs are among its predictions
-    preds = dict((c, g) for g, c in model.rank(NEW, union))
+    preds = {c: g for g, c in model.rank(NEW, union)}
     assert sel.predicted_gflops == pytest.approx(max(preds.values()))
     # under a tolerance no stored result meets, the analytical list alone is ranked
     strict = select(be, NEW, store, tolerance=1e-9)
