@@ -12,12 +12,20 @@ The chain, first rule that gives a config wins (`how`):
 - 'model': else the learned performance model of this backend and device
   (shadertune.perfmodel; needs scikit-learn and a store with results of at
   least perfmodel.saved.MIN_PROBLEMS problems, some of this dtype) ranks the
-  configs that were verified on some stored problem of this dtype (within the
-  tolerance) and are valid for this one, and the one it predicts fastest is
-  taken.  Only verified configs: matmul runs what auto picks without checking
-  it, so a config never built and checked on this device is not a candidate
-  (first-use tuning, `tune="first-use"`, times and verifies the model's picks
-  from the whole space instead; docs/perfmodel.md says why).
+  candidates, and the one it predicts fastest is taken.  The candidates: the
+  configs verified on some stored problem of this dtype (within the tolerance)
+  that are valid for this one, and the backend's analytical candidate list for
+  this problem (backend.candidates: its cost model's picks, headed by
+  default_config).  matmul runs what auto picks without checking it, so
+  nothing else is a candidate: a verified config was built and checked on this
+  device, and one of the analytical list is exactly as safe to run as
+  config="default", which runs that list's head untuned (first-use tuning,
+  `tune="first-use"`, times and verifies picks from the whole space instead;
+  docs/perfmodel.md says why).
+- 'analytical': instead of 'model', where the learned model scored lower than
+  the backend's analytical cost model (backend.predict_ms) in the leave-
+  problems-out validation saved with it (the guard, PerfModel.guard): the
+  analytical model ranks the same candidates.
 - 'nearest': else, among stored problems with the same backend, device,
   template hash, dtype and trans flags, the one nearest in shape by
       d = |log2(M'/M)| + |log2(N'/N)| + |log2(K'/K)| + |log2(B'/B)|
@@ -52,8 +60,11 @@ from .config import Config
 from .problem import Problem
 from .select_memo import SelectionMemo
 
-HOWS = ("exact", "model", "nearest", "default")
+HOWS = ("exact", "model", "analytical", "nearest", "default")
 TOP = 5                 # ranked alternatives an explanation lists
+# the length of the backend's analytical candidate list (backend.candidates) that
+# joins the verified configs as auto's candidates (the backends' default length)
+ANALYTICAL = 24
 
 
 def shape_distance(a: Problem, b: Problem) -> float:
@@ -72,10 +83,11 @@ class Selection:
     device: str | None = None
     reason: str = ""                           # one line: why this rule gave the config
     measured_gflops: float | None = None       # exact: here; nearest: on `source`
-    predicted_gflops: float | None = None      # model
+    predicted_gflops: float | None = None      # model, analytical
     source: Problem | None = None              # nearest: the tuned problem it came from
-    ranked: tuple = ()                         # model: (predicted GFLOP/s, config), best first
-    model: str | None = None                   # model: its summary
+    ranked: tuple = ()                         # model, analytical: (predicted GFLOP/s, config), best first
+    model: str | None = None                   # model, analytical: the learned model's summary
+    guard: dict | None = None                  # model, analytical: PerfModel.guard (both scores)
     passed_over: tuple = ()                    # earlier rules that gave nothing, and why
 
     def to_dict(self) -> dict:
@@ -84,7 +96,7 @@ class Selection:
                 "measured_gflops": self.measured_gflops, "predicted_gflops": self.predicted_gflops,
                 "source": self.source.to_dict() if self.source else None,
                 "ranked": [{"predicted_gflops": g, "config": c.to_dict()} for g, c in self.ranked],
-                "model": self.model, "passed_over": list(self.passed_over)}
+                "model": self.model, "guard": self.guard, "passed_over": list(self.passed_over)}
 
     def __str__(self) -> str:
         p = self.problem
@@ -94,8 +106,15 @@ class Selection:
                  f"  why: {self.reason}"]
         if self.model:
             lines.append(f"  model: {self.model}")
+        if self.guard:
+            g = self.guard
+            lines.append(f"  guard: leave-problems-out top-1 on {g['problems']} stored problems "
+                         f"({g['folds']}-fold): learned model {100 * g['learned']:.1f}%, analytical "
+                         f"model {100 * g['analytical']:.1f}%: ranked by the "
+                         f"{'analytical' if g['use'] == 'analytical' else 'learned'} model")
         if len(self.ranked) > 1:
-            lines.append("  ranked by the model (predicted GFLOP/s):")
+            by = "the analytical model" if self.how == "analytical" else "the model"
+            lines.append(f"  ranked by {by} (predicted GFLOP/s):")
             lines += [f"    {g:10.3f}  " + " ".join(f"{k}={v}" for k, v in c.items())
                       for g, c in self.ranked]
         lines += [f"  passed over: {w}" for w in self.passed_over]
@@ -261,16 +280,67 @@ def _from_model(backend, problem: Problem, store, device: str, tolerance,
     space = backend.space(problem)
     verified = model.verified_configs(problem.dtype, tolerance_for(problem.dtype, tolerance))
     valid = [c for c in verified if space.why_invalid(c) is None]
-    if not valid:
+    # The rule for what auto may run without checking it: a config verified on some
+    # stored problem (built and checked on this device), or one of the backend's
+    # analytical candidates for this problem: config="default" runs that list's head
+    # untuned already, and running another of the list is exactly as safe.
+    listed = analytical_candidates(backend, problem, space)
+    cands = list(dict.fromkeys(valid + listed))
+    if not cands:
         passed.append(f"model: none of the {len(verified)} configs verified on other problems "
-                      f"is valid here")
+                      f"is valid here, and the backend lists no candidate")
         return None
-    top = tuple(model.rank(problem, valid)[:TOP])
+    known = set(valid)
+    fresh = sum(c not in known for c in listed)
+    among = (f"the {len(cands)} candidates valid here ({len(valid)} verified on stored problems, "
+             f"{fresh} more from the backend's analytical candidate list)")
+    guard = model.guard
+    if model.prefers_analytical():
+        ms = backend.predict_ms(problem, cands)
+        if ms is not None:
+            order = sorted(range(len(cands)), key=lambda i: ms[i])
+            top = tuple((problem.flops / (ms[i] * 1e6) if ms[i] > 0 else math.inf, cands[i])
+                        for i in order[:TOP])
+            g, cfg = top[0]
+            return Selection(cfg, "analytical", problem, backend.name, device,
+                             reason=f"predicted fastest ({g:.3f} GFLOP/s) by the backend's analytical "
+                                    f"model among {among}{_origin(cfg, known)}: the learned model "
+                                    f"validated worse on this store's problems (leave-problems-out "
+                                    f"top-1 {100 * guard['learned']:.1f}% against the analytical "
+                                    f"model's {100 * guard['analytical']:.1f}%, {guard['problems']} "
+                                    f"problems)",
+                             predicted_gflops=g, ranked=top, model=model.summary(), guard=guard,
+                             passed_over=tuple(passed))
+    top = tuple(model.rank(problem, cands)[:TOP])
     g, cfg = top[0]
     return Selection(cfg, "model", problem, backend.name, device,
-                     reason=f"predicted fastest ({g:.3f} GFLOP/s) by the learned model among the "
-                            f"{len(valid)} configs verified on other problems and valid here",
-                     predicted_gflops=g, ranked=top, model=model.summary(), passed_over=tuple(passed))
+                     reason=f"predicted fastest ({g:.3f} GFLOP/s) by the learned model among "
+                            f"{among}{_origin(cfg, known)}",
+                     predicted_gflops=g, ranked=top, model=model.summary(), guard=guard,
+                     passed_over=tuple(passed))
+
+
+def _origin(cfg: Config, verified: set) -> str:
+    return ("" if cfg in verified else
+            "; it comes from the analytical list, and no stored result verifies it on this device "
+            "(config='default' runs that list's head the same way)")
+
+
+def analytical_candidates(backend, problem: Problem, space=None, n: int = ANALYTICAL) -> list:
+    """The backend's analytical candidate list for `problem` (backend.candidates, best
+    first), those valid in its space; [] where the backend has none for it."""
+    from .errors import ShadertuneError
+    space = space if space is not None else backend.space(problem)
+    try:
+        listed = backend.candidates(problem, n)
+    except ShadertuneError:          # e.g. InvalidConfig: no valid config at all
+        return []
+    out = []
+    for c in listed:
+        c = c if isinstance(c, Config) else Config(c)
+        if space.why_invalid(c) is None:
+            out.append(c)
+    return out
 
 
 def explain(A, B, *, backend: str = "gl", db=None, device_index: int | None = None) -> Selection:

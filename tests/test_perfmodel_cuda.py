@@ -41,10 +41,19 @@ def test_a_model_from_h200_measurements_picks_a_valid_cuda_config(run_v):
         model, note = model_for(be, s)
         assert model.meta["rows"] == 336 and len(model.problems) == 7
         assert "derived:log2_model_cycles" in model.featurizer.names and "derived:waves" in model.featurizer.names
+        # the guard: validated against the analytical model when trained, both scores kept
+        g = model.guard
+        assert g["problems"] == 7 and 0 < g["learned"] <= 1 and 0 < g["analytical"] <= 1
+        assert g["use"] == ("analytical" if g["learned"] < g["analytical"] else "learned")
+        assert g["target"] == "residual" == model.target     # CUDA's default target
         sel = select(be, p, s)
-        assert sel.how == "model" and sel.config in model.verified_configs("float32")
+        assert sel.how == ("analytical" if model.prefers_analytical() else "model")
+        # candidates: the configs verified on stored problems and the analytical list, valid here
+        listed = be.candidates(p, 24)
+        assert listed and all(be.space(p).why_invalid(c) is None for c in listed)
+        assert sel.config in model.verified_configs("float32") or sel.config in listed
         assert be.space(p).why_invalid(sel.config) is None and be.source(p, sel.config)
-        assert sel.predicted_gflops > 0
+        assert sel.predicted_gflops > 0 and sel.guard == g
         picks = first_use_configs(be, p, s, 8)
     assert len(picks) == 8 and picks[0] == sel.config
     assert all(be.space(p).why_invalid(c) is None for c in picks)

@@ -146,8 +146,8 @@ def _sample(a, backend, store) -> int:
 def _train(a, backend, store) -> int:
     from . import saved
     from .data import training_data
-    from .model import TARGETS
-    from .validate import compare, validate
+    from .model import targets_for
+    from .validate import compare
     dev = backend.device()
     data = training_data(store, backend.name, dev.key, backend.template_hash())
     n = len(data.distinct_problems)
@@ -156,19 +156,17 @@ def _train(a, backend, store) -> int:
                      f"on {dev.key}: a model needs {saved.MIN_PROBLEMS} problems and "
                      f"{saved.MIN_ROWS} results (python -m {PROG} sample ...)")
     if a.compare:
-        rows = compare(data, targets=TARGETS, folds=a.folds, limits=dev.limits,
+        rows = compare(data, targets=targets_for(backend.name), folds=a.folds, limits=dev.limits,
                        cost_model=backend.predict_ms)
         print(comparison_table(rows))
     saved.forget()
     path = saved.model_path(store.path, backend.name, dev.key, backend.template_hash())
     path.unlink(missing_ok=True)            # train now, whatever the saved one is
-    model, note = saved.model_for(backend, store, learner=a.learner)
+    # trained and validated (with the analytical model where the backend has one: the guard)
+    model, note = saved.model_for(backend, store, learner=a.learner, validate=True, folds=a.folds)
     if model is None:
         return _fail(note)
-    v = validate(data, learner=a.learner, folds=a.folds, limits=dev.limits,
-                 cost_model=backend.predict_ms)
-    model.meta["validation"] = v
-    saved.save(model, path)
+    v = model.meta["validation"]
     print(model.summary())
     if v.get("nearest") is not None:
         print(f"nearest-shape rule on the {v['nearest_compared']} held-out problems it can be scored on: "
@@ -176,19 +174,36 @@ def _train(a, backend, store) -> int:
     print(f"saved to {path}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"validation": v, "compare": rows if a.compare else None}, f, indent=1)
+            json.dump({"validation": v, "guard": model.guard, "compare": rows if a.compare else None},
+                      f, indent=1)
     return 0
 
 
 def comparison_table(rows: list[dict]) -> str:
+    """Markdown of validate() rows; rows of several seeds ('seed') get a seed column
+    and, per learner and target, a mean row."""
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
-    out = ["| learner | target | problems | top-1 | worst top-1 | best of top 8 | top-1 where "
-           "nearest scored | nearest rule (problems scored) | backend cost model | fit s (all folds) |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    seeds = any("seed" in r for r in rows)
+    out = ["| learner | target | " + ("seed | " if seeds else "") + "problems | top-1 | worst top-1 | "
+           "best of top 8 | top-1 where nearest scored | nearest rule (problems scored) | "
+           "backend cost model | fit s (all folds) |",
+           "|---|---|" + ("---:|" if seeds else "") + "---:|---:|---:|---:|---:|---:|---:|---:|"]
+    groups: dict = {}
     for r in rows:
-        out.append(f"| {r['learner']} | {r['target']} | {r['problems']} | {pct(r.get('top1'))} | "
-                   f"{pct(r.get('top1_min'))} | {pct(r.get('top8'))} | "
-                   f"{pct(r.get('top1_where_nearest'))} | "
-                   f"{pct(r.get('nearest'))} ({r.get('nearest_compared', 0)}) | "
-                   f"{pct(r.get('cost_model'))} | {r.get('fit_seconds', 0):.2f} |")
+        groups.setdefault((r["learner"], r["target"]), []).append(r)
+    for (learner, target), rs in groups.items():
+        if seeds and len(rs) > 1:
+            mean = lambda k: (sum(r[k] for r in rs) / len(rs)  # noqa: E731
+                              if all(r.get(k) is not None for r in rs) else None)
+            rs = rs + [{"learner": learner, "target": target, "seed": "mean", "problems": rs[0]["problems"],
+                        **{k: mean(k) for k in ("top1", "top1_min", "top8", "top1_where_nearest",
+                                                "nearest", "cost_model", "fit_seconds")},
+                        "nearest_compared": rs[0].get("nearest_compared", 0)}]
+        for r in rs:
+            out.append(f"| {r['learner']} | {r['target']} | " + (f"{r.get('seed', '')} | " if seeds else "")
+                       + f"{r['problems']} | {pct(r.get('top1'))} | "
+                       f"{pct(r.get('top1_min'))} | {pct(r.get('top8'))} | "
+                       f"{pct(r.get('top1_where_nearest'))} | "
+                       f"{pct(r.get('nearest'))} ({r.get('nearest_compared', 0)}) | "
+                       f"{pct(r.get('cost_model'))} | {(r.get('fit_seconds') or 0):.2f} |")
     return "\n".join(out)

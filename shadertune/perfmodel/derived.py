@@ -60,7 +60,7 @@ def gl_features(p: Problem, cfg: Config, limits) -> dict:
     }
 
 
-@register_derived("cuda")
+@register_derived("cuda", baseline="log2_model_cycles")
 def cuda_features(p: Problem, cfg: Config, limits) -> dict:
     """The generated CUDA GEMM: block tiles over the SMs (waves, occupancy), the
     reuse of a block and a thread/warp tile, split-K, and the analytical

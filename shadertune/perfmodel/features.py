@@ -32,6 +32,10 @@ from ..problem import Problem
 # backend name -> function(problem, config, limits) -> {feature name: float}; the
 # function must give the same names, in the same order, for every config of a backend
 DERIVED: dict[str, Callable[[Problem, Config, Mapping], dict]] = {}
+# backend name -> the derived feature that is log2 of the backend's analytical time
+# of a config (any unit proportional to time: cycles): the baseline a model of the
+# residual target corrects (model.py)
+BASELINES: dict[str, str] = {}
 
 MISSING = -1.0       # a knob the config does not have
 
@@ -40,10 +44,16 @@ MISSING = -1.0       # a knob the config does not have
 _UNDESCRIBED = (KeyError, ValueError, TypeError, ZeroDivisionError, ShadertuneError)
 
 
-def register_derived(backend_name: str):
-    """Decorator: `fn(problem, config, limits) -> dict` adds derived features for a backend."""
+def register_derived(backend_name: str, *, baseline: str | None = None):
+    """Decorator: `fn(problem, config, limits) -> dict` adds derived features for a
+    backend; `baseline` names the one of them that is log2 of the backend's
+    analytical time (the residual target's baseline), if there is one."""
     def deco(fn):
         DERIVED[backend_name] = fn
+        if baseline is None:
+            BASELINES.pop(backend_name, None)
+        else:
+            BASELINES[backend_name] = baseline
         return fn
     return deco
 
@@ -107,6 +117,20 @@ class Featurizer:
                       + [f"knob:{k}={v}" for k, vs in self.categories.items() for v in vs]
                       + ([f"derived:{n}" for n in derived] + ["derived:missing"] if derived else []))
         return self
+
+    def baseline_log_gflops(self, X: np.ndarray) -> np.ndarray | None:
+        """Per row of X, the log GFLOP/s the backend's analytical model predicts, up to
+        one constant (ln flops - ln analytical time); None when the backend has no
+        analytical model among its derived features.  Rows whose derived features
+        are missing read 0 (their own column, 'derived:missing', tells them apart)."""
+        name = BASELINES.get(self.backend_name)
+        col = f"derived:{name}" if name else None
+        if col not in self.names:
+            return None
+        t = X[:, self.names.index(col)]
+        flops = X[:, self.names.index("log2_flops")]
+        missing = X[:, self.names.index("derived:missing")] > 0
+        return np.where(missing, 0.0, math.log(2) * (flops - t))
 
     def _derived(self, p: Problem, cfg: Config) -> dict:
         fn = DERIVED.get(self.backend_name)

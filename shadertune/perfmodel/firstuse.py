@@ -112,17 +112,22 @@ def first_use_configs(backend, problem: Problem, store, k: int, *,
 
 def ranked_space(backend, problem: Problem, store, seeds=()) -> list:
     """Valid configs of `problem`, best predicted first: the whole space when small,
-    else a sample (perfmodel.candidates) seeded with `seeds` and the configs the
-    model has seen verified on this dtype; ranked by the learned model (trained
-    on this dtype), else the backend's cost model, else in a seeded random order."""
+    else a sample (perfmodel.candidates) seeded with `seeds`, the configs the
+    model has seen verified on this dtype and the backend's analytical candidate
+    list; ranked by the learned model (trained on this dtype; not where it
+    validated worse than the backend's cost model: PerfModel.prefers_analytical),
+    else the backend's cost model, else in a seeded random order."""
+    from ..select import analytical_candidates
     from .candidates import candidates
     from .saved import model_for
     model, _ = model_for(backend, store)
     if model is not None and not model.trained_on(problem.dtype):
         model = None
-    seeds = list(seeds) + (model.verified_configs(problem.dtype) if model is not None else [])
-    cands = candidates(backend.space(problem), seeds)
-    if model is not None:
+    space = backend.space(problem)
+    seeds = (list(seeds) + (model.verified_configs(problem.dtype) if model is not None else [])
+             + analytical_candidates(backend, problem, space))
+    cands = candidates(space, seeds)
+    if model is not None and not model.prefers_analytical():
         return [c for _, c in model.rank(problem, cands)]
     if (ms := backend.predict_ms(problem, cands)) is not None:
         return [cands[i] for i in sorted(range(len(cands)), key=lambda i: ms[i])]

@@ -4,7 +4,9 @@
 
 The model is the one saved for the backend's device and templates beside the
 store (saved.trained_model: never trained for a search, which would wait for
-it), if it was trained on problems of this one's dtype; None otherwise, and
+it), if it was trained on problems of this one's dtype and did not validate
+worse than the backend's analytical model (the guard saved with it,
+PerfModel.prefers_analytical); None otherwise, and
 tune() then uses the backend's own predict_ms (docs/perfmodel.md says which is
 used when).
 """
@@ -17,7 +19,7 @@ from .saved import trained_model
 
 def learned_cost_model(backend, store, problem) -> Callable | None:
     m = trained_model(backend, store) if store is not None else None
-    if m is None or not m.trained_on(problem.dtype):
+    if m is None or not m.trained_on(problem.dtype) or m.prefers_analytical():
         return None
     return m.predict_ms
 

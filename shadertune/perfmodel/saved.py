@@ -18,6 +18,7 @@ import tempfile
 import threading
 import warnings
 
+from ..errors import ShadertuneError
 from . import learners
 from .data import training_data
 from .model import FORMAT, PerfModel
@@ -84,14 +85,36 @@ def is_stale(model: PerfModel, problems: set[str], rows: int) -> bool:
     return change >= GROWTH_MIN_ROWS and change >= GROWTH * model.meta["rows"]
 
 
+def has_cost_model(backend, data) -> bool:
+    """Whether `backend` has an analytical cost model (predict_ms gives times) for
+    the configs of `data`."""
+    if not len(data):
+        return False
+    try:
+        return backend.predict_ms(data.problems[0], data.configs[:1]) is not None
+    except (KeyError, ValueError, TypeError, ZeroDivisionError, ShadertuneError):
+        return False
+
+
 def model_for(backend, store, *, train: bool = True, learner: str = learners.DEFAULT,
-              validate: bool = False) -> tuple[PerfModel | None, str]:
+              target: str | None = None, validate: bool = False,
+              folds: int = 5) -> tuple[PerfModel | None, str]:
     """(model, note) for `backend` on its device from `store`; model is None when
     none can be had, and `note` then says why (for explanations).
 
     A model whose store has not changed since it was checked is used as it is
     (one count query); otherwise the store's verified results are read and the
-    model retrained if is_stale() says so (train=False: never trains)."""
+    model retrained if is_stale() says so (train=False: never trains) on `target`
+    (None: model.default_target of the backend).
+
+    The guard: where the backend has an analytical cost model (predict_ms), a
+    training also validates the learner on the store's problems (leave-problems-
+    out, `folds` folds: validate.validate) and scores the analytical model on the
+    same held-out problems; both scores are saved with the model (meta 'guard'),
+    and where the learned one is lower `auto` ranks by the analytical model
+    (PerfModel.prefers_analytical).  A training then costs about `folds` + 1
+    fits instead of one; a call that finds the model current pays nothing.
+    validate=True validates even without a cost model (the summary's scores)."""
     try:
         learners.sklearn()
     except learners.ModelUnavailable as e:
@@ -121,10 +144,14 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
                           f"(a model needs {MIN_PROBLEMS} problems and {MIN_ROWS} results)")
         if not train:
             return m, "stale" if m is not None else "no learned model saved"
-        m = PerfModel.train(data, limits=device.limits, learner=learner)
-        if validate:
-            from .validate import validate as run_validation
-            m.meta["validation"] = run_validation(data, learner=learner, limits=device.limits)
+        m = PerfModel.train(data, limits=device.limits, learner=learner, target=target)
+        cost = backend.predict_ms if has_cost_model(backend, data) else None
+        if validate or cost is not None:
+            from .validate import guard_of, validate as run_validation
+            v = run_validation(data, learner=learner, target=m.target, folds=folds,
+                               limits=device.limits, cost_model=cost)
+            m.meta["validation"] = v
+            m.meta["guard"] = guard_of(v)
         m.meta["store_count"] = count
         _memory[key] = m
         try:

@@ -23,7 +23,7 @@ import numpy as np
 from ..problem import Problem
 from . import learners
 from .data import TrainingData
-from .model import DEFAULT_TARGET, PerfModel
+from .model import PerfModel, default_target
 
 TOP = 8
 
@@ -34,8 +34,9 @@ def _nearest(problem: Problem, pool: list[Problem]) -> Problem | None:
     return min(same, key=lambda q: (shape_distance(q, problem), q.M, q.N, q.K), default=None)
 
 
-def validate(data: TrainingData, *, learner: str = learners.DEFAULT, target: str = DEFAULT_TARGET,
+def validate(data: TrainingData, *, learner: str = learners.DEFAULT, target: str | None = None,
              folds: int = 5, seed: int = 0, limits=None, cost_model=None) -> dict:
+    target = target or default_target(data.backend)
     problems = data.distinct_problems
     out = {"learner": learner, "target": target, "problems": 0, "folds": 0, "per_problem": []}
     if len(problems) < 2:
@@ -89,6 +90,20 @@ def validate(data: TrainingData, *, learner: str = learners.DEFAULT, target: str
     return out
 
 
-def compare(data: TrainingData, names=learners.NAMES, targets=(DEFAULT_TARGET,), **kw) -> list[dict]:
-    """validate() for each learner and target (the measurement behind learners.DEFAULT)."""
+def guard_of(v: dict) -> dict | None:
+    """From a validate() result scored with the backend's cost model: the learned
+    model's top-1 and the analytical model's on the same held-out problems, and which
+    `auto` uses ('learned', or 'analytical' where the learned model scored lower);
+    None where there is no analytical score (no cost model, no held-out problem)."""
+    if not v.get("problems") or v.get("cost_model") is None:
+        return None
+    learned, analytical = float(v["top1"]), float(v["cost_model"])
+    return {"learned": learned, "analytical": analytical, "learned_top8": float(v["top8"]),
+            "problems": int(v["problems"]), "folds": int(v["folds"]), "learner": v["learner"],
+            "target": v["target"], "use": "analytical" if learned < analytical else "learned"}
+
+
+def compare(data: TrainingData, names=learners.NAMES, targets=(None,), **kw) -> list[dict]:
+    """validate() for each learner and target (None: the backend's default target; the
+    measurement behind learners.DEFAULT and model.default_target)."""
     return [validate(data, learner=n, target=t, **kw) for n in names for t in targets]
