@@ -92,14 +92,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     T* const As = Spl + 2 * SPL;                        // {{ ST }} stored stages of A, then of B
     T* const Bs = As + {{ ST }} * STAGE_A;
 
-    const int tid = threadIdx.x;
-    const int warp = tid / 32, lane = tid % 32;
-    const int gid = lane / 4, tig = lane % 4;        // the accumulator fragment's row group, column
-    const int wg = warp / 4;
-    // a warpgroup's 64 x WN tile; its warp w holds rows 16 w .. 16 w + 15
-    const int wm0 = (wg / WG_N) * 64 + (warp % 4) * 16, wn0 = (wg % WG_N) * WN;
-
-{% include "cuda/block_range.cu" %}
+{% include "cuda/wgmma_threads.cu" %}
 
     float acc[MI][NI][4], t[NI][4];
 #pragma unroll

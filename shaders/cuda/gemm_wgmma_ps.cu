@@ -65,14 +65,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const unsigned stages = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     const unsigned bars = stages + ST * STAGE * 4;      // ST mbarriers of 8 bytes after the stages
 
-    const int tid = threadIdx.x;
-    const int warp = tid / 32, lane = tid % 32;
-    const int gid = lane / 4, tig = lane % 4;        // the accumulator fragment's row group, column
-    const int wg = warp / 4;
-    // a warpgroup's 64 x WN tile; its warp w holds rows 16 w .. 16 w + 15
-    const int wm0 = (wg / WG_N) * 64 + (warp % 4) * 16, wn0 = (wg % WG_N) * WN;
-
-{% include "cuda/block_range.cu" %}
+{% include "cuda/wgmma_threads.cu" %}
 
     // this block's row of packed A tiles and column of packed B tiles
     const int ktiles = (K + BK - 1) / BK;
