@@ -572,7 +572,9 @@ def test_presplit_operands_knob():
     assert ps in s and tuple(s.knobs["PS"]) == (2, 1, 0)
     src = codegen.source(nn, ps)
     assert "st_gemm_pack(" in src and src.count("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") == 1
-    assert "store_split" not in src and "cp_async<" not in src and "wgmma_wait<0>();\n        merge(t);" in src
+    gemm = src[src.index("__launch_bounds__(THREADS, 1)"):]      # the GEMM kernel: no split, no copies by threads
+    assert "store_split(" not in gemm and "cp_async<" not in src and "wgmma_wait<0>();\n        merge(t);" in src
+    assert "store_split(v, big, big + RB * BK);" in src              # the pack kernel splits, as the in-loop split does
     src2 = codegen.source(nn, ps.replace(PS=2))
     assert "wgmma_wait<1>();" in src2 and "compute((it + 1) % ST, t, false);" in src2
     assert codegen.source(nn, WGMMA) == codegen.source(nn, WGMMA.replace(PS=0))   # PS = 0 is the kernel as before

@@ -47,15 +47,6 @@ static_assert(BM % 64 == 0 && BN % WN == 0 && WN % 8 == 0 && WN <= 256 && BK % 8
 {% include "cuda/cp_async.cu" %}
 {% include "cuda/wgmma_ops.cu" %}
 
-// Four elements split into big and small halves, stored 16 bytes each.
-__device__ __forceinline__ void store_split(const float4 v, float* big, float* small)
-{
-    const float4 b = make_float4(tf32_rna(v.x), tf32_rna(v.y), tf32_rna(v.z), tf32_rna(v.w));
-    *reinterpret_cast<float4*>(big) = b;
-    *reinterpret_cast<float4*>(small) = make_float4(tf32_rna(v.x - b.x), tf32_rna(v.y - b.y),
-                                                    tf32_rna(v.z - b.z), tf32_rna(v.w - b.w));
-}
-
 {% if AR %}
 // d (+)= a (64 x 8 from registers: this warp's rows 16 w + gid (+8), k tig
 // (+4), the PTX ISA's A fragment of .m64nNk8 .tf32) * b (8 x WN, K-major).

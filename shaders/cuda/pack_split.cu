@@ -1,6 +1,6 @@
 {# The pack kernel of gemm_wgmma_ps.cu (PS = 1): op(A) and op(B)^T split into
    TF32 halves and laid out tile by tile as the wgmma descriptors read them.
-   Needs BM, BN, BK, KC and tf32_rna in scope. #}
+   Needs BM, BN, BK, KC and store_split (wgmma_ops.cu) in scope. #}
 // A packed operand of R rows (M for A, N for B) in tiles of RB rows (BM, BN):
 // [row tile][k tile][big, small][RB x BK floats], each half in K-major core
 // matrices of 8 rows x 4 k (the order gemm_wgmma.cu's split writes: row
@@ -17,20 +17,18 @@ __device__ __forceinline__ void pack_quad(const float* __restrict__ X, float* __
     const int qi = static_cast<int>(i - tile * TQ);
     const int rt = static_cast<int>(tile / ktiles), kt = static_cast<int>(tile - (long long)rt * ktiles);
     const int r = rt * RB + (qi / (8 * KC)) * 8 + qi % 8, k = kt * BK + 4 * ((qi / 8) % KC);
-    float v[4];
+    float4 v;
     if (K_CONTIG && r < R && k + 3 < K && ((reinterpret_cast<unsigned long long>(X + (size_t)r * K + k) & 15) == 0)) {
-        const float4 x = *reinterpret_cast<const float4*>(X + (size_t)r * K + k);
-        v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+        v = *reinterpret_cast<const float4*>(X + (size_t)r * K + k);
     } else {
+        float e[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j)
-            v[j] = r < R && k + j < K ? X[K_CONTIG ? (size_t)r * K + k + j : (size_t)(k + j) * R + r] : 0.0f;
+            e[j] = r < R && k + j < K ? X[K_CONTIG ? (size_t)r * K + k + j : (size_t)(k + j) * R + r] : 0.0f;
+        v = make_float4(e[0], e[1], e[2], e[3]);
     }
     float* const big = P + tile * (2 * RB * BK) + 4 * qi;
-    const float4 b = make_float4(tf32_rna(v[0]), tf32_rna(v[1]), tf32_rna(v[2]), tf32_rna(v[3]));
-    *reinterpret_cast<float4*>(big) = b;
-    *reinterpret_cast<float4*>(big + RB * BK) = make_float4(tf32_rna(v[0] - b.x), tf32_rna(v[1] - b.y),
-                                                            tf32_rna(v[2] - b.z), tf32_rna(v[3] - b.w));
+    store_split(v, big, big + RB * BK);
 }
 
 // A (stored {{ "K x M" if trans_a else "M x K" }}) -> PA, B (stored {{ "N x K" if trans_b else "K x N" }}) -> PB; PACK_THREADS a block.

@@ -1,10 +1,20 @@
-{# The wgmma helpers of gemm_wgmma.cu and gemm_wgmma_ps.cu: TF32 rounding, the
+{# The wgmma helpers of gemm_wgmma.cu and gemm_wgmma_ps.cu: TF32 rounding and
+   the split (the in-loop split and the pack kernel's: one rounding), the
    shared-memory matrix descriptor (needs LBO, SBO), the wgmma with both operands
    in shared memory (NI accumulator fragments), its fences. #}
 // x to TF32, round to nearest (ties away from zero): see gemm_mma.cu.
 __device__ __forceinline__ float tf32_rna(const float x)
 {
     return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xffffe000u);
+}
+
+// Four elements split into big and small halves, stored 16 bytes each.
+__device__ __forceinline__ void store_split(const float4 v, float* big, float* small)
+{
+    const float4 b = make_float4(tf32_rna(v.x), tf32_rna(v.y), tf32_rna(v.z), tf32_rna(v.w));
+    *reinterpret_cast<float4*>(big) = b;
+    *reinterpret_cast<float4*>(small) = make_float4(tf32_rna(v.x - b.x), tf32_rna(v.y - b.y),
+                                                    tf32_rna(v.z - b.z), tf32_rna(v.w - b.w));
 }
 
 // A shared-memory matrix descriptor: K-major, no swizzle (PTX ISA, "Matrix

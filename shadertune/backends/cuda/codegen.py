@@ -169,12 +169,12 @@ def params_wgmma(problem: Problem, config: Config) -> dict:
 
 
 def source(problem: Problem, config: Config) -> str:
-    mma = complete(config)["MMA"]
+    c = complete(config)
+    mma = c["MMA"]
     if mma == 4:
-        name = "cuda/gemm_wgmma_ps.cu" if complete(config)["PS"] else "cuda/gemm_wgmma.cu"
+        name = "cuda/gemm_wgmma_ps.cu" if c["PS"] else "cuda/gemm_wgmma.cu"
         return render(name, **params_wgmma(problem, config))
     if mma == dmma.MMA:
-        c = complete(config)
         return render("cuda/gemm_dmma.cu", **params_mma(problem, c), **dmma.params(c, derive(problem, c), batch_regs(problem)))
     if mma:
         return render("cuda/gemm_mma.cu", **params_mma(problem, config))

@@ -279,9 +279,9 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
             order = tuple((st, 0, 0) for st in ((3, 4, 2) if cfg["KG"] == 1 else (3, 2)))
         else:
             order = tuple((st, 0, 0) for st in ((2, 4, 0) if cfg["KG"] == 1 else (2, 0)))
-        added = []
+        added = []    # the PS values taken for this shape
         for st, ar, ps in order:
-            if cfg.get("MMA", 0) == 4 and (len(added) == 2 or ps in added and ps):
+            if cfg.get("MMA", 0) == 4 and (len(added) == 2 or (ps and any(added))):
                 continue    # two per wgmma shape, at most one of them pre-split
             t = cfg.replace(ST=st, AR=ar, PS=ps, **({"VEC": 1} if ps else {}))
             if t not in out and (t == cfg or space.why_invalid(t) is None):
