@@ -1,21 +1,17 @@
 """scripts/bench-cuda without a GPU: its command line and the report it writes from rows."""
-import importlib.machinery
-import importlib.util
 import pathlib
 import subprocess
 import sys
 
 import pytest
+from script_module import load_script
 
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "bench-cuda"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    loader = importlib.machinery.SourceFileLoader("bench_cuda", str(SCRIPT))
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_cuda", loader))
-    loader.exec_module(mod)
-    return mod
+    return load_script("bench-cuda")
 
 
 def test_help_names_the_search_options():

@@ -3,8 +3,6 @@ choice, the ncu command lines, the parsing of ncu's raw csv (a synthetic one in
 ncu's format), the summary, the scripts' argument handling and their message
 when there is no GPU. The profile and the GPU comparison themselves run only on
 the GPU machine."""
-import importlib.machinery
-import importlib.util
 import json
 import pathlib
 import subprocess
@@ -12,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from script_module import load_script
 
 from shadertune.backends.base import DeviceInfo
 from shadertune.backends.cuda import CUDABackend, device
@@ -23,13 +22,6 @@ from shadertune.problem import Problem
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROFILE = ROOT / "scripts" / "profile-cuda"
 ACCURACY = ROOT / "scripts" / "accuracy-3xtf32"
-
-
-def load(path, name):
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
-    loader.exec_module(mod)
-    return mod
 
 
 # --- the config -----------------------------------------------------------------------------
@@ -175,7 +167,7 @@ def test_profile_cuda_dry_run_and_arguments():
     bad = subprocess.run([sys.executable, str(PROFILE), "--config", "[1]", "--dry-run"], capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "JSON object" in bad.stderr
-    mod = load(PROFILE, "profile_cuda")
+    mod = load_script("profile-cuda")
     with pytest.raises(SystemExit):
         mod.parse_args([])                                   # no --out
     with pytest.raises(SystemExit):
@@ -196,7 +188,7 @@ def test_scripts_say_so_without_a_gpu(tmp_path):
 
 
 def test_accuracy_cpu_study_small(tmp_path):
-    mod = load(ACCURACY, "accuracy_3xtf32")
+    mod = load_script("accuracy-3xtf32")
     assert mod.main(["--out", str(tmp_path), "--size", "4,4", "--K", "64", "--kappa-K", "64",
                      "--quick", "--merges", "1,4"]) == 0
     res = json.loads((tmp_path / "accuracy.json").read_text())
@@ -213,7 +205,7 @@ def test_accuracy_cpu_study_small(tmp_path):
 
 
 def test_gpu_kernel_list_covers_the_merge_intervals():
-    mod = load(ACCURACY, "accuracy_3xtf32")
+    mod = load_script("accuracy-3xtf32")
     from shadertune.backends.cuda import emulate as em
     p = Problem(4096, 4096, 4096)
     configs = mod.kernel_configs(CUDABackend(), p)
@@ -224,7 +216,7 @@ def test_gpu_kernel_list_covers_the_merge_intervals():
 
 
 def test_bit_agreement_counts_ulps():
-    mod = load(ACCURACY, "accuracy_3xtf32")
+    mod = load_script("accuracy-3xtf32")
     x = np.array([1.0, -1.0, 0.0, 2.0], np.float32)
     y = x.copy()
     y[1] = np.nextafter(y[1], np.float32(-2))

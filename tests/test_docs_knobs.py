@@ -1,12 +1,11 @@
 """docs/knobs.md is what scripts/knob-reference prints from the spaces, so the knob
 reference cannot drift from the code; and the script refuses a knob it cannot describe."""
-import importlib.machinery
-import importlib.util
 import pathlib
 import subprocess
 import sys
 
 import pytest
+from script_module import load_script
 
 from shadertune.space import Space
 
@@ -14,12 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "knob-reference"
 
 
-def load_script():
-    loader = importlib.machinery.SourceFileLoader("knob_reference", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("knob_reference", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+def load_reference():
+    return load_script("knob-reference")
 
 
 def test_committed_page_is_what_the_script_prints():
@@ -30,7 +25,7 @@ def test_committed_page_is_what_the_script_prints():
 
 
 def test_every_knob_of_both_spaces_is_on_the_page():
-    ref = load_script()
+    ref = load_reference()
     page = (ROOT / "docs" / "knobs.md").read_text()
     gl = ref.gl_space(ref.GL_SMALL, ref.GL_LIMITS)
     cuda = ref.make_space(ref.CUDA_PROBLEM, ref.CUDA_LIMITS)
@@ -42,7 +37,7 @@ def test_every_knob_of_both_spaces_is_on_the_page():
 
 
 def test_a_knob_without_a_meaning_is_refused():
-    ref = load_script()
+    ref = load_reference()
     space = Space({**{k: (1,) for k in ref.MEANINGS["cuda"]}, "NEW": (1, 2)})
     with pytest.raises(SystemExit, match="undescribed knobs \\['NEW'\\]"):
         ref.check_meanings("cuda", space)
@@ -52,7 +47,7 @@ def test_a_knob_without_a_meaning_is_refused():
 
 
 def test_long_integer_runs_are_shortened_and_others_kept():
-    ref = load_script()
+    ref = load_reference()
     assert ref.fmt_domain([2, 4, 6, 8, 10, 12, 16, 20]) == "2-12 by 2, 16, 20"
     assert ref.fmt_domain([0, 8, 16, 12, 4]) == "0, 8, 16, 12, 4"
     assert ref.fmt_domain([1, 2, 4, 8, "full"]) == "1, 2, 4, 8, full"

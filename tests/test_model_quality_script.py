@@ -1,12 +1,11 @@
 """scripts/model-quality on the fake backend: training on an earlier template's results
 (--template-hash, relabelled in a scratch store), offline scores, and replay (what
 auto takes today for the problems of an earlier heldout run's eval store)."""
-import importlib.machinery
-import importlib.util
 import json
 import pathlib
 
 import pytest
+from script_module import load_script
 from fake_backend import FakeBackend
 from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put
 
@@ -22,10 +21,7 @@ OLD = "fake-templates-0"          # an earlier template's hash
 
 @pytest.fixture(scope="module")
 def mq():
-    loader = importlib.machinery.SourceFileLoader("model_quality", str(SCRIPT))
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("model_quality", loader))
-    loader.exec_module(mod)
-    return mod
+    return load_script("model-quality")
 
 
 @pytest.fixture
