@@ -18,6 +18,7 @@ with none (the parent's are left untouched: they cannot work in a child).
 from __future__ import annotations
 
 import os
+import pathlib
 import threading
 import weakref
 
@@ -42,6 +43,8 @@ class Door:
         # the thread a backend that serves one thread belongs to (its kernels are
         # released there); None for backends shared by threads
         self.thread = None if backend.shared_by_threads else threading.get_ident()
+        # the backend's express lane for repeated calls (matmul), or None
+        self.express = backend.express_lane(self)
 
     def here(self) -> bool:
         """Whether the calling thread may use (and release) this door's kernels."""
@@ -54,6 +57,9 @@ class CallPlan:
     def __init__(self, door: Door, request: ConfigRequest, call: MatmulCall, db=None):
         self.door, self.request, self.call, self.db = door, request, call, db
         self._configs: dict = {}
+        # what the backend ran, for its express lane to repeat: (launch, kernel,
+        # config), set by a backend whose lane can (Door.express)
+        self.repeat = None
 
     def config(self, problem: Problem, *, adapt: bool = False):
         key = (problem, adapt)
@@ -213,14 +219,35 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
     arrays, complex, string and object inputs raise TypeError; mismatched shapes
     raise ValueError naming both shapes.
     """
+    # The express lane: a call like one this door ran before (same array kinds,
+    # shapes, strides, dtypes, alignment, device, config string and store), without
+    # tune, repeats that launch without the analysis below (backends/cuda/express.py).
+    lane_call = (tune is None and type(config) is str and type(alpha) in _REAL and type(beta) in _REAL
+                 and (out is not None or beta == 0)
+                 and (db is None or type(db) is str or isinstance(db, pathlib.PurePath)))
+    if lane_call:
+        if type(backend) is str:
+            d = _shared.get((backend, device_index)) if device_index is None or type(device_index) is int else None
+        else:
+            d = backend.__dict__.get("_matmul_door") if isinstance(backend, Backend) else None
+        if d is not None and d.express is not None:
+            r = d.express.run(A, B, out, config, float(alpha), float(beta), db)
+            if r is not None:
+                return r
     d = door(backend, device_index)
     be = d.backend
     call = check_call(A, B, out, alpha=alpha, beta=beta, dtypes=be.dtypes)
     request = parse_request(config, be, tune)
     if call.logical:
         return _logical(call, d, request, db)
-    result = be.run_call(call, CallPlan(d, request, call, db))
+    plan = CallPlan(d, request, call, db)
+    result = be.run_call(call, plan)
+    if lane_call and plan.repeat is not None and d.express is not None:
+        d.express.learn(A, B, out, config, db, call, *plan.repeat, auto=request.kind == "auto")
     return _numpy_result(call, result)
+
+
+_REAL = (float, int)   # alpha and beta types the express lane takes as they are
 
 
 def _logical(call: MatmulCall, d: Door, request, db):

@@ -41,6 +41,15 @@ class KernelCache:
                 old.release()
             return k
 
+    def touch(self, key: Hashable, kernel: Kernel) -> bool:
+        """Whether `kernel` is still the one cached under `key` (not dropped and
+        released); if so it becomes the most recently used, as get() makes it."""
+        with self._lock:
+            if self._kernels.get(key) is not kernel:
+                return False
+            self._kernels.move_to_end(key)
+            return True
+
     def clear(self) -> None:
         """Release every cached kernel."""
         with self._lock:

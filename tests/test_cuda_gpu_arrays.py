@@ -333,3 +333,34 @@ def test_parameter_launches_equal_the_rawkernel_call(be):
             assert np.array_equal(cupy.asnumpy(o), raw.run(A, B)), p.key
         fast.release()
         raw.release()
+
+
+@pytest.mark.parametrize("kind", ["cupy", "torch"])
+def test_repeated_calls_take_the_express_lane(be, kind, monkeypatch):
+    """The second call of a key launches through the express lane (check_call
+    is not run again); results, out= in place and beta are the regular path's,
+    on the framework's current stream."""
+    import shadertune.api as front
+    rng = np.random.default_rng(9)
+    A, B = rng.uniform(-1, 1, (96, 64)), rng.uniform(-1, 1, (64, 80))
+    C0 = rng.uniform(-1, 1, (96, 80))
+    if kind == "cupy":
+        dA, dB, dC = (cupy.asarray(x, np.float32) for x in (A, B, C0))
+        host = cupy.asnumpy
+    else:
+        torch = torch_or_skip()
+        dA, dB, dC = (torch.tensor(x, dtype=torch.float32, device="cuda") for x in (A, B, C0))
+        host = lambda t: t.cpu().numpy()   # noqa: E731
+    checked = []
+    real = front.check_call
+    monkeypatch.setattr(front, "check_call", lambda *a, **k: checked.append(1) or real(*a, **k))
+    for _ in range(3):
+        y = matmul(dA, dB, config="default")
+        assert type(y) is type(dA)
+        assert rel(host(y), A @ B) < TOL["float32"]
+    o = dC.copy() if kind == "cupy" else dC.clone()
+    assert matmul(dA, dB, o, config="default", alpha=2.0, beta=0.5) is o
+    o2 = dC.copy() if kind == "cupy" else dC.clone()
+    assert matmul(dA, dB, o2, config="default", alpha=2.0, beta=0.5) is o2
+    assert rel(host(o2), 2 * A @ B + 0.5 * C0) < TOL["float32"]
+    assert len(checked) == 2, "the repeated calls did not take the express lane"

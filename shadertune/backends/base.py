@@ -188,6 +188,12 @@ class Backend(abc.ABC):
         raise NotImplementedError(f"backend {self.name!r} measures no ceilings")
 
     # --- matmul's seam ------------------------------------------------------
+    def express_lane(self, door):
+        """matmul's express lane for repeated calls through `door` (api.Door), or
+        None (the default): an object with learn() and run(), see
+        shadertune/backends/cuda/express.py."""
+        return None
+
     def run_call(self, call, plan):
         """Execute one checked matmul call (shadertune.inputs.MatmulCall: operands as the
         caller gave them, shapes, dtypes and out already checked) and return the result

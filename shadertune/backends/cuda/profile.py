@@ -97,6 +97,10 @@ METRICS = (
     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
     "sm__inst_executed_pipe_tensor_op_gmma.sum",
     "sm__inst_executed_pipe_tensor_op_hmma.sum",
+    # FP64 tensor pipe (DMMA: mma.sync .f64)
+    "sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_executed_pipe_tensor_op_dmma.sum",
+    "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
     # issue
     "sm__inst_executed.avg.per_cycle_active",
     "sm__inst_issued.avg.pct_of_peak_sustained_active",
@@ -219,6 +223,10 @@ SUMMARY = (
     ("tensor pipe active, all", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", 1, "%"),
     ("wgmma instructions", "sm__inst_executed_pipe_tensor_op_gmma.sum", 1, ""),
     ("mma.sync instructions", "sm__inst_executed_pipe_tensor_op_hmma.sum", 1, ""),
+    ("tensor pipe active, FP64 (dmma)",
+     "sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active", 1, "%"),
+    ("DMMA instructions", "sm__inst_executed_pipe_tensor_op_dmma.sum", 1, ""),
+    ("FP64 pipe active", "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active", 1, "%"),
     ("IPC (per SM, active cycles)", "sm__inst_executed.avg.per_cycle_active", 1, ""),
     ("issue slots busy", "sm__inst_issued.avg.pct_of_peak_sustained_active", 1, "%"),
     ("issue active (per scheduler)", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1, "%"),
