@@ -66,9 +66,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 {% include "cuda/mma_copy.cu" %}
 
     // One stage: BK / MMA_K steps of (WM/16) x (WN/8) fragments. A's fragments
-    // of a step are all held; B's one column of fragments at a time. Stage nx's
-    // copies are issued after the first step's mma (see mma_pipeline.cu).
-    auto compute = [&](const int s, const int nx) {
+    // of a step are all held; B's one column of fragments at a time.
+    auto compute = [&](const int s) {
         const T* const as = As + s * STAGE_A;
         const T* const bs = Bs + s * STAGE_B;
 #pragma unroll
@@ -92,14 +91,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
                 for (int i = 0; i < MI; ++i) mma_f64(acc[i][j], a[i], b);
             }
-            if (kk == 0) {
-                if (nx < ntiles) issue(kbeg + nx * KT, nx % {{ ST }});
-                cp_async_commit();
-            }
         }
     };
 
-{% set copy_after_first_step = True %}
 {% include "cuda/mma_pipeline.cu" %}
 
 {% include "cuda/mma_epilogue.cu" %}
