@@ -4,34 +4,18 @@ arrays launches what the regular path launched for the same key, without the
 front door's analysis; any call the key does not describe, and any call where
 what the regular path would decide has changed (device, kernel cache, auto's
 selection, fork), takes the regular path."""
-import sys
-
 import numpy as np
 import pytest
 
 import fake_cupy
 import shadertune
 from shadertune import api as front
-from shadertune.backends.cuda import api, call
 from shadertune.db import Store
 from shadertune.problem import Problem
 from shadertune.result import Result
 
-from test_cuda_call_host import Backend, close, dev
-
-
-@pytest.fixture
-def cp(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
-    monkeypatch.setattr(call, "_STREAMS", {})
-    monkeypatch.setitem(api._visible, 0, True)
-    fake_cupy._STACK[:] = [fake_cupy._NULL]
-    return fake_cupy
-
-
-@pytest.fixture
-def be():
-    return Backend()
+from test_cuda_call_host import close, dev
+from test_host_overhead import be, cp  # noqa: F401  (fixtures: the CuPy stand-in, a fresh backend)
 
 
 @pytest.fixture
