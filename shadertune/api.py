@@ -222,19 +222,14 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
     # The express lane: a call like one this door ran before (same array kinds,
     # shapes, strides, dtypes, alignment, device, config string and store), without
     # tune, repeats that launch without the analysis below (backends/cuda/express.py).
-    lane_call = (tune is None and type(config) is str and type(alpha) in _REAL and type(beta) in _REAL
-                 and (out is not None or beta == 0)
+    d = door(backend, device_index)
+    lane_call = (d.express is not None and tune is None and type(config) is str and type(alpha) in _REAL
+                 and type(beta) in _REAL and (out is not None or beta == 0)
                  and (db is None or type(db) is str or isinstance(db, pathlib.PurePath)))
     if lane_call:
-        if type(backend) is str:
-            d = _shared.get((backend, device_index)) if device_index is None or type(device_index) is int else None
-        else:
-            d = backend.__dict__.get("_matmul_door") if isinstance(backend, Backend) else None
-        if d is not None and d.express is not None:
-            r = d.express.run(A, B, out, config, float(alpha), float(beta), db)
-            if r is not None:
-                return r
-    d = door(backend, device_index)
+        r = d.express.run(A, B, out, config, float(alpha), float(beta), db)
+        if r is not None:
+            return r
     be = d.backend
     call = check_call(A, B, out, alpha=alpha, beta=beta, dtypes=be.dtypes)
     request = parse_request(config, be, tune)
@@ -242,7 +237,7 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
         return _logical(call, d, request, db)
     plan = CallPlan(d, request, call, db)
     result = be.run_call(call, plan)
-    if lane_call and plan.repeat is not None and d.express is not None:
+    if lane_call and plan.repeat is not None:
         d.express.learn(A, B, out, config, db, call, *plan.repeat, auto=request.kind == "auto")
     return _numpy_result(call, result)
 

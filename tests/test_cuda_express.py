@@ -15,7 +15,8 @@ from shadertune.problem import Problem
 from shadertune.result import Result
 
 from test_cuda_call_host import close, dev
-from test_host_overhead import be, cp  # noqa: F401  (fixtures: the CuPy stand-in, a fresh backend)
+from test_host_overhead import be, cp, entered  # noqa: F401  (fixtures: the CuPy stand-in, a fresh
+#                                                 backend, the device switches)
 
 
 @pytest.fixture
@@ -125,14 +126,7 @@ def test_a_dropped_kernel_is_not_launched(cp, rng, be, checks):
     assert len(checks) == 2 and len(be.built[1].calls) == 2
 
 
-def test_another_current_device_takes_the_regular_path(cp, rng, be, checks, monkeypatch):
-    entered = []
-
-    class Device(fake_cupy.Device):
-        def __enter__(self):
-            entered.append(self.id)
-            return self
-    monkeypatch.setattr(fake_cupy.cuda, "Device", Device)
+def test_another_current_device_takes_the_regular_path(cp, rng, be, checks, monkeypatch, entered):
     A = dev(cp, rng.uniform(-1, 1, (8, 8)))
     mm(be, A, A)
     monkeypatch.setattr(fake_cupy._Runtime, "getDevice", staticmethod(lambda: 1))

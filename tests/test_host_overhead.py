@@ -177,14 +177,20 @@ def test_an_array_on_another_gpu_is_refused_after_a_call_of_its_layout(cp, rng, 
     mm(be, CAI(A), A)
 
 
-def test_the_device_is_switched_only_when_another_is_current(cp, be, monkeypatch):
-    entered = []
+@pytest.fixture
+def entered(monkeypatch):
+    """The device ids the call path switched to (cupy.cuda.Device entered), in order."""
+    ids = []
 
     class Device(fake_cupy.Device):
         def __enter__(self):
-            entered.append(self.id)
+            ids.append(self.id)
             return self
     monkeypatch.setattr(fake_cupy.cuda, "Device", Device)
+    return ids
+
+
+def test_the_device_is_switched_only_when_another_is_current(cp, be, monkeypatch, entered):
     A = dev(cp, np.ones((4, 4)))
     mm(be, A, A)
     assert entered == []

@@ -253,7 +253,12 @@ def _external_stream(cp, ptr: int, device_id: int):
 
 
 def _torch_stream(device_id: int) -> int:
-    return sys.modules["torch"].cuda.current_stream(device_id).cuda_stream
+    """PyTorch's current stream on `device_id` as a cudaStream_t: the raw query where
+    this PyTorch has it (no torch.cuda.Stream object built per call), else the
+    current stream's handle."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device_id) if raw is not None else torch.cuda.current_stream(device_id).cuda_stream
 
 
 def _producer_streams(launch: Launch, device_id: int) -> set:

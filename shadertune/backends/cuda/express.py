@@ -67,14 +67,6 @@ def _torch_key(A, B, O, config, db):
     return key + (O.shape, O.stride(), O.dtype, O.data_ptr() & 15, O.device)
 
 
-def _torch_raw_stream(device_id: int) -> int:
-    """PyTorch's current stream on `device_id` as a cudaStream_t (what
-    call._torch_stream returns), without building a torch.cuda.Stream where
-    this PyTorch has the raw query."""
-    raw = getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None)
-    return raw(device_id) if raw is not None else _torch_stream(device_id)
-
-
 class Express:
     """The lane of one door (api.Door): learn() after a regular call, run() before one."""
 
@@ -149,7 +141,7 @@ class Express:
                     out = cp.empty(plan.shape, dtype=plan.dtype)
                     po = out.data.ptr
             else:
-                st = _external_stream(cp, _torch_raw_stream(plan.device_id), plan.device_id)
+                st = _external_stream(cp, _torch_stream(plan.device_id), plan.device_id)
                 if out is None:
                     out = sys.modules["torch"].empty(plan.shape, dtype=plan.torch_dtype, device=plan.torch_device)
                     po = out.data_ptr()
