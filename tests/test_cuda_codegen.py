@@ -301,13 +301,13 @@ def _sample():
     out.append((odd, WGMMA.replace(BN=80, WN=80, BK=32, VEC=1, PS=2)))
     assert all(cfg in make_space(p, L) for p, cfg in out[-9:]), [(p.key, cfg, make_space(p, L).why_invalid(cfg)) for p, cfg in out[-9:]]
     # the FP64 tensor-core kernel: every layout, ragged and VEC = 1, both K_G
-    # reductions, m16n8k16 (256 threads) and m16n8k4 (512 threads of 32 x 32)
+    # reductions, m16n8k16 (128 threads: cuBLAS's 128 x 64 tile) and m16n8k4 (256 threads)
     for (ta, tb), kg, kr in zip(itertools.product((False, True), repeat=2), (1, 8, 16, 1), (0, 0, 1, 0)):
         p = Problem(301, 203, 4100 if kg > 1 else 517, "float64", ta, tb)
         out.append((p, DMMA.replace(BM=64, BN=64, WM=32, WN=32, VEC=1, KG=kg, KR=kr)))
     dbig = Problem(4096, 4096, 4096, "float64")
     out.append((dbig, DMMA))
-    out.append((dbig, DMMA.replace(WM=32, WN=32)))
+    out.append((dbig, DMMA.replace(BN=64)))
     # batched problems: one product index and moved base pointers per kernel kind, split-K with both reductions
     out.append((Problem(100, 64, 256, "float32", batch=7), MMA.replace(BM=64, BN=32, WM=32, WN=16, BK=16)))
     out.append((Problem(45, 37, 3001, "float32", batch=3),
@@ -486,7 +486,7 @@ def test_tensor_core_knob():
     src = codegen.source(nn, MMA)
     assert src.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == 1 and "tf32_rna(x - __uint_as_float(big))" in src
     assert src.count("mma_tf32(t, a_") == 3 and "acc[i][j][q] += t[q]" in src and "fma(" not in src
-    assert "cp_async<16>(as + r * LDA_S + c" in src and "cp_async<16>(bs + r * LDB_S + c" in src
+    assert "cp_async_to<16>(as + sa(l) * (unsigned)sizeof(T), ga + oa[l])" in src and "cp_async_to<16>(bs + sb(l) * (unsigned)sizeof(T), gb + ob[l])" in src
     for change, why in [(dict(ST=0), "MMA"), (dict(TM=8), "MMA"), (dict(KL=2), "MMA"), (dict(PAD=0), "MMA"),
                         (dict(WM=8), "warp"), (dict(DB=0), "MMA"),
                         (dict(WN=64), "registers")]:      # 64 x 64 warp tiles spilled (notes/cuda.md)
@@ -631,17 +631,20 @@ def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
 
 def test_dmma_knob():
     """MMA = 1 renders gemm_dmma.cu (float64 on the FP64 tensor cores,
-    mma.sync m16n8k16, or m16n8k4 where k16's fragments do not fit the
-    registers); float64, sm_90+, the pipeline and the canonical FFMA-only
-    knobs; the FFMA DGEMM stays in the space and in the candidate list."""
+    mma.sync m16n8k16 in blocks of 4 warps where its fragments fit the
+    registers, else m16n8k4); float64, sm_90+, the pipeline and the canonical
+    FFMA-only knobs; the FFMA DGEMM stays in the space and in the candidate list."""
     p = Problem(4096, 4096, 4096, "float64")
     s = make_space(p, L)
     assert DMMA in s and s.knobs["MMA"] == (0, 1)
-    src = codegen.source(p, DMMA)
+    cublas_tile = DMMA.replace(BN=64)                        # 128 x 64, 2 x 2 warps of 64 x 32
+    src = codegen.source(p, cublas_tile)
+    assert derive(p, cublas_tile).threads == 128 and cublas_tile in s
     assert "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64" in src and "typedef double T;" in src
-    assert "mma_f64(acc[i][j], a[i], b)" in src and "cp_async<16>(as + r * LDA_S + c" in src
-    wide = DMMA.replace(WM=32, WN=32)                        # 512 threads: 128 registers each
-    assert derive(p, wide).threads == 512 and "m16n8k4.row.col.f64" in codegen.source(p, wide)
+    assert "mma_f64(acc[i][j], a[i], b)" in src and "cp_async_to<16>(as + sa(l) * (unsigned)sizeof(T), ga + oa[l])" in src
+    assert derive(p, DMMA).threads == 256 and "m16n8k4.row.col.f64" in codegen.source(p, DMMA)
+    # 512 threads (128 registers each) of 32 x 32 warp tiles spill even with k = 4
+    assert "registers" in s.why_invalid(DMMA.replace(WM=32, WN=32))
     for change, why in [(dict(ST=0), "cp.async pipeline"), (dict(TM=4), "canonical TM"),
                         (dict(BK=8), "k-steps of 16"), (dict(BM=64, BN=64), "at least 4 warps"),
                         (dict(BK=32, VEC=1, WN=64), "at most 16 copies"), (dict(KL=2), "no K_L"),

@@ -146,7 +146,7 @@ def test_unlaunchable_config_is_invalid_and_does_not_poison_the_next(be):
     with pytest.raises((InvalidConfig, BuildError)):   # bypass the space: still no crash
         CUDAKernel(p, bad, codegen.source(p, bad), be.arch(), be.limits())
     k = be.build(p, be.default_config(p))
-    k.d = k.d._replace(smem_bytes=4 << 20)  # a launch the device refuses (Derived is a NamedTuple)
+    k._launch_main.shared_mem = 4 << 20     # a launch the device refuses (the bytes each launch asks for)
     with pytest.raises(InvalidConfig):
         k.run(np.ones((256, 256), np.float32), np.ones((256, 256), np.float32))
     _check(be, p, be.default_config(p), np.random.default_rng(0))   # the context is fine

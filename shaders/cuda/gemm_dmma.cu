@@ -33,6 +33,7 @@ static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % MMA_K == 0, "mma tiles");
 static_assert(LDA_S % 16 == 4 && LDB_S % 16 == 4, "conflict-free fragment reads");
 
 {% include "cuda/cp_async.cu" %}
+{% include "cuda/cp_async_pinned.cu" %}
 
 // d += a (16 x MMA_K, row) * b (MMA_K x 8, col) in IEEE double. Fragments as in
 // the PTX ISA's m16n8k{{ MMA_K }} .f64 layout: a[r + 2 q] = A[gid + 8 r][tig + 4 q],

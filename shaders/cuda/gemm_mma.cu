@@ -33,6 +33,7 @@ constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements p
 static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "mma tiles");
 
 {% include "cuda/cp_async.cu" %}
+{% include "cuda/cp_async_pinned.cu" %}
 
 // x to TF32, round to nearest (ties away from zero), as cvt.rna.tf32.f32 does
 // for finite x: add half a TF32 ulp to the magnitude bits and drop the low 13.

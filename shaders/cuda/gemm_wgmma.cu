@@ -45,6 +45,7 @@ constexpr unsigned LBO = 128, SBO = KC * 128;
 static_assert(BM % 64 == 0 && BN % WN == 0 && WN % 8 == 0 && WN <= 256 && BK % 8 == 0, "wgmma tiles");
 
 {% include "cuda/cp_async.cu" %}
+{% include "cuda/cp_async_pinned.cu" %}
 {% include "cuda/wgmma_ops.cu" %}
 
 {% if AR %}

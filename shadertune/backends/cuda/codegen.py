@@ -13,7 +13,7 @@ from .space import batch_regs, complete, derive, scatters
 TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_wgmma_ps.cu", "cuda/gemm_dmma.cu",
              "cuda/wgmma_ops.cu", "cuda/wgmma_threads.cu", "cuda/pack_split.cu", "cuda/signature.cu",
              "cuda/block_range.cu", "cuda/mma_prologue.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu",
-             "cuda/mma_pipeline.cu", "cuda/cp_async.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
+             "cuda/mma_pipeline.cu", "cuda/cp_async.cu", "cuda/cp_async_pinned.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
@@ -130,6 +130,11 @@ def params(problem: Problem, config: Config) -> dict:
     }
 
 
+def _tile_offsets_fit(problem: Problem, c, KT: int) -> bool:
+    side = max(c["BM"], c["BN"], KT)
+    return (side + 1) * max(problem.M, problem.N, problem.K) < 2 ** 32
+
+
 def params_mma(problem: Problem, config: Config) -> dict:
     """What the mma.sync kernels need: gemm_mma.cu (MMA = 3, float) and
     gemm_dmma.cu (MMA = 1, double)."""
@@ -146,6 +151,9 @@ def params_mma(problem: Problem, config: Config) -> dict:
         "vbytes": c["VEC"] * problem.itemsize,
         "kgran": d.kgran, "split_t": "unsigned" if d.k_units * c["KG"] < 2 ** 32 else "unsigned long long",
         "n_even": problem.N % 2 == 0,
+        # mma_copy.cu's per-copy offsets from a stage's corner (< a tile side times
+        # a matrix side) in 32 bits where they fit: one IMAD.WIDE.U32 an address
+        "off_t": "unsigned" if _tile_offsets_fit(problem, c, d.KT) else "unsigned long long",
         # the K_G reductions shared with gemm.cu (splitk_*.cu)
         "FV": d.FV, "c_vec": problem.N % d.FV == 0, "fcomp": _COMPS[:d.FV], "rx": rx, "rz": rz,
         "pair_t": "float2" if problem.dtype == "float32" else "double2",

@@ -18,21 +18,29 @@ import itertools
 from ...problem import Problem
 
 MMA = 1             # the knob value
-MMA_KS = (16, 4)    # k of one mma.sync, preferred first (see mma_k)
+MMA_KS = (16, 4)    # k of one mma.sync, preferred first (see mma_k); (k,) forces k
 FV = 2              # doubles per 16-byte fragment: the FFMA-only knobs' canonical value
 WARP = 32
 REGS_PER_SM = 65536
-# Registers besides the tiles (indices, pointers, loop state) and per cp.async
-# of a stage (its hoisted address), and at most this many cp.async a thread per
-# stage: calibrated against ptxas (sm_90, nvcc 13.0, __launch_bounds__(THREADS,
-# 1)) on 56 configs x 3 mma shapes (notes/cuda.md, "DMMA registers"). Beyond 16
-# copies every 128-thread config spilled.
-REG_OVERHEAD = 24
-REGS_PER_COPY = 3
+# Registers of a thread per mma shape k, besides its accumulators (8 per 16 x 8
+# fragment): (per row of fragments a warp holds, per cp.async of a stage,
+# the rest), fitted to ptxas's counts (sm_90, nvcc 13.0) of every kernel of 32 x 32
+# or larger warp tiles that did not spill, so that the estimate covers each
+# (scripts/calibrate-dmma-regs; notes/cuda.md, session 10, "The mma shape and
+# the register estimate").
+# m16n8k8 is never picked (the probe found it slower than k16 or k4 on every
+# tile) but keeps its fit for the probe and the calibration.
+REGS_BY_K = {16: (0, 3, 84), 8: (4, 3, 67), 4: (1, 2, 78)}
+# At most this many cp.async a thread per stage: beyond 16 copies every
+# 128-thread config spilled.
 MAX_COPIES = 16
 # At least this many warps a block: two-warp blocks of 64 x 32 warp tiles
 # (16 copies a thread) spilled at 255 registers with either mma shape.
 MIN_WARPS = 4
+# m16n8k16 only in blocks of at most this many threads: measured at 4096^3 on
+# the H200, k16 beat k4 by 5-15% in every 128-thread block and lost by up to
+# 18% in 256-thread blocks (notes/cuda.md, session 10).
+K16_MAX_THREADS = 128
 # DFMA per cycle per SM through DMMA at full efficiency: H100/H200 SXM's
 # 67 TFLOP/s FP64 tensor peak at 1.98 GHz on 132 SMs is 128 (the FFMA DGEMM: 64).
 FMA_RATE = 128
@@ -46,22 +54,21 @@ ROW_PAD = 4
 
 
 def regs_estimate(WM: int, WN: int, mma_k: int, copies: int) -> int:
-    """Registers of a thread: accumulators (4 doubles a fragment), A's
-    fragments of one k-step and one column of B's (two registers a double),
-    the overhead and the copies' addresses."""
-    mi, ni, kv = WM // 16, WN // 8, mma_k // 4
-    return 8 * mi * ni + 4 * kv * mi + 2 * kv + REG_OVERHEAD + REGS_PER_COPY * copies
+    """Registers of a thread with mma shape k: its accumulators (four doubles
+    a fragment) and REGS_BY_K's fit for the rest."""
+    mi, ni = WM // 16, WN // 8
+    per_row, per_copy, rest = REGS_BY_K[mma_k]
+    return 8 * mi * ni + per_row * mi + per_copy * copies + rest
 
 
 def mma_k(WM: int, WN: int, threads: int, copies: int, extra: int = 0) -> int:
-    """The mma shape's k: 16 (a quarter of the instructions of k = 4) where
-    its fragments (and `extra` registers, a batch's) fit the registers a thread
-    may have, else 4 (A's fragments of one step take 4x fewer registers:
-    512-thread blocks of 32 x 32 warp tiles spilled with k = 16 and fit with
-    k = 4)."""
+    """The mma shape's k: 16 (a quarter of the instructions of k = 4) in
+    blocks of at most K16_MAX_THREADS where its registers (and `extra`, a
+    batch's) fit what a thread may have, else 4. With one shape in MMA_KS,
+    that one (the probe and the calibration force shapes so)."""
     cap = min(255, REGS_PER_SM // threads)
-    for k in MMA_KS:
-        if regs_estimate(WM, WN, k, copies) + extra <= cap:
+    for k in MMA_KS[:-1]:
+        if regs_estimate(WM, WN, k, copies) + extra <= cap and (k != 16 or threads <= K16_MAX_THREADS):
             return k
     return MMA_KS[-1]
 
