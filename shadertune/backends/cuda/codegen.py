@@ -152,7 +152,8 @@ def params_mma(problem: Problem, config: Config) -> dict:
         "kgran": d.kgran, "split_t": "unsigned" if d.k_units * c["KG"] < 2 ** 32 else "unsigned long long",
         "n_even": problem.N % 2 == 0,
         # mma_copy.cu's per-copy offsets from a stage's corner (< a tile side times
-        # a matrix side) in 32 bits where they fit: one IMAD.WIDE.U32 an address
+        # a matrix side) in 32 bits where they fit: one register a copy, and an
+        # address is the pinned corner plus the offset scaled (LEA, LEA.HI.X)
         "off_t": "unsigned" if _tile_offsets_fit(problem, c, d.KT) else "unsigned long long",
         # the K_G reductions shared with gemm.cu (splitk_*.cu)
         "FV": d.FV, "c_vec": problem.N % d.FV == 0, "fcomp": _COMPS[:d.FV], "rx": rx, "rz": rz,

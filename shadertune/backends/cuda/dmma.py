@@ -61,12 +61,17 @@ def regs_estimate(WM: int, WN: int, mma_k: int, copies: int) -> int:
     return 8 * mi * ni + per_row * mi + per_copy * copies + rest
 
 
+def reg_cap(threads: int) -> int:
+    """The registers a thread of a `threads`-thread block may have (one block per SM)."""
+    return min(255, REGS_PER_SM // threads)
+
+
 def mma_k(WM: int, WN: int, threads: int, copies: int, extra: int = 0) -> int:
     """The mma shape's k: 16 (a quarter of the instructions of k = 4) in
     blocks of at most K16_MAX_THREADS where its registers (and `extra`, a
     batch's) fit what a thread may have, else 4. With one shape in MMA_KS,
     that one (the probe and the calibration force shapes so)."""
-    cap = min(255, REGS_PER_SM // threads)
+    cap = reg_cap(threads)
     for k in MMA_KS[:-1]:
         if regs_estimate(WM, WN, k, copies) + extra <= cap and (k != 16 or threads <= K16_MAX_THREADS):
             return k
