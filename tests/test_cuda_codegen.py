@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from shadertune.backends.cuda import codegen
+from shadertune.backends.cuda import codegen, dmma
 from shadertune.backends.cuda.compiler import arch_for
 from shadertune.backends.cuda.device import DEFAULT_LIMITS
 from shadertune.backends.cuda.space import PHASES, derive, make_space
@@ -629,20 +629,31 @@ def test_stream_hold_kernel_compiles_and_is_bounded(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
-def test_dmma_knob():
+def test_dmma_knob(monkeypatch):
     """MMA = 1 renders gemm_dmma.cu (float64 on the FP64 tensor cores,
-    mma.sync m16n8k16 in blocks of 4 warps where its fragments fit the
-    registers, else m16n8k4); float64, sm_90+, the pipeline and the canonical
-    FFMA-only knobs; the FFMA DGEMM stays in the space and in the candidate list."""
+    mma.sync m16n8k8 where its two buffers of fragments fit the registers,
+    else m16n8k4, both with the main loop that keeps fragments in flight
+    across the stage boundary); float64, sm_90+, the pipeline and the
+    canonical FFMA-only knobs; the FFMA DGEMM stays in the space and in the
+    candidate list. Forced (the probe), the plain loop and m16n8k16 render."""
     p = Problem(4096, 4096, 4096, "float64")
     s = make_space(p, L)
     assert DMMA in s and s.knobs["MMA"] == (0, 1)
     cublas_tile = DMMA.replace(BN=64)                        # 128 x 64, 2 x 2 warps of 64 x 32
     src = codegen.source(p, cublas_tile)
     assert derive(p, cublas_tile).threads == 128 and cublas_tile in s
-    assert "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64" in src and "typedef double T;" in src
-    assert "mma_f64(acc[i][j], a[i], b)" in src and "cp_async_to<16>(as + sa(l) * (unsigned)sizeof(T), ga + oa[l])" in src
-    assert derive(p, DMMA).threads == 256 and "m16n8k4.row.col.f64" in codegen.source(p, DMMA)
+    assert "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64" in src and "typedef double T;" in src
+    assert "mma_f64(acc[i][j], fa[buf][i], fb[buf][j])" in src and "cp_async_if<16>(as + sa(l) * (unsigned)sizeof(T), ga + oa[l], live)" in src
+    assert "constexpr int KS = BK / MMA_K;" in src and "static_assert((BK / MMA_K) % 2 == 0" in src
+    assert derive(p, DMMA).threads == 256 and "m16n8k8.row.col.f64" in codegen.source(p, DMMA)
+    # 16 copies a thread: two buffers of k = 8 fragments do not fit beside them, k = 4 does
+    deep = DMMA.replace(BK=32)
+    assert deep in s and "m16n8k4.row.col.f64" in codegen.source(p, deep) and "fa[buf][i]" in codegen.source(p, deep)
+    monkeypatch.setattr(dmma, "MMA_KS", (16,))
+    monkeypatch.setattr(dmma, "FRAG_PIPE", False)
+    plain = codegen.source(p, cublas_tile)
+    assert "m16n8k16.row.col.f64" in plain and "mma_f64(acc[i][j], a[i], b)" in plain and "cp_async_if" not in plain
+    monkeypatch.undo()
     # 512 threads (128 registers each) of 32 x 32 warp tiles spill even with k = 4
     assert "registers" in s.why_invalid(DMMA.replace(WM=32, WN=32))
     for change, why in [(dict(ST=0), "cp.async pipeline"), (dict(TM=4), "canonical TM"),

@@ -224,9 +224,10 @@ def test_batched_split_k_and_long_batches(be, dtype):
 @pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
 def test_dmma_kernel_is_float64_accurate(be, ta, tb):
     """The FP64 tensor-core kernel (MMA = 1, sm_90+) against float64 on
-    ragged shapes of every layout: its first candidates, scalar copies,
-    m16n8k16 (4-warp blocks) and m16n8k4 (8 warps), ST 2 to 4, split-K with
-    both reductions, alpha/beta."""
+    ragged shapes of every layout (K ragged: the pipelined loop's first
+    stage holds the remainder): its first candidates, scalar copies,
+    m16n8k8 (4 and 8 warps) and m16n8k4 (16 copies a thread), ST 2 to 4,
+    split-K with both reductions, alpha/beta."""
     if int(be.arch()[3:].rstrip("a")) < 90:
         pytest.skip(f"the m16n8 f64 mma needs sm_90, the device is {be.arch()}")
     rng = np.random.default_rng(80 + ta * 2 + tb)
@@ -237,11 +238,14 @@ def test_dmma_kernel_is_float64_accurate(be, ta, tb):
     base = Config(BM=64, BN=64, BK=16, TM=2, TN=2, WM=32, WN=32, trans=1, VEC=1, PAD=2, DB=1, ST=2,
                   KG=1, KL=1, KR=0, MMA=1)
     jobs = [(p, c) for c in dm] + [(p, base), (p, base.replace(ST=4, VEC=2, BK=32)),
-                                   (p, base.replace(BM=128, BN=64, WM=64, WN=32, VEC=2, ST=3)),    # 4 warps: k = 16
-                                   (p, base.replace(BM=128, BN=128, WM=64, WN=32, VEC=2, ST=3))]   # 8 warps: k = 4
+                                   (p, base.replace(BM=128, BN=64, WM=64, WN=32, VEC=2, ST=3)),    # 4 warps: k = 8
+                                   (p, base.replace(BM=128, BN=128, WM=64, WN=32, VEC=2, ST=3)),   # 8 warps: k = 8
+                                   (p, base.replace(BM=128, BN=128, WM=64, WN=32, VEC=2, ST=3, BK=32))]   # k = 4
     jobs += [(skinny, base.replace(BM=32, BN=32, WM=16, WN=16, KG=kg, KR=kr)) for kg, kr in ((16, 0), (32, 1))]
     assert len(dm) == 2 and all(c in be.space(q) for q, c in jobs)
-    assert {codegen.source(q, c).count("mma.sync.aligned.m16n8k16") for q, c in jobs[4:6]} == {0, 1}
+    srcs = [codegen.source(q, c) for q, c in jobs]
+    assert [("m16n8k8" in s, "m16n8k4" in s) for s in srcs[4:7]] == [(True, False), (True, False), (False, True)]
+    assert all("fa[buf][i]" in s for s in srcs)    # the pipelined main loop everywhere
     be.precompile_many(jobs)
     for q, cfg in jobs:
         for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):

@@ -10,7 +10,7 @@
 // tile it WM x WN, a warp issuing mma.sync on (WM/16) x (WN/8) C fragments of
 // 16 x 8. Stages of BK k-values go global -> shared memory by cp.async,
 // {{ ST }} buffers deep ({{ ST - 1 }} stages ahead), each operand in its stored
-// orientation. blockIdx.z splits K across the grid (ISAAC's K_G) into a
+// orientation. {{ "The main loop keeps the next k step's fragments in flight\n// across the stage boundary (dmma_pipeline.cu)." if FP else "The main loop reads a stage's fragments after its\n// barrier (mma_pipeline.cu)." }} blockIdx.z splits K across the grid (ISAAC's K_G) into a
 // workspace W; the partials are summed {{ "in this launch by the last block of each tile to finish (KR)" if KR else "by a second kernel" }}.
 typedef double T;
 typedef double2 frag_t;       // the K_G reduction's 16-byte accesses
@@ -34,6 +34,21 @@ static_assert(LDA_S % 16 == 4 && LDB_S % 16 == 4, "conflict-free fragment reads"
 
 {% include "cuda/cp_async.cu" %}
 {% include "cuda/cp_async_pinned.cu" %}
+{% if FP %}
+
+// cp_async_to where `live`, else nothing (no zero fill): a predicated copy,
+// so a loop of them has no branch.
+template <int BYTES>
+__device__ __forceinline__ void cp_async_if(const unsigned s, const void* src, const bool live)
+{
+    if constexpr (BYTES == 16)
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p cp.async.cg.shared.global [%0], [%1], 16;\n}\n"
+                     :: "r"(s), "l"(src), "r"((int)live));
+    else
+        asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p cp.async.ca.shared.global [%0], [%1], %3;\n}\n"
+                     :: "r"(s), "l"(src), "r"((int)live), "n"(BYTES));
+}
+{% endif %}
 
 // d += a (16 x MMA_K, row) * b (MMA_K x 8, col) in IEEE double. Fragments as in
 // the PTX ISA's m16n8k{{ MMA_K }} .f64 layout: a[r + 2 q] = A[gid + 8 r][tig + 4 q],
@@ -66,6 +81,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 
 {% include "cuda/mma_copy.cu" %}
 
+{% if FP %}
+{% include "cuda/dmma_pipeline.cu" %}
+{% else %}
     // One stage: BK / MMA_K steps of (WM/16) x (WN/8) fragments. A's fragments
     // of a step are all held; B's one column of fragments at a time.
     auto compute = [&](const int s) {
@@ -96,6 +114,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     };
 
 {% include "cuda/mma_pipeline.cu" %}
+{% endif %}
 
 {% include "cuda/mma_epilogue.cu" %}
 {% if KR %}

@@ -5,9 +5,11 @@ rules and derives its launch shape with the other kernels'; tuning.py and
 codegen.py call the rest.  The FFMA DGEMM (MMA = 0) stays in the same space.
 
 The kernel: a warp's WM x WN tile is (WM/16) x (WN/8) fragments of
-mma.sync m16n8k16 or m16n8k4 .f64 (Hopper, sm_90+: the m16n8 f64 shapes are
+mma.sync m16n8k8 or m16n8k4 .f64 (Hopper, sm_90+: the m16n8 f64 shapes are
 PTX ISA 7.8, sm_90; see mma_k); both operands go global -> shared by cp.async in their stored
-orientation, ST = 2..4 stages; K_G split-K and both reductions are shared
+orientation, ST = 2..4 stages, and the main loop keeps the next k step's
+fragments in flight across the stage boundary (dmma_pipeline.cu, see
+pipelined); K_G split-K and both reductions are shared
 with the other kernels. The FFMA-only knobs keep one canonical value
 (TM = TN = PAD = FV = 2, trans = DB = KL = 1) so the space holds no duplicates.
 """
@@ -18,29 +20,39 @@ import itertools
 from ...problem import Problem
 
 MMA = 1             # the knob value
-MMA_KS = (16, 4)    # k of one mma.sync, preferred first (see mma_k); (k,) forces k
+MMA_KS = (8, 4)     # k of one mma.sync, preferred first (see mma_k); (k,) forces k
+# The main loop with fragments in flight across the stage boundary
+# (dmma_pipeline.cu) wherever a stage has an even number of k steps; False
+# forces the plain loop (mma_pipeline.cu), which the probe compares.
+FRAG_PIPE = True
 FV = 2              # doubles per 16-byte fragment: the FFMA-only knobs' canonical value
 WARP = 32
 REGS_PER_SM = 65536
-# Registers of a thread per mma shape k, besides its accumulators (8 per 16 x 8
-# fragment): (per row of fragments a warp holds, per cp.async of a stage,
-# the rest), fitted to ptxas's counts (sm_90, nvcc 13.0) of every kernel of 32 x 32
-# or larger warp tiles that did not spill, so that the estimate covers each
-# (scripts/calibrate-dmma-regs; notes/cuda.md, session 10, "The mma shape and
-# the register estimate").
-# m16n8k8 is never picked (the probe found it slower than k16 or k4 on every
-# tile) but keeps its fit for the probe and the calibration.
-REGS_BY_K = {16: (0, 3, 84), 8: (4, 3, 67), 4: (1, 2, 78)}
+# Registers of a thread per (mma shape k, pipelined main loop), besides its
+# accumulators (8 per 16 x 8 fragment): (per row of fragments a warp holds,
+# per column, per cp.async of a stage, the rest). The pipelined loop's row and
+# column terms are its two buffers of fragments (k = 8: 2 x 4 doubles of A a
+# row, 2 x 2 of B a column); per copy and the rest are set so that ptxas's
+# counts (sm_90, nvcc 13.0; scripts/calibrate-dmma-regs) fall under the cap
+# exactly where the kernel did not spill, but for a few k = 8 kernels of
+# 128 threads at the cap that spill 24-40 bytes (64 x 128 blocks): measured,
+# such a kernel still beat k = 4 (notes/cuda.md, session 11); and k = 4 refuses
+# 512-thread blocks of 32 x 32 warp tiles (126 registers here, spilled on the
+# device with the plain loop, where the device's NVRTC took up to 16 more). The plain
+# loop's fits (session 10) cover every non-spilling kernel; they serve the
+# probe and the calibration, since the rules (mma_k) pick pipelined shapes.
+REGS = {(8, True): (16, 8, 1, 19), (4, True): (8, 4, 2, 30),
+        (16, False): (0, 0, 3, 84), (8, False): (4, 0, 3, 67), (4, False): (1, 0, 2, 78)}
+# ... and never fewer than this with the pipelined loop: ptxas's least count
+# (one fragment a warp, k = 8: 80 registers); 1024-thread blocks (64 a
+# thread) spilled.
+PIPE_MIN_REGS = 72
 # At most this many cp.async a thread per stage: beyond 16 copies every
 # 128-thread config spilled.
 MAX_COPIES = 16
 # At least this many warps a block: two-warp blocks of 64 x 32 warp tiles
 # (16 copies a thread) spilled at 255 registers with either mma shape.
 MIN_WARPS = 4
-# m16n8k16 only in blocks of at most this many threads: measured at 4096^3 on
-# the H200, k16 beat k4 by 5-15% in every 128-thread block and lost by up to
-# 18% in 256-thread blocks (notes/cuda.md, session 10).
-K16_MAX_THREADS = 128
 # DFMA per cycle per SM through DMMA at full efficiency: H100/H200 SXM's
 # 67 TFLOP/s FP64 tensor peak at 1.98 GHz on 132 SMs is 128 (the FFMA DGEMM: 64).
 FMA_RATE = 128
@@ -53,12 +65,21 @@ FMA_RATE = 128
 ROW_PAD = 4
 
 
-def regs_estimate(WM: int, WN: int, mma_k: int, copies: int) -> int:
-    """Registers of a thread with mma shape k: its accumulators (four doubles
-    a fragment) and REGS_BY_K's fit for the rest."""
+def pipelined(BK: int, mma_k: int) -> bool:
+    """Whether the kernel of stage depth BK and mma shape k runs
+    dmma_pipeline.cu's main loop: it alternates two fragment buffers, so a
+    stage must hold an even number of k steps (every BK of the space, a
+    multiple of 16, with k = 8 or 4)."""
+    return FRAG_PIPE and (BK // mma_k) % 2 == 0
+
+
+def regs_estimate(WM: int, WN: int, mma_k: int, copies: int, pipe: bool = True) -> int:
+    """Registers of a thread with mma shape k (pipelined main loop or not):
+    its accumulators (four doubles a fragment) and REGS's fit for the rest."""
     mi, ni = WM // 16, WN // 8
-    per_row, per_copy, rest = REGS_BY_K[mma_k]
-    return 8 * mi * ni + per_row * mi + per_copy * copies + rest
+    per_row, per_col, per_copy, rest = REGS[mma_k, pipe]
+    est = 8 * mi * ni + per_row * mi + per_col * ni + per_copy * copies + rest
+    return max(est, PIPE_MIN_REGS) if pipe else est
 
 
 def reg_cap(threads: int) -> int:
@@ -66,22 +87,25 @@ def reg_cap(threads: int) -> int:
     return min(255, REGS_PER_SM // threads)
 
 
-def mma_k(WM: int, WN: int, threads: int, copies: int, extra: int = 0) -> int:
-    """The mma shape's k: 16 (a quarter of the instructions of k = 4) in
-    blocks of at most K16_MAX_THREADS where its registers (and `extra`, a
-    batch's) fit what a thread may have, else 4. With one shape in MMA_KS,
-    that one (the probe and the calibration force shapes so)."""
+def mma_k(WM: int, WN: int, BK: int, threads: int, copies: int, extra: int = 0) -> int:
+    """The mma shape's k: the first of MMA_KS whose kernel's registers (and
+    `extra`, a batch's) fit what a thread may have, else the last. m16n8k8
+    with the pipelined loop, where it fits, beat every other shape and loop
+    on every probed tile (notes/cuda.md, session 11); k = 4 holds half the
+    fragment registers. With one shape in MMA_KS, that one (the probe and
+    the calibration force shapes so)."""
     cap = reg_cap(threads)
     for k in MMA_KS[:-1]:
-        if regs_estimate(WM, WN, k, copies) + extra <= cap and (k != 16 or threads <= K16_MAX_THREADS):
+        if regs_estimate(WM, WN, k, copies, pipelined(BK, k)) + extra <= cap:
             return k
     return MMA_KS[-1]
 
 
-def regs(WM: int, WN: int, threads: int, copies: int, extra: int = 0) -> int:
-    """The space's register estimate of a DMMA thread with the mma shape it
-    gets, `extra` included."""
-    return regs_estimate(WM, WN, mma_k(WM, WN, threads, copies, extra), copies) + extra
+def regs(WM: int, WN: int, BK: int, threads: int, copies: int, extra: int = 0) -> int:
+    """The space's register estimate of a DMMA thread with the mma shape and
+    main loop it gets, `extra` included."""
+    k = mma_k(WM, WN, BK, threads, copies, extra)
+    return regs_estimate(WM, WN, k, copies, pipelined(BK, k)) + extra
 
 
 def available(problem: Problem, arch: str) -> bool:
@@ -120,4 +144,5 @@ def efficiency(c, warps: int, block_reuse: float) -> float:
 def params(c, d, extra: int) -> dict:
     """What gemm_dmma.cu needs beyond the tensor-core kernels' common values
     (`d`: the config's space.Derived; `extra`: space.batch_regs)."""
-    return {"MMA_K": mma_k(c["WM"], c["WN"], d.threads, d.loads_a + d.loads_b, extra)}
+    k = mma_k(c["WM"], c["WN"], c["BK"], d.threads, d.loads_a + d.loads_b, extra)
+    return {"MMA_K": k, "FP": int(pipelined(c["BK"], k))}

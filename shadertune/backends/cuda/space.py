@@ -258,7 +258,7 @@ def _regs(problem: Problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, lo
     """Estimated registers per thread (each kernel's estimate, calibrated against
     ptxas), BATCH_REGS more in a batch."""
     if MMA == dmma.MMA:     # its mma shape depends on the registers left
-        return dmma.regs(WM, WN, threads, loads_a + loads_b, batch_regs(problem))
+        return dmma.regs(WM, WN, BK, threads, loads_a + loads_b, batch_regs(problem))
     if MMA == 4 and PS:     # no copies in the threads: the sums, the temporary, loop state
         return WN + WGMMA_REG_OVERHEAD
     regs = _product_regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, loads_a, loads_b)
