@@ -649,6 +649,11 @@ def test_dmma_knob(monkeypatch):
     # 16 copies a thread: two buffers of k = 8 fragments do not fit beside them, k = 4 does
     deep = DMMA.replace(BK=32)
     assert deep in s and "m16n8k4.row.col.f64" in codegen.source(p, deep) and "fa[buf][i]" in codegen.source(p, deep)
+    # a warp of fewer than 4 fragments keeps the plain loop (dmma.PIPE_MIN_FRAGMENTS)
+    small = Problem(2048, 2048, 2048, "float64")
+    tiny = DMMA.replace(BM=16, BN=32, BK=32, WM=16, WN=8)
+    assert tiny in make_space(small, L) and "fa[buf]" not in codegen.source(small, tiny)
+    assert "fa[buf]" in codegen.source(small, tiny.replace(BM=32, BN=64, WM=16, WN=32))
     monkeypatch.setattr(dmma, "MMA_KS", (16,))
     monkeypatch.setattr(dmma, "FRAG_PIPE", False)
     plain = codegen.source(p, cublas_tile)

@@ -245,7 +245,8 @@ def test_dmma_kernel_is_float64_accurate(be, ta, tb):
     assert len(dm) == 2 and all(c in be.space(q) for q, c in jobs)
     srcs = [codegen.source(q, c) for q, c in jobs]
     assert [("m16n8k8" in s, "m16n8k4" in s) for s in srcs[4:7]] == [(True, False), (True, False), (False, True)]
-    assert all("fa[buf][i]" in s for s in srcs)    # the pipelined main loop everywhere
+    # the pipelined main loop where a warp holds 4+ fragments (skinny's 16 x 16: the plain loop)
+    assert [("fa[buf][i]" in s) for s in srcs] == [c["WM"] * c["WN"] >= 512 for _, c in jobs]
     be.precompile_many(jobs)
     for q, cfg in jobs:
         for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
@@ -257,6 +258,27 @@ def test_dmma_kernel_is_float64_accurate(be, ta, tb):
             ref = alpha * ((A.T if ta else A) @ (B.T if tb else B)) + beta * C0
             assert rel(out, ref) < TOL["float64"], (q.key, cfg.key)
             k.release()
+
+
+def test_dmma_one_fragment_warps_under_load_are_float64_accurate(be):
+    """Warp tiles of one m16n8 fragment, many blocks to an SM (2048^3): in
+    the pipelined loop ptxas ordered a stage's first mma after the last one
+    on the same accumulator by stall counts alone, and they read a stale
+    accumulator (errors 0.1-1.2; dmma.PIPE_MIN_FRAGMENTS). Such tiles take
+    the plain loop."""
+    if int(be.arch()[3:].rstrip("a")) < 90:
+        pytest.skip(f"the m16n8 f64 mma needs sm_90, the device is {be.arch()}")
+    p = Problem(2048, 2048, 2048, "float64")
+    rng = np.random.default_rng(11)
+    A, B = rng.uniform(-1, 1, (2048, 2048)), rng.uniform(-1, 1, (2048, 2048))
+    ref = A @ B
+    base = Config(BM=16, BN=32, BK=32, TM=2, TN=2, WM=16, WN=8, trans=1, VEC=2, PAD=2, DB=1, ST=3,
+                  KG=1, KL=1, KR=0, MMA=1)
+    for cfg in (base, base.replace(BM=32), base.replace(ST=2)):
+        assert cfg in be.space(p) and "fa[buf]" not in codegen.source(p, cfg)
+        k = be.build(p, cfg)
+        assert rel(k.run(A, B), ref) < TOL["float64"], cfg.key
+        k.release()
 
 
 def test_device_errors(be):

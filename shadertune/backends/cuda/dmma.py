@@ -65,12 +65,24 @@ FMA_RATE = 128
 ROW_PAD = 4
 
 
-def pipelined(BK: int, mma_k: int) -> bool:
-    """Whether the kernel of stage depth BK and mma shape k runs
-    dmma_pipeline.cu's main loop: it alternates two fragment buffers, so a
-    stage must hold an even number of k steps (every BK of the space, a
-    multiple of 16, with k = 8 or 4)."""
-    return FRAG_PIPE and (BK // mma_k) % 2 == 0
+# The pipelined loop needs at least this many accumulator fragments a warp.
+# Across its back edge ptxas (nvcc 13.0, the device's NVRTC 13.2) orders the
+# first mma of a stage after the last one of the stage before by stall counts
+# alone, without the scoreboard wait it uses elsewhere; with one fragment
+# those two mma share the accumulator, and where several blocks share an SM
+# the first read a stale one (relative errors 0.1-1.2 at 2048^3, correct at
+# 256^3 with one block an SM; notes/cuda.md, session 11). With 4 or more,
+# three independent mma lie between any two on one accumulator.
+PIPE_MIN_FRAGMENTS = 4
+
+
+def pipelined(BK: int, mma_k: int, WM: int, WN: int) -> bool:
+    """Whether the kernel of stage depth BK, mma shape k and warp tile WM x WN
+    runs dmma_pipeline.cu's main loop: it alternates two fragment buffers, so
+    a stage must hold an even number of k steps (every BK of the space, a
+    multiple of 16, with k = 8 or 4), and a warp must hold
+    PIPE_MIN_FRAGMENTS fragments."""
+    return FRAG_PIPE and (BK // mma_k) % 2 == 0 and (WM // 16) * (WN // 8) >= PIPE_MIN_FRAGMENTS
 
 
 def regs_estimate(WM: int, WN: int, mma_k: int, copies: int, pipe: bool = True) -> int:
@@ -96,7 +108,7 @@ def mma_k(WM: int, WN: int, BK: int, threads: int, copies: int, extra: int = 0) 
     the calibration force shapes so)."""
     cap = reg_cap(threads)
     for k in MMA_KS[:-1]:
-        if regs_estimate(WM, WN, k, copies, pipelined(BK, k)) + extra <= cap:
+        if regs_estimate(WM, WN, k, copies, pipelined(BK, k, WM, WN)) + extra <= cap:
             return k
     return MMA_KS[-1]
 
@@ -105,7 +117,7 @@ def regs(WM: int, WN: int, BK: int, threads: int, copies: int, extra: int = 0) -
     """The space's register estimate of a DMMA thread with the mma shape and
     main loop it gets, `extra` included."""
     k = mma_k(WM, WN, BK, threads, copies, extra)
-    return regs_estimate(WM, WN, k, copies, pipelined(BK, k)) + extra
+    return regs_estimate(WM, WN, k, copies, pipelined(BK, k, WM, WN)) + extra
 
 
 def available(problem: Problem, arch: str) -> bool:
@@ -145,4 +157,4 @@ def params(c, d, extra: int) -> dict:
     """What gemm_dmma.cu needs beyond the tensor-core kernels' common values
     (`d`: the config's space.Derived; `extra`: space.batch_regs)."""
     k = mma_k(c["WM"], c["WN"], c["BK"], d.threads, d.loads_a + d.loads_b, extra)
-    return {"MMA_K": k, "FP": int(pipelined(c["BK"], k))}
+    return {"MMA_K": k, "FP": int(pipelined(c["BK"], k, c["WM"], c["WN"]))}
