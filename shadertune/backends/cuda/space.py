@@ -27,7 +27,7 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
   KL       split-K inside a block (ISAAC's K_L): KL thread groups take
            interleaved k-slices of a stage, reduced through shared memory
   MMA      0: FFMA (the SIMT kernel, shaders/cuda/gemm.cu); 1: float64 on
-           the FP64 tensor cores (DMMA mma.sync .f64, m16n8k16 or k4, sm_90+;
+           the FP64 tensor cores (DMMA mma.sync .f64, m16n8k8 or k4, sm_90+;
            shaders/cuda/gemm_dmma.cu, dmma.py): like MMA = 3 below, with
            k-steps of 16 and blocks of at least 4 warps; 3: float32 from
            TF32 tensor cores, three mma.sync per product ("3xTF32",
