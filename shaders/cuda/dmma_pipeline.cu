@@ -1,7 +1,9 @@
 {# gemm_dmma.cu's main loop with fragments in flight across the stage boundary
    (FP = 1; CUTLASS's multistage mainloop): after mma_copy.cu (oa, ob, sa, sb,
    as_base, bs_base), before the epilogue. Needs KS = BK / MMA_K even (a
-   fragment buffer's index is then a constant in the unrolled loop). #}
+   fragment buffer's index is then a constant in the unrolled loop) and warps
+   of at least dmma.PIPE_MIN_FRAGMENTS fragments (dmma.pipelined: ptxas orders
+   the mma across the back edge by stall counts alone). #}
     // Registers hold two k steps of fragments: step g's mma run on buffer g % 2
     // while step g + 1's are read from shared memory into the other. The step
     // after a stage's last is the next stage's first, so the barrier that
