@@ -146,11 +146,22 @@ def raw_configs(problem: Problem, limits: dict, tiles, tensor_core_configs):
                 yield {**cfg, "TM": FV, "TN": FV, "PAD": FV}
 
 
-def efficiency(c, warps: int, block_reuse: float) -> float:
-    """The model's fraction of FMA_RATE: a warp's fragment reuse (FMAs per
-    double read from shared memory), resident warps and the block's reuse."""
+# The model's efficiency of a warp tile: its fragment reuse (FMAs per double
+# read from shared memory) over 64 x 32's, the probe's best (21.3); a 32 x 32
+# warp (reuse 16) ran 0.75x of it at 4096^3 (notes/cuda.md, session 11).
+FULL_REUSE = 64 * 32 / (64 + 32)
+# m16n8k4 against k8, both pipelined, on the probe's tiles: 0.88-0.97x.
+K4_EFFICIENCY = 0.93
+
+
+def efficiency(c, d, warps: int, block_reuse: float, extra: int = 0) -> float:
+    """The model's fraction of FMA_RATE for config c (d: its space.Derived;
+    `extra`: a batch's registers): a warp's fragment reuse, its mma shape,
+    resident warps and the block's reuse."""
     reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
-    return min(1.0, reuse / 16.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 32.0)
+    k = mma_k(c["WM"], c["WN"], c["BK"], d.threads, d.loads_a + d.loads_b, extra)
+    shape = 1.0 if k != 4 else K4_EFFICIENCY
+    return min(1.0, reuse / FULL_REUSE) * shape * min(1.0, warps / 8.0) * min(1.0, block_reuse / 32.0)
 
 
 def params(c, d, extra: int) -> dict:

@@ -19,7 +19,7 @@ import math
 from ...config import Config
 from ...problem import Problem
 from . import dmma
-from .space import KNOB_DEFAULTS, WARP, block_tiles, derive
+from .space import KNOB_DEFAULTS, WARP, batch_regs, block_tiles, derive
 
 _TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32),
           (32, 32), (128, 32), (256, 32), (128, 16), (64, 16), (256, 16), (32, 16), (16, 16)]
@@ -131,7 +131,7 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         eff = min(1.0, warps / 4.0) * min(1.0, block_reuse / 40.0)
         fma_rate = WGMMA_FMA_RATE * (WGMMA_PRESPLIT if c.get("PS", 0) else 1.0 if c.get("AR", 0) else WGMMA_SHARED_A)
     elif c.get("MMA", 0) == dmma.MMA:
-        eff, fma_rate = dmma.efficiency(c, warps, block_reuse), dmma.FMA_RATE
+        eff, fma_rate = dmma.efficiency(c, d, warps, block_reuse, batch_regs(problem)), dmma.FMA_RATE
     elif c.get("MMA", 0):
         # per shared element read (and split in two), a warp's WM x WN tile does WM * WN / (WM + WN) FMAs
         reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
