@@ -154,18 +154,22 @@ FULL_REUSE = 64 * 32 / (64 + 32)
 K4_EFFICIENCY = 0.93
 
 
+def config_mma_k(c, d, extra: int = 0) -> int:
+    """mma_k of config c (d: its space.Derived; `extra`: a batch's registers)."""
+    return mma_k(c["WM"], c["WN"], c["BK"], d.threads, d.loads_a + d.loads_b, extra)
+
+
 def efficiency(c, d, warps: int, block_reuse: float, extra: int = 0) -> float:
     """The model's fraction of FMA_RATE for config c (d: its space.Derived;
     `extra`: a batch's registers): a warp's fragment reuse, its mma shape,
     resident warps and the block's reuse."""
     reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
-    k = mma_k(c["WM"], c["WN"], c["BK"], d.threads, d.loads_a + d.loads_b, extra)
-    shape = 1.0 if k != 4 else K4_EFFICIENCY
+    shape = 1.0 if config_mma_k(c, d, extra) != 4 else K4_EFFICIENCY
     return min(1.0, reuse / FULL_REUSE) * shape * min(1.0, warps / 8.0) * min(1.0, block_reuse / 32.0)
 
 
 def params(c, d, extra: int) -> dict:
     """What gemm_dmma.cu needs beyond the tensor-core kernels' common values
     (`d`: the config's space.Derived; `extra`: space.batch_regs)."""
-    k = mma_k(c["WM"], c["WN"], c["BK"], d.threads, d.loads_a + d.loads_b, extra)
+    k = config_mma_k(c, d, extra)
     return {"MMA_K": k, "FP": int(pipelined(c["BK"], k, c["WM"], c["WN"]))}
