@@ -64,7 +64,7 @@ def host_operands(call: MatmulCall) -> tuple[np.ndarray, np.ndarray]:
             np.broadcast_to(b, call.batch + (call.K, call.N)))
 
 
-def _accumulator(call: MatmulCall) -> np.ndarray | None:
+def accumulator(call: MatmulCall) -> np.ndarray | None:
     """C = out's old values as batch + (M, N) in the compute dtype (None when beta == 0:
     BLAS convention, out is not read)."""
     if call.beta == 0.0:
@@ -72,17 +72,33 @@ def _accumulator(call: MatmulCall) -> np.ndarray | None:
     return np.asarray(promoted(to_host(call.out), call), np.dtype(call.dtype))
 
 
-def run_on_host(call: MatmulCall, product: Product):
-    """Execute `call` with `product` per 2-D matrix; returns out (filled) or a new array
-    of numpy.matmul's shape in the compute dtype."""
+def destination(call: MatmulCall) -> tuple[np.ndarray, bool]:
+    """(the array the products are written into as batch + (M, N), whether it is the
+    caller's out itself): out where it has the compute dtype and shares no memory with
+    A or B (numpy's in-place `a @= b` does share it), else a new array."""
     dtype = np.dtype(call.dtype)
     out = call.out
-    A, B = host_operands(call)
-    C = _accumulator(call)
     direct = (isinstance(out, np.ndarray) and out.dtype == dtype
               and not any(np.may_share_memory(out, op.value) for op in (call.a, call.b)
                           if isinstance(op.value, np.ndarray)))
-    res = promoted(out, call) if direct else np.empty(call.full_shape, dtype)
+    return (promoted(out, call) if direct else np.empty(call.full_shape, dtype)), direct
+
+
+def deliver(call: MatmulCall, res: np.ndarray, direct: bool):
+    """The call's result from `res` (see destination): out, filled, or a new array."""
+    if call.out is None:
+        return res.reshape(call.shape)
+    if not direct:
+        call.out[...] = res.reshape(call.shape)
+    return call.out
+
+
+def run_on_host(call: MatmulCall, product: Product):
+    """Execute `call` with `product` per 2-D matrix; returns out (filled) or a new array
+    of numpy.matmul's shape in the compute dtype."""
+    A, B = host_operands(call)
+    C = accumulator(call)
+    res, direct = destination(call)
     if res.size:
         if call.K == 0:                   # an empty sum: beta * C
             res[...] = 0.0 if C is None else call.beta * C
@@ -90,8 +106,4 @@ def run_on_host(call: MatmulCall, product: Product):
             for idx in np.ndindex(*call.batch):
                 product(np.ascontiguousarray(A[idx]), np.ascontiguousarray(B[idx]),
                         None if C is None else np.ascontiguousarray(C[idx]), res[idx])
-    if out is None:
-        return res.reshape(call.shape)
-    if not direct:
-        out[...] = res.reshape(call.shape)
-    return out
+    return deliver(call, res, direct)

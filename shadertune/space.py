@@ -57,25 +57,74 @@ class PhasePlan:
     outer:  knobs enumerated in full, outermost first;
     refine: the knob searched over its powers of two, then refined recursively;
     groups: knob groups searched jointly in turn after the refine knob;
-    start:  the config each sweep starts from (a backend's safe default), or None.
+    start:  the config each sweep starts from (a backend's safe default), or None;
+    branch, branches: a knob whose values each have a plan of their own, as
+            ((value, PhasePlan), ...): the strategy walks the branch knob's values in
+            domain order, each with its value's plan (GL: the compute family and the
+            fragment family, whose knobs and best order differ).  A plan with
+            branches has no outer, refine, groups or start of its own.
     """
     outer: tuple[str, ...] = ()
     refine: str | None = None
     groups: tuple[tuple[str, ...], ...] = ()
     start: Config | None = None
+    branch: str | None = None
+    branches: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "outer", tuple(self.outer))
         object.__setattr__(self, "groups", tuple(tuple(g) for g in self.groups if g))
         if self.start is not None and not isinstance(self.start, Config):
             object.__setattr__(self, "start", Config(self.start))
+        object.__setattr__(self, "branches", tuple((v, p) for v, p in self.branches))
+        if self.branch is not None and (self.outer or self.refine or self.groups or self.start):
+            raise ValueError("a phase plan with branches has no outer, refine, groups or start of its own")
+        if any(not isinstance(p, PhasePlan) or p.branch is not None for _, p in self.branches):
+            raise ValueError("a branch's plan is a PhasePlan without branches of its own")
+
+    def plan_for(self, value) -> "PhasePlan":
+        """The plan of one value of the branch knob (an empty plan for a value without one)."""
+        return dict(self.branches).get(value, PhasePlan())
+
+    def for_config(self, cfg: Mapping) -> "PhasePlan":
+        """The plan that walks `cfg`: its branch's, or this one."""
+        return self.plan_for(cfg[self.branch]) if self.branch is not None else self
+
+    @property
+    def start_point(self) -> Config | None:
+        """Where a search without other seeds starts: the start, or the first branch's."""
+        if self.branch is None:
+            return self.start
+        return next((p.start for _, p in self.branches if p.start is not None), None)
 
     def named_knobs(self) -> list[str]:
-        return [*self.outer, *([self.refine] if self.refine else []),
-                *(k for g in self.groups for k in g)]
+        own = [*self.outer, *([self.refine] if self.refine else []),
+               *(k for g in self.groups for k in g)]
+        if self.branch is not None:
+            own.append(self.branch)
+        return own + [k for _, p in self.branches for k in p.named_knobs()]
 
     def starting_at(self, start: Mapping | None) -> "PhasePlan":
-        return replace(self, start=None if start is None else Config(start))
+        """This plan starting at `start`; with branches, the branch of start's value."""
+        if self.branch is None:
+            return replace(self, start=None if start is None else Config(start))
+        if start is None:
+            return self
+        value = start[self.branch]
+        return replace(self, branches=tuple((v, p.starting_at(start) if v == value else p)
+                                            for v, p in self.branches))
+
+    def with_starts(self, fix) -> "PhasePlan":
+        """This plan with every start replaced by fix(start) (None drops it)."""
+        if self.branch is not None:
+            return replace(self, branches=tuple((v, p.with_starts(fix)) for v, p in self.branches))
+        return self if self.start is None else replace(self, start=fix(self.start))
+
+    def starts(self) -> list[Config]:
+        """Every start point of the plan (its branches' included)."""
+        if self.branch is not None:
+            return [s for _, p in self.branches for s in p.starts()]
+        return [self.start] if self.start is not None else []
 
 
 @dataclass(frozen=True)
@@ -160,8 +209,8 @@ class Space:
             bad = [k for k in plan.named_knobs() if k not in self.knobs]
             if bad:
                 raise ValueError(f"phase plan names unknown knobs: {bad}")
-            if plan.start is not None:
-                why = self.why_invalid(plan.start)
+            for start in plan.starts():
+                why = self.why_invalid(start)
                 if why:
                     raise ValueError(f"phase plan starts outside the space: {why}")
         self._phases = plan
@@ -386,10 +435,130 @@ class Space:
                 out.append(c)
         return out
 
+    def random_config(self, rng: random.Random) -> Config:
+        """A point of the product of the domains drawn uniformly (maybe invalid)."""
+        return Config({n: rng.choice(dom) for n, dom in self.knobs.items()})
+
+    def narrowed(self, domains: Mapping[str, Sequence]) -> "Space":
+        """The same space (same class, rules and constants) with the knobs in `domains`
+        limited to those values (each a non-empty subset of its domain); no plan."""
+        knobs = {k: tuple(domains.get(k, dom)) for k, dom in self.knobs.items()}
+        return type(self)(knobs, self.restrictions, self.constants)
+
     def describe(self) -> dict:
         return {"knobs": {k: list(v) for k, v in self.knobs.items()},
                 "restrictions": [_describe(r) for r in self.restrictions],
                 "full_size": self.full_size, "size": len(self)}
+
+
+class UnionSpace(Space):
+    """The union of disjoint spaces told apart by the value of one knob, `branch`.
+
+    Each part is (value, space, fixed): the branch value its configs hold, a Space
+    over the knobs they vary, and the values they hold for the union's other knobs.
+    A config of the union carries every knob; it is valid when its branch value names
+    a part, it holds that part's fixed values, and the rest is valid in the part.
+    Enumeration, membership, first configs and random draws go to the parts, so no
+    part's knobs multiply another's (GL: the compute family and the fragment family).
+    """
+
+    def __init__(self, branch: str, parts: Sequence[tuple[Any, Space, Mapping]],
+                 phases: PhasePlan | None = None):
+        if not parts:
+            raise ValueError("a UnionSpace needs at least one part")
+        self.branch = branch
+        self.parts: dict = {}
+        knobs: dict[str, tuple] = {branch: ()}
+        for value, space, fixed in parts:
+            if value in self.parts:
+                raise ValueError(f"{branch}={value!r} names two parts")
+            if branch in space.knobs or branch in fixed:
+                raise ValueError(f"a part of a union over {branch!r} must not have it as a knob")
+            if set(space.knobs) & set(fixed):
+                raise ValueError(f"part {branch}={value!r} both varies and fixes "
+                                 f"{sorted(set(space.knobs) & set(fixed))}")
+            self.parts[value] = (space, dict(fixed))
+            knobs[branch] += (value,)
+            for k, dom in [*space.knobs.items(), *((k, (v,)) for k, v in fixed.items())]:
+                have = knobs.setdefault(k, ())
+                knobs[k] = have + tuple(v for v in dom if v not in have)
+        names = set(knobs) - {branch}
+        for value, (space, fixed) in self.parts.items():
+            if set(space.knobs) | set(fixed) != names:
+                raise ValueError(f"part {branch}={value!r} leaves out knobs "
+                                 f"{sorted(names - set(space.knobs) - set(fixed))}")
+        self.knobs = knobs
+        self._domain_sets = {k: frozenset(d) for k, d in knobs.items()}
+        self.constants = {k: v for space, _ in self.parts.values() for k, v in space.constants.items()}
+        self.restrictions = [r for space, _ in self.parts.values() for r in space.restrictions]
+        self._valid = None
+        self._phases = None
+        self.phases = phases
+
+    def _whole(self, value, fixed: Mapping, cfg: Config) -> Config:
+        return Config({self.branch: value, **fixed, **cfg.to_dict()})
+
+    def why_invalid(self, cfg: Mapping) -> str | None:
+        cfg = cfg if isinstance(cfg, Config) else Config(cfg)
+        value = cfg.get(self.branch)
+        if value not in self.parts:
+            return f"{self.branch}={value!r} not in {list(self.parts)}"
+        if cfg.keys() != self._domain_sets.keys():
+            missing = set(self.knobs) - set(cfg)
+            if missing:
+                return f"missing knobs: {sorted(missing)}"
+            return f"unknown knobs: {sorted(set(cfg) - set(self.knobs))}"
+        space, fixed = self.parts[value]
+        for k, v in fixed.items():
+            if cfg[k] != v:
+                return f"{k}={cfg[k]!r}: {self.branch}={value} holds {k}={v!r}"
+        return space.why_invalid(Config({k: cfg[k] for k in space.knobs}))
+
+    @property
+    def full_size(self) -> int:
+        """Points before restrictions: the parts' products added up."""
+        return sum(space.full_size for space, _ in self.parts.values())
+
+    def configs(self) -> list[Config]:
+        """Every valid config (cached): the parts' in branch order."""
+        if self._valid is None:
+            self._valid = [self._whole(value, fixed, c) for value, (space, fixed) in self.parts.items()
+                           for c in space.configs()]
+        return list(self._valid)
+
+    def first(self, fixed: Mapping, order: Sequence[str]) -> Config | None:
+        for value, (space, held) in self.parts.items():
+            if fixed.get(self.branch, value) != value or any(fixed.get(k, v) != v for k, v in held.items()):
+                continue
+            found = space.first({k: v for k, v in fixed.items() if k in space.knobs},
+                                [k for k in order if k in space.knobs])
+            if found is not None:
+                return self._whole(value, held, found)
+        return None
+
+    def random_config(self, rng: random.Random) -> Config:
+        """A part drawn in proportion to its product, then a point of its product."""
+        sizes = [space.full_size for space, _ in self.parts.values()]
+        value = rng.choices(list(self.parts), weights=sizes)[0]
+        space, fixed = self.parts[value]
+        return self._whole(value, fixed, space.random_config(rng))
+
+    def narrowed(self, domains: Mapping[str, Sequence]) -> "UnionSpace":
+        """The union of the parts narrowed to `domains` (a part whose branch value or
+        fixed values fall outside them drops out)."""
+        parts = []
+        for value, (space, fixed) in self.parts.items():
+            if value not in domains.get(self.branch, (value,)) or any(
+                    v not in domains.get(k, (v,)) for k, v in fixed.items()):
+                continue
+            parts.append((value, space.narrowed({k: d for k, d in domains.items() if k in space.knobs}), fixed))
+        if not parts:
+            raise ValueError(f"no {self.branch} is left: its values {list(self.parts)} all fall outside "
+                             "the knob values asked for")
+        return type(self)(self.branch, parts)
+
+    def binding_order(self) -> list[str]:
+        return [self.branch] + [k for k in self.knobs if k != self.branch]
 
 
 def _bound_check(rule: _Rule, index: dict, order: list, cache: bool = True) -> Callable[[list], bool]:

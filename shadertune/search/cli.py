@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strategy", choices=sorted(STRATEGIES),
                    help="; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) +
                         " (default: the backend's, phased for gl, model for cuda)")
+    s.add_argument("--fix", action="append", metavar="KNOB=V[,V...]",
+                   help="search only the configs with these knob values, e.g. family=fragment "
+                        "(Jiang's reproduction) or family=compute; repeatable")
     s.add_argument("--budget", type=int, metavar="N", help="at most N evaluations per problem")
     s.add_argument("--time-limit", type=float, metavar="S",
                    help="stop starting new evaluations after S seconds per problem (0: no "
@@ -395,11 +398,17 @@ def _search(args, problems, Store, StoreError) -> int:
     code, reason = 0, None
     try:
         if clustered(args):
+            if args.fix:
+                raise ValueError("--fix narrows a search on this machine; it does not reach a "
+                                 "cluster's workers (leave out --workers / --gpus / --cluster)")
             from ..cluster.cli import tune_on_cluster
             store = _open_store(args, Store)
             tune_on_cluster(args, problems, store, runs, notes)
         else:
             backend = load_backend(args.backend)
+            if args.fix:
+                from .restrict import RestrictedBackend, parse_fix
+                backend = RestrictedBackend(backend, parse_fix(args.fix))
             device = backend.device()
             budget = _budget(args, device)
             store = _open_store(args, Store)

@@ -49,7 +49,7 @@ def neighbourhood(space: Space, cfg: Config) -> list[Config]:
     moves: list[Config] = []
     for knob, dom in space.knobs.items():
         moves += [cfg.replace(**{knob: v}) for v in _values_near(dom, cfg[knob])]
-    plan = space.phases
+    plan = space.phases.for_config(cfg) if space.phases is not None else None
     for group in (plan.groups if plan is not None else ()):
         if len(group) > 1:
             for combo in itertools.product(*(space.knobs[k] for k in group)):

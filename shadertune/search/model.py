@@ -43,7 +43,7 @@ def search(space: Space, evaluate, budget: Budget | None = None,
             source, what = draws(space, random.Random(options.seed)), "random starts (no cost model)"
         else:
             source, what = iter(ranked), "model"
-        start = space.phases.start if space.phases is not None else None
+        start = space.phases.start_point if space.phases is not None else None
         lead = list(dict.fromkeys(c for c in options.seeds if c in space))[:options.top]
         lead = lead or ([start] if start is not None else [])
         first = lead + list(itertools.islice((c for c in source if c not in lead),

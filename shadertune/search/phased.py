@@ -35,6 +35,10 @@ evaluated; the candidates of steps 2 and 3 are asked for as one batch each
 valid config, sweep every knob in turn over its domain, moving to the best,
 until a full sweep brings no improvement.
 
+A plan with branches (PhasePlan.branch) runs each value of its branch knob in
+domain order, with that value's own plan and the value fixed; every step above
+then reads the branch's plan.
+
 When the plan is done and budget remains, the search goes on with local.py's
 local search from the best config, restarting from the best config of each
 other outer combination (best first), then from random draws, until the
@@ -76,14 +80,24 @@ def search(space: Space, evaluate, budget: Budget | None = None,
 
 def _phased(space: Space, run: Tracker) -> list[Config]:
     """Run the plan; the best config of each outer combination."""
-    plan = space.phases
+    return _run_plan(space, run, space.phases, {})
+
+
+def _run_plan(space: Space, run: Tracker, plan, base: dict) -> list[Config]:
+    """`plan` with the knobs of `base` fixed (a branch's value): a plan with branches
+    runs each value's own plan in the branch knob's domain order."""
+    if plan.branch is not None:
+        ends = []
+        for value in space.knobs[plan.branch]:
+            ends += _run_plan(space, run, plan.plan_for(value), {**base, plan.branch: value})
+        return ends
     outer, refine, groups = list(plan.outer), plan.refine, [list(g) for g in plan.groups]
     ends = []
     for values in itertools.product(*(space.knobs[k] for k in outer)):
-        fixed = dict(zip(outer, values))
+        fixed = {**base, **dict(zip(outer, values))}
         where = " ".join(f"{k}={v}" for k, v in fixed.items())
         label = (where + ": ") if where else ""
-        cur = _start(space, run, fixed)
+        cur = _start(space, run, fixed, plan)
         if cur is None:
             continue                      # no valid point with these outer values
         if refine is not None:
@@ -102,7 +116,7 @@ def _phased(space: Space, run: Tracker) -> list[Config]:
     return ends
 
 
-def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
+def _start(space: Space, run: Tracker, fixed: dict, plan=None) -> Config | None:
     best = run.best()
     if best is not None:
         cand = best.config.replace(**fixed)
@@ -110,7 +124,6 @@ def _start(space: Space, run: Tracker, fixed: dict) -> Config | None:
             return cand
     # A backend may name a start point (its safe default): the np sweep then runs with
     # a sensible mc/mrt instead of the slowest corner of the space.
-    plan = space.phases
     if plan is not None and plan.start is not None:
         cand = plan.start.replace(**fixed)
         if cand in space:

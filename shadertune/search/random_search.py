@@ -40,10 +40,9 @@ def draws(space: Space, rng: random.Random):
         rng.shuffle(cfgs)
         yield from cfgs
         return
-    names = list(space.knobs)
     seen: set[Config] = set()
     while len(seen) < space.full_size:
-        cfg = Config({n: rng.choice(space.knobs[n]) for n in names})
+        cfg = space.random_config(rng)
         if cfg in seen:
             continue
         seen.add(cfg)

@@ -43,14 +43,16 @@ def narrow(space: Space, fixed: dict) -> Space:
     unknown = set(fixed) - set(space.knobs)
     if unknown:
         raise ValueError(f"--fix names unknown knobs {sorted(unknown)}; knobs are {list(space.knobs)}")
-    # the backend's own Space class (e.g. GL's, which enumerates per output path)
-    sub = type(space)(knobs, space.restrictions, space.constants)
-    plan = space.phases
-    if plan is not None and plan.start is not None and sub.why_invalid(plan.start):
+    # the backend's own kind of space (GL's: a union of its families)
+    sub = space.narrowed({k: knobs[k] for k in fixed})
+    def inside(start):
         # keep a start point inside the subspace: the old one with the fixed values put in
-        cand = plan.start.replace(**{k: v[0] for k, v in knobs.items() if k in fixed})
-        plan = plan.starting_at(cand if sub.why_invalid(cand) is None else None)
-    sub.phases = plan
+        if sub.why_invalid(start) is None:
+            return start
+        cand = start.replace(**{k: v[0] for k, v in knobs.items() if k in fixed})
+        return cand if sub.why_invalid(cand) is None else None
+    plan = space.phases
+    sub.phases = None if plan is None else plan.with_starts(inside)
     return sub
 
 

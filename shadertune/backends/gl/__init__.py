@@ -7,16 +7,26 @@ from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
-from .codegen import fragment_source, is_image, plan_layout, templates_hash
+from .codegen import fragment_source, is_compute, is_image, plan_layout, templates_hash
+from .compute_codegen import compute_source, reduce_source
+from .compute_driver import ComputeKernel
+from .compute_layout import ComputeLayout
 from .driver import GLKernel
 from .image_driver import ImageKernel
 from .pool import default_pool_bytes
+from .timing import clock_of
+
+# GPU work queued while a search compiles a kernel (timing.py, "The clock"): about a
+# compile's time, so that neither the clock falls nor the next run waits long.
+COMPILE_HEAT_S = 0.2
+from .compute_space import compute_candidates
 from .space import default_config, default_for, gl_space, with_defaults
 
 
 class GLBackend(Backend):
     name = "gl"
     shared_by_threads = False     # its context is current in one thread (context.py)
+    batched = True                # stacked products: one dispatch of the compute family
 
     def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
         self.device_index = device_index
@@ -25,6 +35,7 @@ class GLBackend(Backend):
         self._device: DeviceInfo | None = None
         self._pool = None
         self._transfers = None
+        self._searching = False       # inside search_session: compiles are heated over
 
     @property
     def pool(self):
@@ -64,9 +75,11 @@ class GLBackend(Backend):
         pool = self.pool
         before = pool.max_bytes
         pool.max_bytes = max(before, default_pool_bytes(searching=True))
+        self._searching = True
         try:
             yield
         finally:
+            self._searching = False
             pool.max_bytes = before
             pool.clear()
             if self._transfers is not None:
@@ -98,15 +111,27 @@ class GLBackend(Backend):
     def source(self, problem: Problem, config: Config) -> str:
         config = with_defaults(config)
         self._check_problem(problem)
+        if is_compute(config):
+            return compute_source(_compute_layout(problem, config), config)
         return fragment_source(plan_layout(problem.M, problem.N, problem.K, config), config)
 
     def build(self, problem: Problem, config: Config) -> GLKernel:
-        """The kernel of `config` (a config without the image-path knobs is an MRT one)."""
+        """The kernel of `config` (a config without the image-path or compute knobs is
+        an MRT one)."""
         config = with_defaults(config)
         self._check_problem(problem)
         why = self.space(problem).why_invalid(config)
         if why:
             raise InvalidConfig(f"config not in the GL space for {problem.key}: {why}")
+        if self._searching:
+            keeper = clock_of(self.ctx)
+            if keeper is not None:    # the compile's gap must not let the GPU's clock fall
+                keeper.heat_while(COMPILE_HEAT_S)
+        if is_compute(config):
+            layout = _compute_layout(problem, config)
+            return ComputeKernel(self.ctx, problem, config, layout, compute_source(layout, config),
+                                 reduce_source(layout) if layout.ks > 1 else None,
+                                 pool=self.pool, transfers=self.transfers)
         layout = plan_layout(problem.M, problem.N, problem.K, config)
         src = fragment_source(layout, config)
         if is_image(config):
@@ -118,9 +143,30 @@ class GLBackend(Backend):
         return templates_hash()
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
-        """The fetch or ALU bound of one config (roofline.model.gl_config_roofline)."""
+        """The bound of one config: a fragment config's fetch or ALU bound
+        (roofline.model.gl_config_roofline), a compute config's FMA peak or operand
+        traffic (compute_model.compute_roofline)."""
+        if is_compute(config):
+            from .compute_model import compute_roofline
+            return compute_roofline(problem, config, ceilings)
         from ...roofline.model import gl_config_roofline
-        return gl_config_roofline(config, ceilings, problem.K)
+        return gl_config_roofline(with_defaults(config), ceilings, problem.K)
+
+    def predict_ms(self, problem: Problem, configs):
+        """The analytical cost model of both families (compute_model.py)."""
+        from .compute_model import predict_ms
+        return predict_ms(problem, configs, self.device().limits)
+
+    def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
+        """The default first, then the compute family's default shapes (where the device
+        has it) ranked by the cost model: the configs a search times first."""
+        space = self.space(problem)
+        first = [default_config(problem, space)]
+        if "compute" in space.parts:
+            more = compute_candidates(problem, space)
+            ms = self.predict_ms(problem, more)
+            first += [c for _, c in sorted(zip(ms, more), key=lambda t: t[0]) if c not in first]
+        return first[:n]
 
     def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
         from ...roofline.model import gl_ceiling_lines
@@ -144,4 +190,11 @@ class GLBackend(Backend):
         return super().preset_config(name, problem) if name == "fast" else preset_config(name, problem)
 
 
-__all__ = ["GLBackend", "GLKernel", "ImageKernel"]
+def _compute_layout(problem: Problem, config) -> ComputeLayout:
+    try:
+        return ComputeLayout.plan(problem, config)
+    except ValueError as e:
+        raise InvalidConfig(str(e)) from None
+
+
+__all__ = ["GLBackend", "GLKernel", "ImageKernel", "ComputeKernel"]

@@ -1,26 +1,85 @@
 """How GLBackend executes one matmul call (Backend.run_call) and its named configs.
 
-A product whose matrices exceed the device's max texture size is split into
-tiles of at most that size in M, N and K; K chunks accumulate (each later
-chunk adds onto the running result with beta = 1).  The main tile gets the
-caller's config as given (checked strictly); a remainder tile gets the same
-config moved to fit it, or its own default when nothing near fits.
+Stacked products (a batch) run as one dispatch of the compute family where the
+device has it: the operands go up as the caller's stacks (a 2-D operand stands
+for every product, read with a stride of 0) and C comes back into the caller's
+`out`.  Otherwise every 2-D product runs on its own (host.run_on_host).
+
+A product whose matrices exceed what one kernel holds (the device's max texture
+size; for the compute family, its largest storage buffer) is split into tiles of
+at most that size in M, N and K; K chunks accumulate (each later chunk adds onto
+the running result with beta = 1).  The main tile gets the caller's config as
+given (checked strictly); a remainder tile gets the same config moved to fit it,
+or its own default when nothing near fits.
 """
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
-from ...host import run_on_host
+from ...host import accumulator, deliver, destination, host_operands, run_on_host, to_host
 from ...problem import Problem
 
 
 def run_call(backend, call, plan):
-    """Run `call` on host arrays in float32, tiled under the texture limit."""
-    limit = int(backend.device().limits.get("max_texture_size", 4096))
+    """Run `call` on host arrays in float32: a stack in one dispatch where the compute
+    family can take it, else one product at a time, tiled under the device's limits."""
+    limits = backend.device().limits
+    limit = tile_limit(limits)
     backend.ctx                   # made current: a thread may hold several (device indices)
+    count = math.prod(call.batch)
+    if count > 1 and call.K > 0 and min(call.M, call.N) > 0 and limits.get("compute") \
+            and max(call.M, call.N, call.K) <= limit:
+        done = _stacked(backend, call, plan, count)
+        if done is not None:
+            return done
     return run_on_host(call, lambda A, B, C, dest: _product(plan, call, limit, A, B, C, dest))
+
+
+def tile_limit(limits: dict) -> int:
+    """The largest side of a product's tile: the max texture size, and where the device
+    has the compute family, no side past what a storage buffer holds square."""
+    limit = int(limits.get("max_texture_size", 4096))
+    ssbo = int(limits.get("max_ssbo_bytes", 0))
+    if limits.get("compute") and ssbo:
+        limit = min(limit, math.isqrt(ssbo // 4))
+    return limit
+
+
+def _stacked(backend, call, plan, count: int):
+    """The whole stack as one problem of `count` products (one dispatch), or None where
+    its config is not of the compute family (the caller then runs the products one by
+    one)."""
+    problem = Problem(call.M, call.N, call.K, batch=count)
+    try:
+        config = plan.config(problem)
+    except ValueError:
+        return None              # no compute config holds this stack (buffer sizes)
+    if config.get("family") != "compute":
+        return None
+    A, B = host_operands(call)
+    a = _stack(to_host(call.a.value), A, count)
+    b = _stack(to_host(call.b.value), B, count)
+    C = accumulator(call)
+    C = None if C is None else np.ascontiguousarray(C, np.float32).reshape(count, call.M, call.N)
+    res, direct = destination(call)
+    # the kernel reads back straight into res where res is one C-contiguous stack
+    into = res.reshape(count, call.M, call.N) if res.flags.c_contiguous else None
+    got = plan.kernel(problem).run(a, b, C, alpha=call.alpha, beta=call.beta, out=into)
+    if into is None:
+        res[...] = got.reshape(res.shape)
+    return deliver(call, res, direct)
+
+
+def _stack(raw: np.ndarray, broadcast: np.ndarray, count: int) -> np.ndarray:
+    """An operand as the kernel takes it: one 2-D matrix where the caller gave one for
+    every product (a stride of 0, no copy), else the stack as (count, rows, cols)."""
+    core = broadcast.shape[-2:]
+    if raw.ndim <= 2:
+        return np.ascontiguousarray(broadcast.reshape((-1,) + core)[0], np.float32)
+    return np.ascontiguousarray(broadcast, np.float32).reshape((count,) + core)
 
 
 def _tiles(n: int, size: int) -> list[tuple[int, int]]:

@@ -23,11 +23,21 @@ UNROLLS = (1, 2, 4, 8, "full")
 CARRIES = ("rmw", "pingpong")
 
 
+def is_compute(config) -> bool:
+    """Whether `config` is of the compute family (a config without `family` is a
+    fragment one)."""
+    family = config.get("family", "fragment")
+    if family not in ("fragment", "compute"):
+        raise InvalidConfig(f"family must be 'fragment' or 'compute', got {family!r}")
+    return family == "compute"
+
+
 def is_image(config) -> bool:
-    """Whether `config` is on the image path (a config without `out` is an MRT one)."""
+    """Whether `config` is on the fragment family's image path (a config without `out`
+    is an MRT one)."""
     out = config.get("out", "mrt")
-    if out not in ("mrt", "image"):
-        raise InvalidConfig(f"out must be 'mrt' or 'image', got {out!r}")
+    if out not in ("mrt", "image", "buffer"):
+        raise InvalidConfig(f"out must be 'mrt', 'image' or 'buffer', got {out!r}")
     return out == "image"
 
 
@@ -103,4 +113,5 @@ def _image_source(L: ImageLayout, config, glsl: str, carry: str) -> str:
 
 
 def templates_hash() -> str:
-    return template_hash(TEMPLATE, IMAGE_TEMPLATE, VERTEX, PACK, UNPACK)
+    from .compute_codegen import REDUCE_TEMPLATE, TEMPLATE as COMPUTE_TEMPLATE
+    return template_hash(TEMPLATE, IMAGE_TEMPLATE, VERTEX, PACK, UNPACK, COMPUTE_TEMPLATE, REDUCE_TEMPLATE)

@@ -46,9 +46,10 @@ class ContextState:
     owner        (pid, thread id) the context is current in, for contexts
                  get_context() made; None for contexts made elsewhere (their
                  maker keeps them current)
+    clock        the context's ClockKeeper (timing.py), made when timing first needs it
     """
 
-    __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software")
+    __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software", "clock")
 
     def __init__(self, owner: tuple[int, int] | None = None):
         self.owner = owner
@@ -56,6 +57,7 @@ class ContextState:
         self.clears_nan = None
         self.placeholder = None
         self.software = None
+        self.clock = None
 
     def check(self) -> None:
         """Raise ContextError unless the calling thread may use the context: GL calls

@@ -1,6 +1,8 @@
 """Device limits read at run time, exposed to the tuner."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..base import DeviceInfo
 
 
@@ -55,6 +57,79 @@ def image_path_limits(ctx, exts: set) -> dict:
     }
 
 
+# what KHR_shader_subgroup reports: the stages and the operations subgroups support
+_SUBGROUP_STAGES_KHR, _SUBGROUP_FEATURES_KHR = 0x9533, 0x9534
+_COMPUTE_STAGE_BIT, _SHUFFLE_FEATURE_BIT = 0x20, 0x10
+# a compute unit count where the driver tells none: a mid-size GPU's SMs
+_DEFAULT_COMPUTE_UNITS = 32
+
+
+def compute_units(ctx, software: bool) -> int:
+    """How many workgroups run at once, in units of one per SM: NVIDIA's driver says
+    (gl_SMCountNV of GL_NV_shader_thread_group, read by a one-invocation dispatch);
+    a software renderer runs one per CPU thread (llvmpipe's LP_NUM_THREADS, else the
+    CPUs this process may use); else a stated default."""
+    import os
+    if software:
+        env = os.environ.get("LP_NUM_THREADS", "")
+        if env.isdigit() and int(env) > 0:
+            return int(env)
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if "GL_NV_shader_thread_group" not in set(ctx.extensions):
+        return _DEFAULT_COMPUTE_UNITS
+    src = ("#version 450 core\n#extension GL_NV_shader_thread_group : require\n"
+           "layout(local_size_x = 1) in;\nlayout(std430, binding = 0) buffer Out { uint n; };\n"
+           "void main() { n = gl_SMCountNV; }\n")
+    prog = buf = None
+    try:
+        prog = ctx.compute_shader(src)
+        buf = ctx.buffer(reserve=4)
+        buf.bind_to_storage_buffer(0)
+        prog.run(1, 1, 1)
+        ctx.memory_barrier()
+        n = int(np.frombuffer(buf.read(), np.uint32)[0])
+        return n if n > 0 else _DEFAULT_COMPUTE_UNITS
+    except Exception:
+        return _DEFAULT_COMPUTE_UNITS
+    finally:
+        for r in (prog, buf):
+            if r is not None:
+                r.release()
+
+
+def compute_limits(ctx, exts: set, software: bool) -> dict:
+    """What the compute family needs and the limits that prune it, read at run time: a
+    GL 4.5 context (GLSL 4.50 lets barrier() sit in uniform loops), shared memory and
+    invocations a workgroup, work groups a dispatch, buffer-texture size, subgroup
+    shuffles (KHR_shader_subgroup in compute shaders, subgroups of 32), compute units.
+    Without GL 4.5 the family is absent: every limit reads 0."""
+    from . import glraw
+    if int(ctx.version_code) < 450:
+        return {"compute": False}
+
+    def limit(pname, info_key=None) -> int:
+        v = glraw.get_integer(ctx, pname)
+        if v is None and info_key:
+            v = ctx.info.get(info_key)
+        return max(0, int(v or 0))
+    groups = ctx.info.get("GL_MAX_COMPUTE_WORK_GROUP_COUNT") or (65535, 65535, 65535)
+    shuffle = False
+    if "GL_KHR_shader_subgroup" in exts:
+        stages, features = limit(_SUBGROUP_STAGES_KHR), limit(_SUBGROUP_FEATURES_KHR)
+        shuffle = bool(stages & _COMPUTE_STAGE_BIT and features & _SHUFFLE_FEATURE_BIT
+                       and limit(glraw.SUBGROUP_SIZE_KHR) == 32)
+    return {
+        "compute": True,
+        "max_compute_shared_bytes": limit(glraw.MAX_COMPUTE_SHARED_MEMORY_SIZE),
+        "max_compute_invocations": limit(glraw.MAX_COMPUTE_WORK_GROUP_INVOCATIONS,
+                                         "GL_MAX_COMPUTE_WORK_GROUP_INVOCATIONS"),
+        "max_compute_groups": [int(g) for g in groups],
+        "max_texture_buffer_texels": limit(glraw.MAX_TEXTURE_BUFFER_SIZE),
+        "subgroup_shuffle": shuffle,
+        "compute_units": compute_units(ctx, software),
+    }
+
+
 def read_limits(ctx) -> dict:
     info = ctx.info
     draw = int(info.get("GL_MAX_DRAW_BUFFERS", 1))
@@ -78,6 +153,7 @@ def read_limits(ctx) -> dict:
         "software_renderer": is_software_renderer(info.get("GL_RENDERER", "")),
     }
     limits.update(image_path_limits(ctx, exts))
+    limits.update(compute_limits(ctx, exts, limits["software_renderer"]))
     return limits
 
 

@@ -20,7 +20,7 @@ from ..base import Kernel
 from .context import make_current, state_of
 from .layout import Layout
 from .pool import make_object, nearest_texture
-from .timing import timed
+from .timing import ensure_clock, timed
 
 _FLOAT = "f4"
 
@@ -75,16 +75,17 @@ def placeholder_texture(ctx):
     return st.placeholder
 
 
-def output_array(out, M: int, N: int) -> np.ndarray:
-    """`out` if it can take the result as it is (float32, C-contiguous, (M, N),
-    writeable), else a ValueError that says what is wrong; a new array for None."""
+def output_array(out, *shape: int) -> np.ndarray:
+    """`out` if it can take the result as it is (float32, C-contiguous, of `shape`,
+    e.g. (M, N), writeable), else a ValueError that says what is wrong; a new array
+    for None."""
     if out is None:
-        return np.empty((M, N), np.float32)
+        return np.empty(shape, np.float32)
     if not isinstance(out, np.ndarray):
         raise ValueError(f"out must be a numpy array, got {type(out).__name__}")
-    if out.shape != (M, N) or out.dtype != np.float32 or not out.flags.c_contiguous \
+    if out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous \
             or not out.flags.writeable:
-        raise ValueError(f"out must be a writeable C-contiguous float32 array of shape {(M, N)}, "
+        raise ValueError(f"out must be a writeable C-contiguous float32 array of shape {shape}, "
                          f"got {out.dtype} {out.shape}"
                          f"{'' if out.flags.c_contiguous else ', not C-contiguous'}"
                          f"{'' if out.flags.writeable else ', read-only'}")
@@ -137,8 +138,7 @@ class GLKernel(Kernel):
         self.program = self._compile(source)
         self._resources.append(self.program)
         try:
-            self.vao = ctx.vertex_array(self.program, [])
-            self._resources.append(self.vao)
+            self._make_pipeline()
             self._make_textures()
             self._setup()
             self._warm_up()
@@ -156,6 +156,12 @@ class GLKernel(Kernel):
             return self.ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
         except Exception as e:  # moderngl raises a plain Exception with the compiler log
             raise BuildError(f"GLSL compile/link failed: {str(e).strip()[:2000]}", source) from None
+
+    def _make_pipeline(self) -> None:
+        """What draws the program: a vertex array of no attributes (the fullscreen
+        triangle's vertices come from gl_VertexID)."""
+        self.vao = self.ctx.vertex_array(self.program, [])
+        self._resources.append(self.vao)
 
     def _setup(self) -> None:
         """Point the program's samplers at their texture units."""
@@ -396,11 +402,16 @@ class GLKernel(Kernel):
     def passes(self) -> int:
         return self.layout.passes
 
+    @property
+    def out_shape(self) -> tuple:
+        """The shape of the result run() returns."""
+        return self.layout.M, self.layout.N
+
     def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0,
             out: np.ndarray | None = None) -> np.ndarray:
         """C = alpha * op(A) @ op(B) + beta * C, into `out` when given (a writeable
         C-contiguous float32 (M, N) array; it may be C itself)."""
-        out = output_array(out, self.layout.M, self.layout.N)
+        out = output_array(out, *self.out_shape)
         self.load(A, B, C, alpha=alpha, beta=beta)
         self.poison()
         return self._finish_run(self._guarded(self.execute), out)
@@ -416,6 +427,7 @@ class GLKernel(Kernel):
         is no cheaper to abandon otherwise).  `cache` as in load()."""
         self.load(A, B, cache=cache)
         self.poison()
+        ensure_clock(self.ctx)
         q = self.ctx.query(time=True)
         passes, height = self.passes, self.layout.hc
         holder = [0]                  # what execute() returns: where the sums are
@@ -426,7 +438,7 @@ class GLKernel(Kernel):
 
         def timed_run(*piece):
             return self._guarded(lambda: timed(self.ctx, q, lambda: run(*piece)))
-        if limit_ms is None or (passes == 1 and height < 8):
+        if limit_ms is None or (passes == 1 and (height < 8 or not self.bands_add_up)):
             ms, self.timing_source = timed_run(0, passes)
             return self._finish_run(holder[0]), ms
         if passes > 1:
@@ -443,6 +455,9 @@ class GLKernel(Kernel):
                           projected)
         rest, _ = timed_run(*pieces[1])
         return self._finish_run(holder[0]), ms + rest
+
+    # whether a pass run as bands of rows computes what the whole pass does (see _rows)
+    bands_add_up = True
 
     def _guarded(self, fn):
         try:
@@ -463,6 +478,7 @@ class GLKernel(Kernel):
         """Milliseconds per full multiply (all passes), GL timer queries, warm-up excluded."""
         if repeats < 1:
             raise ValueError("repeats must be >= 1")
+        ensure_clock(self.ctx)
         for _ in range(max(0, warmup)):
             self.execute()
         out = []

@@ -20,6 +20,13 @@ MAX_FRAGMENT_IMAGE_UNIFORMS = 0x90CE
 MAX_FRAGMENT_SHADER_STORAGE_BLOCKS = 0x90DA
 MAX_SHADER_STORAGE_BUFFER_BINDINGS = 0x90DD
 MAX_SHADER_STORAGE_BLOCK_SIZE = 0x90DE
+MAX_COMPUTE_SHARED_MEMORY_SIZE = 0x8262
+MAX_COMPUTE_WORK_GROUP_INVOCATIONS = 0x90EB
+MAX_TEXTURE_BUFFER_SIZE = 0x8C2B
+SUBGROUP_SIZE_KHR = 0x9532
+
+TEXTURE_BUFFER = 0x8C2A
+R32F, RG32F, RGBA32F = 0x822E, 0x8230, 0x8814
 
 MAP_READ_BIT = 0x0001
 MAP_WRITE_BIT = 0x0002
@@ -43,6 +50,11 @@ _SIGNATURES = {
     "glFenceSync": (ctypes.c_void_p, [ctypes.c_uint, ctypes.c_uint]),
     "glClientWaitSync": (ctypes.c_uint, [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint64]),
     "glDeleteSync": (None, [ctypes.c_void_p]),
+    "glFlush": (None, []),
+    "glCreateTextures": (None, [ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
+    "glTextureBuffer": (None, [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint]),
+    "glBindTextureUnit": (None, [ctypes.c_uint, ctypes.c_uint]),
+    "glDeleteTextures": (None, [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
 }
 
 
@@ -168,3 +180,42 @@ def wait_gpu(ctx, timeout_ns: int = 60 * 10**9) -> None:
             ctx.finish()
     finally:
         delete(sync)
+
+
+_BUFFER_TEXTURE_FORMATS = {1: R32F, 2: RG32F, 4: RGBA32F}
+
+
+def buffer_texture(ctx, buffer_glo: int, floats: int) -> int | None:
+    """A buffer texture (GL 4.5 direct state access) viewing buffer `buffer_glo` as texels
+    of `floats` floats (1, 2 or 4), so that a shader reads the buffer through the
+    texture units (texelFetch on a samplerBuffer); its name, or None where the driver
+    cannot make one."""
+    create, attach = function("glCreateTextures"), function("glTextureBuffer")
+    if create is None or attach is None or ctx.version_code < 450 or not usable(ctx):
+        return None
+    _clear_errors(ctx)
+    name = ctypes.c_uint(0)
+    create(TEXTURE_BUFFER, 1, ctypes.byref(name))
+    attach(name.value, _BUFFER_TEXTURE_FORMATS[floats], buffer_glo)
+    if ctx.error != "GL_NO_ERROR" or not name.value:
+        _clear_errors(ctx)
+        delete_texture(name.value)
+        return None
+    return int(name.value)
+
+
+def bind_texture_unit(unit: int, texture: int) -> None:
+    function("glBindTextureUnit")(unit, texture)
+
+
+def delete_texture(texture: int) -> None:
+    delete = function("glDeleteTextures")
+    if delete is not None and texture:
+        delete(1, ctypes.byref(ctypes.c_uint(texture)))
+
+
+def flush() -> None:
+    """glFlush on the context current in this thread: queued commands start now."""
+    fn = function("glFlush")
+    if fn is not None:
+        fn()

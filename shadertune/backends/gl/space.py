@@ -44,8 +44,10 @@ from __future__ import annotations
 
 from ...config import Config
 from ...problem import Problem
-from ...space import PhasePlan, Space, restriction
+from ...space import PhasePlan, Space, UnionSpace, restriction
 from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
+from .compute_space import (COMPUTE_FIXED, COMPUTE_PHASES, FRAGMENT_VALUES, compute_available,
+                            compute_candidates, compute_space)
 from .image_layout import ImageLayout
 from .layout import MC_SHAPES, Layout, packing, pass_depth
 
@@ -72,23 +74,32 @@ IMAGE_BODY_BUDGET = UNROLL_BUDGET * 16
 # NVIDIA thread can address; larger blocks spill (notes/gl.md has the measurement).
 REGISTER_BUDGET = 128
 
-PHASES = PhasePlan(outer=("out", "glsl", "fetch", "unroll"), refine="np",
-                   groups=(("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
+FRAGMENT_PHASES = PhasePlan(outer=("out", "glsl", "fetch", "unroll"), refine="np",
+                            groups=(("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
+# The families in turn, compute first (its best is the bar the fragment family's
+# configs race against, so slow ones are abandoned early), each in its own order.
+PHASES = PhasePlan(branch="family", branches=(("compute", COMPUTE_PHASES), ("fragment", FRAGMENT_PHASES)))
 
-# What a config that leaves out the image-path knobs means (configs stored and
-# written before they existed): Jiang's MRT path.
-MRT_DEFAULTS = {"out": "mrt", "block_h": 0, "block_w": 0, "a_src": "texture", "b_src": "texture"}
+# What a config that leaves out knobs means (configs stored and written before the
+# image path or the compute family existed): Jiang's MRT path in the fragment family.
+MRT_DEFAULTS = {"out": "mrt", "block_h": 0, "block_w": 0, "a_src": "texture", "b_src": "texture",
+                **FRAGMENT_VALUES}
 
 
 def with_defaults(config) -> Config:
-    """`config` with the image-path knobs it leaves out set to the MRT path's values."""
+    """`config` with the knobs it leaves out set to the MRT path's values (a config that
+    names the compute family is taken as it is: it must name every knob)."""
     cfg = config if isinstance(config, Config) else Config(config)
+    if cfg.get("family") == "compute":
+        return cfg
     missing = {k: v for k, v in MRT_DEFAULTS.items() if k not in cfg}
     return cfg.replace(**missing) if missing else cfg
 
 
-class GLSpace(Space):
-    """The GL space: a config without the image-path knobs is read as an MRT config."""
+class GLSpace(UnionSpace):
+    """The GL space: the compute family's and the fragment family's configs (a union
+    over `family`); a config without the image-path or compute knobs is read as an
+    MRT config of the fragment family."""
 
     def why_invalid(self, cfg) -> str | None:
         return super().why_invalid(with_defaults(cfg))
@@ -163,7 +174,32 @@ def _memoised(fn):
     return memo
 
 
-def gl_space(problem: Problem, limits: dict) -> Space:
+def gl_space(problem: Problem, limits: dict) -> GLSpace:
+    """The GL space of `problem` on a device with `limits`: where the device has GL 4.5
+    compute shaders the compute family, and for single products (batch 1) the
+    fragment family (Jiang's render-target path and the image path)."""
+    parts = []
+    if compute_available(limits):
+        parts.append(("compute", compute_space(problem, limits), COMPUTE_FIXED))
+    if problem.batch == 1:
+        parts.append(("fragment", fragment_space(problem, limits),
+                      {k: v for k, v in FRAGMENT_VALUES.items() if k != "family"}))
+    if not parts:
+        raise ValueError(f"the GL backend runs stacked products ({problem.key}) in one dispatch of "
+                         "the compute family, which needs GL 4.5 compute shaders; this device has none")
+    space = GLSpace("family", parts)
+    plan = PHASES
+    if problem.batch == 1:
+        plan = plan.starting_at(mrt_default_config(problem, space))
+    compute_start = compute_candidates(problem, space)[:1] if "compute" in space.parts else []
+    if compute_start:
+        plan = plan.starting_at(compute_start[0])
+    space.phases = plan
+    return space
+
+
+def fragment_space(problem: Problem, limits: dict) -> Space:
+    """The fragment family's own knobs and rules (the module docstring)."""
     M, N, K = problem.M, problem.N, problem.K
     kpad = -(-K // 4) * 4
     max_tex = int(limits.get("max_texture_size", 4096))
@@ -311,9 +347,7 @@ def gl_space(problem: Problem, limits: dict) -> Space:
     constants = {"max_draw_buffers": max_draw_buffers, "gl_version": gl_version,
                  "max_texture_units": max_texture_units,
                  "kpad": kpad, "M": M, "N": N, "K": K, "image_glsl": glsl_image}
-    space = GLSpace(knobs, restrictions, constants, phases=PHASES)
-    space.phases = PHASES.starting_at(mrt_default_config(problem, space))
-    return space
+    return Space(knobs, restrictions, constants)
 
 
 # The image-path defaults, best first: the block the H200's searches picked at 1024,
@@ -327,12 +361,27 @@ MRT_ONLY_KNOBS = ("mc", "mrt_h", "mrt_w")
 
 
 def default_config(problem: Problem, space: Space) -> Config:
-    """What matmul runs untuned.  Where the device has the image path (GL 4.3 or the
-    extensions): a 16 x 8 block per fragment through imageStore, A from a texture,
-    B from a storage buffer, passes of up to 1024 k (on the H200 the phased
-    search's pick at 1024 and 4096, 1.6-1.9x the best render-target config;
-    notes/gl.md), falling back to smaller blocks; else, and where no image config
-    fits the product, Jiang's path (mrt_default_config)."""
+    """What matmul runs untuned: the compute family's default where the device has it
+    and is a GPU (compute_space.compute_candidates; on the H200 the compute family runs
+    on every SM, the fragment family on 4 of 132), else the fragment family's: a software
+    renderer runs fragment shaders faster than compute shaders that share memory and
+    wait at barriers (llvmpipe at 256: the best fragment config 8.2 GFLOP/s, the best
+    compute config 4.8; notes/gl.md), and stacked products are the compute family's."""
+    software = space.constants.get("software_renderer", False)
+    if "compute" in space.parts and (not software or "fragment" not in space.parts):
+        first = compute_candidates(problem, space)[:1]
+        if first:
+            return first[0]
+    return fragment_default_config(problem, space)
+
+
+def fragment_default_config(problem: Problem, space: Space) -> Config:
+    """The fragment family's default.  Where the device has the image path (GL 4.3 or
+    the extensions): a 16 x 8 block per fragment through imageStore, A from a texture,
+    B from a storage buffer, passes of up to 1024 k (on the H200 the phased search's
+    pick at 1024 and 4096, 1.6-1.9x the best render-target config; notes/gl.md),
+    falling back to smaller blocks; else, and where no image config fits the product,
+    Jiang's path (mrt_default_config)."""
     glsl = space.constants.get("image_glsl")
     if glsl and "image" in space.knobs.get("out", ()):
         kpad = -(-max(problem.K, 1) // 4) * 4
@@ -345,13 +394,35 @@ def default_config(problem: Problem, space: Space) -> Config:
     return mrt_default_config(problem, space)
 
 
+# Knobs only the fragment family has (a partial config naming one is completed from a
+# fragment default), and those only the compute family has.
+FRAGMENT_ONLY_KNOBS = ("mc", "mrt_h", "mrt_w", "block_h", "block_w", "fetch")
+COMPUTE_ONLY_KNOBS = ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks", "shuffle")
+
+
 def default_for(problem: Problem, space: Space, given) -> Config:
-    """The default a partial config is completed from: the MRT path's where the
-    knobs given name that path (out=mrt, or mc / mrt_h / mrt_w) or do not fit the
-    image-path default (glsl 330, unroll 8, np 2, ...), else the default."""
+    """The default a partial config is completed from: the family's default where the
+    knobs given name a family (family=, or a knob only one family has), else the
+    default.  In the fragment family: the MRT path's where the knobs given name that
+    path (out=mrt, or mc / mrt_h / mrt_w) or do not fit the image-path default (glsl
+    330, unroll 8, np 2, ...), else the fragment default."""
+    family = given.get("family")
+    if family is None:
+        if given.get("out") in ("mrt", "image") or any(k in given for k in FRAGMENT_ONLY_KNOBS):
+            family = "fragment"
+        elif given.get("out") == "buffer" or any(k in given for k in COMPUTE_ONLY_KNOBS):
+            family = "compute"
+    if family == "compute" or (family is None and "fragment" not in space.parts):
+        return default_config(problem, space)
+    if "fragment" not in space.parts:
+        return default_config(problem, space)      # the knobs given then say what is wrong
+    if family is None:
+        default = default_config(problem, space)
+        if Config({**default.to_dict(), **given}) in space:
+            return default
     if given.get("out") == "mrt" or any(k in given for k in MRT_ONLY_KNOBS):
         return mrt_default_config(problem, space)
-    default = default_config(problem, space)
+    default = fragment_default_config(problem, space)
     if default["out"] == "image" and given.get("out") != "image" \
             and Config({**default.to_dict(), **given}) not in space:
         return mrt_default_config(problem, space)   # knobs the image default does not take

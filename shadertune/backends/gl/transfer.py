@@ -152,18 +152,27 @@ class Transfers:
 
     def read_texture(self, tex, out: np.ndarray) -> None:
         """out <- tex, byte for byte (one read-back; waits for the GPU)."""
+        self._download(out, lambda st, n: tex.read_into(st.buffer), tex.read_into)
+
+    def read_buffer(self, buf, out: np.ndarray) -> None:
+        """out <- the first out.nbytes bytes of buf (one read-back; waits for the GPU)."""
+        self._download(out, lambda st, n: self.ctx.copy_buffer(st.buffer, buf, size=n),
+                       lambda dst: buf.read_into(dst, size=dst.size))
+
+    def _download(self, out, to_staging, direct) -> None:
+        """to_staging(staging, n), a wait, then the mapping into out; or direct(out's bytes)."""
         dst = _bytes_of(out)
         self.bytes_down += dst.size
         if self.mode == "staged":
             if self._down is None:
                 self._down = _Staging(self.ctx, read=True)
             if self._down.take(dst.size):
-                tex.read_into(self._down.buffer)
+                to_staging(self._down, dst.size)
                 glraw.wait_gpu(self.ctx)
                 copy_bytes(dst, self._down.view[:dst.size])
                 return
             self.mode = "direct"
-        tex.read_into(dst)
+        direct(dst)
 
     def release(self) -> None:
         for st in self._up.values():

@@ -1,0 +1,84 @@
+"""GLSL code generation for the compute family: a ComputeLayout -> compute shader sources.
+
+Every constant the templates need is derived here (compute_layout.py) and passed
+in, so the templates stay readable GLSL.
+"""
+from __future__ import annotations
+
+from ...templates import render
+from .compute_layout import ComputeLayout
+
+TEMPLATE = "gl/matmul_compute.comp.j2"
+REDUCE_TEMPLATE = "gl/matmul_reduce.comp.j2"
+COMPUTE_GLSL = "450"     # barrier() inside (uniform) loops needs GLSL 4.50
+REDUCE_THREADS = 256
+_VTYPES = {1: "float", 2: "vec2", 4: "vec4"}
+_VCOMPS = {1: ("",), 2: (".x", ".y"), 4: (".x", ".y", ".z", ".w")}
+_SWIZZLES = {1: ".x", 2: ".xy", 4: ""}         # a buffer texture's texel is a vec4
+MAX_GROUPS = 65535                               # work groups a dispatch dimension may hold
+
+
+def describe(config) -> str:
+    return " ".join(f"{k}={config[k]}" for k in sorted(config))
+
+
+def _log2(n: int) -> int:
+    if n < 1 or n & (n - 1):
+        raise ValueError(f"{n} is not a power of two")
+    return n.bit_length() - 1
+
+
+def operand_plans(L: ComputeLayout, config) -> list[dict]:
+    """What the template needs to move A and B: per operand its source, how its slab
+    lies (stored rows: `along` when shared rows run the same way, else the store turns
+    it), its load groups (a group fills whole vec4 words of shared memory: 4 / vec
+    vectors along a row, or 4 rows of one vector each when the slab turns), and the
+    terms of its global index."""
+    plans = []
+    for name, width, along, row_is_k, origin, bound, rowvec, lds in (
+            ("A", L.bm if L.trans_a else L.bk, L.a_along, L.trans_a,
+             "m0", "M", (L.M if L.trans_a else L.K) // L.vec, L.lda4),
+            ("B", L.bk if L.trans_b else L.bn, L.b_along, not L.trans_b,
+             "n0", "N", (L.K if L.trans_b else L.N) // L.vec, L.ldb4)):
+        loads = L.loads_a if name == "A" else L.loads_b
+        per_group = L.group_size(along)
+        plans.append(dict(
+            name=name, p=name.lower(), src=config.get(name.lower() + "_src", "ssbo"),
+            binding=0 if name == "A" else 1, arr=name + "s", ld4name="LD" + name + "4",
+            ld4=lds, along=along, row_is_k=row_is_k, origin=origin, bound=bound, rowvec=rowvec,
+            off=name.lower() + "off", groups=loads // per_group, per_group=per_group,
+            row_shift=_log2(width // 4 if along else width // L.vec),
+            row_mask=(width // 4 if along else width // L.vec) - 1))
+    return plans
+
+
+def compute_source(L: ComputeLayout, config, probe_warps: bool = False) -> str:
+    """The GEMM compute shader of `config` on layout L.  `probe_warps` (a measurement,
+    never a tuned kernel) makes it record per SM the highest warp slot it ran in
+    (NVIDIA's GL_NV_shader_thread_group) into a buffer at binding 4."""
+    return render(
+        TEMPLATE, glsl=COMPUTE_GLSL, config_text=describe(config), probe_warps=probe_warps,
+        ops=operand_plans(L, config),
+        M=L.M, N=L.N, K=L.K, batch=L.batch, trans_a=L.trans_a, trans_b=L.trans_b,
+        BM=L.bm, BN=L.bn, BK=L.bk, TM=L.tm, TN=L.tn, threads=L.threads,
+        lanes_m=L.lanes_m, lanes_n=L.lanes_n, warps_n=L.warps_n, WM=L.wm, WN=L.wn,
+        VEC=L.vec, vec_shift=_log2(L.vec), vtype=_VTYPES[L.vec], vcomp=_VCOMPS[L.vec], swizzle=_SWIZZLES[L.vec],
+        comp=_VCOMPS[4], cvec=L.c_vec, ctype=_VTYPES[L.c_vec],
+        lda4=L.lda4, ldb4=L.ldb4, a_rows=L.a_rows,
+        nbuf=L.nbuf, a_t=L.a_t, db=L.db, KS=L.ks, ksplit=L.ksplit, unroll=L.unroll)
+
+
+def reduce_groups(L: ComputeLayout) -> tuple[int, int]:
+    """The reduce dispatch's (x, y) work groups: one invocation per word of C."""
+    words = L.c_floats // L.c_vec
+    groups = -(-words // REDUCE_THREADS)
+    x = min(groups, MAX_GROUPS)
+    return x, -(-groups // x)
+
+
+def reduce_source(L: ComputeLayout) -> str:
+    """The split-K reduce shader of layout L (L.ks > 1)."""
+    x, _ = reduce_groups(L)
+    return render(REDUCE_TEMPLATE, glsl=COMPUTE_GLSL, KS=L.ks, batch=L.batch,
+                  per=L.M * L.N // L.c_vec, cvec=L.c_vec, ctype=_VTYPES[L.c_vec],
+                  threads=REDUCE_THREADS, row=x * REDUCE_THREADS)
