@@ -118,13 +118,18 @@ def measured(path, problem: str | None = None, *, backend: str | None = None,
              device: str | None = None) -> Measured:
     """The results of one problem in a store, a search report or a bench-cuda file."""
     p = pathlib.Path(path)
-    if not p.is_file():
-        raise ReportError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-    with open(p, "rb") as f:
-        head = f.read(len(_SQLITE_MAGIC))
+    try:
+        with open(p, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        raise ReportError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise ReportError(f"{p}: not a file") from None
+    except OSError as e:            # a folder on its path that cannot be entered, ...
+        raise ReportError(f"{p}: cannot read ({e.strerror or e})") from None
     if head == _SQLITE_MAGIC:
         return _from_store(p, problem, backend, device)
-    from ..roofline.store import read_json
+    from ..jsonio import read_json
     doc = read_json(p, ReportError, "a report, a store or a bench-cuda file")
     if isinstance(doc, Mapping) and "schema" in doc:
         return _from_report(validate(doc, str(p)), str(p), problem, backend, device)
