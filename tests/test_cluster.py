@@ -397,7 +397,7 @@ def test_the_search_cli_joins_a_cluster_and_shows_evaluations_per_worker(client,
 
 
 @pytest.mark.parametrize("args, text", [
-    (["--workers", "0"], "--workers must be at least 1"),
+    (["--workers", "0"], "argument --workers: must be at least 1, got 0"),
     (["--workers", "2", "--gpus", "0"], "--workers 2 but --gpus names 1 GPUs"),
     (["--gpus", "0,x"], "--gpus: GPU list must be comma-separated integers"),
     (["--workers", "1", "--cluster", "tcp://127.0.0.1:1"], "not both"),

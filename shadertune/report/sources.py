@@ -75,11 +75,14 @@ class Measured:
 def parse_problem(spec: str) -> dict:
     """'1024x1024x1024', '2560x16x2560 TN', '64x64x60000:f32:NT' -> the fields it names."""
     parts = [p for p in re.split(r"[\s:]+", str(spec).strip()) if p]
-    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)", parts[0]) if parts else None
-    if m is None:
-        raise ReportError(f"--problem {spec!r}: expected MxNxK, optionally with a dtype and an "
-                          f"operation, e.g. 1024x1024x1024 or '2560x16x2560 TN'")
-    out = {"M": int(m[1]), "N": int(m[2]), "K": int(m[3])}
+    try:
+        size = Problem.parse(parts[0]) if parts else None      # the size syntax of every tool
+    except (TypeError, ValueError):
+        size = None
+    if size is None:
+        raise ReportError(f"--problem {spec!r}: expected MxNxK (or N), optionally with a "
+                          f"dtype and an operation, e.g. 1024 or '2560x16x2560 TN'")
+    out = {"M": size.M, "N": size.N, "K": size.K}
     for part in parts[1:]:
         if part.lower() in _DTYPE_NAMES:
             out["dtype"] = _DTYPE_NAMES[part.lower()]
@@ -214,7 +217,7 @@ def _from_store(path: pathlib.Path, problem, backend, device) -> Measured:
     from ..db import Store, StoreError
     src = str(path)
     try:
-        with Store(path) as store:
+        with Store(path, readonly=True) as store:     # a report only reads
             rows = store.conn.execute(
                 "SELECT backend, device, M, N, K, dtype, trans_a, trans_b, template_hash, "
                 "COUNT(*), MAX(written) FROM results GROUP BY backend, device, problem, template_hash "
