@@ -27,7 +27,7 @@ import numpy as np
 from .backends import backend_class
 from .backends.base import Backend
 from .configs import ConfigRequest, parse_request, resolve
-from .inputs import MatmulCall, check_call
+from .inputs import MatmulCall, check_call, single_out
 from .kernel_cache import DEFAULT_SIZE, KernelCache
 from .problem import Problem
 
@@ -219,6 +219,8 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
     arrays, complex, string and object inputs raise TypeError; mismatched shapes
     raise ValueError naming both shapes.
     """
+    if type(out) is tuple:
+        out = single_out(out)
     # The express lane: a call like one this door ran before (same array kinds,
     # shapes, strides, dtypes, alignment, device, config string and store), without
     # tune, repeats that launch without the analysis below (backends/cuda/express.py).

@@ -20,6 +20,7 @@ import itertools
 import json
 import sys
 
+from . import cli_args as ca
 from .config import Config
 from .problem import Problem
 
@@ -32,16 +33,18 @@ class UsageError(ValueError):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m shadertune.codegen", allow_abbrev=False,
-        description="Print the kernel shadertune generates for one config, or list the knobs "
-                    "and every valid config.",
-        epilog="Any knob of the backend's space: --KNOB VALUE (e.g. --mc 1x4 --unroll 4 --np 32; "
-               "cuda: --BM 128 --MMA 3); --list-knobs shows them. Unset knobs come from the "
-               "problem's default config.")
-    p.add_argument("--backend", choices=["gl", "cuda"], default="gl")
-    p.add_argument("--size", required=True, help="N (square) or M,N,K")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    p = ca.tool_parser(
+        "codegen", "Print the kernel shadertune generates for one config, or list the knobs "
+                   "and every valid config.",
+        "Any knob of the backend's space: --KNOB VALUE (e.g. --mc 1x4 --unroll 4 --np 32; "
+        "cuda: --BM 128 --MMA 3); --list-knobs shows them. Unset knobs come from the "
+        "problem's default config.  Errors: one line 'shadertune.codegen: error: <reason>', "
+        "exit status 2.", raw=False)
+    p.add_argument("--backend", choices=["gl", "cuda"], default="gl", help="whose kernel (default gl)")
+    p.add_argument("--size", required=True, metavar="SIZE",
+                   help=f"{ca.SIZE_HELP}; M,N,K too")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                   help="element type (default float32)")
     p.add_argument("--trans-a", action="store_true", help="A stored transposed")
     p.add_argument("--trans-b", action="store_true", help="B stored transposed")
     p.add_argument("--config", help="knobs as JSON (a partial config is filled from the default; "
@@ -159,8 +162,8 @@ def _list_knobs(space, default: Config, out) -> None:
 def main(argv=None) -> int:
     args, rest = _parser().parse_known_args(argv)
     try:
-        problem = Problem.parse(args.size, dtype=args.dtype)
-        problem = Problem(problem.M, problem.N, problem.K, args.dtype, args.trans_a, args.trans_b)
+        size = ca.size(args.size)
+        problem = Problem(size.M, size.N, size.K, args.dtype, args.trans_a, args.trans_b, size.batch)
         from .backends import get_backend
         backend = get_backend(args.backend)
         space = backend.space(problem)
@@ -186,8 +189,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:
-        print(f"shadertune.codegen: error: {e}", file=sys.stderr)
-        return 2
+        return ca.fail("codegen", e, 2)
 
 
 if __name__ == "__main__":

@@ -24,12 +24,12 @@ import difflib
 import itertools
 import json
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from . import select     # at import, never read from sys.modules on a call (notes/reliability.md)
 from .config import Config
 from .problem import Problem
 
@@ -128,9 +128,6 @@ def resolve(backend, problem: Problem, request, *, db=None, where: str | None = 
     if request.kind == "default":
         return backend.default_config(problem)
     if request.kind == "auto":
-        select = sys.modules.get("shadertune.select")
-        if select is None:
-            from . import select
         return select.select_config(backend, problem, db=db, tune=request.tune)[0]
     if request.kind == "preset":
         given = Config(backend.preset_config(request.name, problem))

@@ -7,20 +7,30 @@ the error against a float64 numpy reference.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 
+from . import cli_args as ca
+
+
+def build_parser():
+    p = ca.tool_parser("demo", __doc__.split("\n\n")[0])
+    p.add_argument("--sizes", type=ca.sizes, default=None, help="square sizes to tune, comma-separated "
+                   "(default: 128,256 on llvmpipe, 512,1024,2048 on a GPU)")
+    p.add_argument("--budget", type=ca.positive, default=40, help="evaluations per size (default 40)")
+    p.add_argument("--time-limit", type=ca.seconds, default=30.0,
+                   help="seconds per size (default 30; 0: no limit)")
+    ca.add_db(p)
+    return p
+
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m shadertune.demo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default=None, help="square sizes to tune (default: 128,256 on "
-                   "llvmpipe, 512,1024,2048 on a GPU)")
-    p.add_argument("--budget", type=int, default=40, help="evaluations per size (default 40)")
-    p.add_argument("--time-limit", type=float, default=30.0, help="seconds per size (default 30)")
-    p.add_argument("--db", default=None, help="tuning store (default: the user's cache dir)")
+    p = build_parser()
     args = p.parse_args(argv)
+    if args.sizes and any(not q.M == q.N == q.K or q.batch > 1 for q in args.sizes):
+        p.error("--sizes: the demo tunes squares: give N,N,... (python -m shadertune.search "
+                "tunes any shape)")
 
     from . import api
     from .errors import ShadertuneError
@@ -31,7 +41,8 @@ def main(argv=None) -> int:
         backend = api.backend("gl")
         dev = backend.device()
         software = bool(dev.limits.get("software_renderer"))
-        sizes = [int(s) for s in (args.sizes or ("128,256" if software else "512,1024,2048")).split(",")]
+        sizes = [p.M for p in args.sizes] if args.sizes else \
+            ([128, 256] if software else [512, 1024, 2048])
         print(f"renderer : {dev.renderer}")
         print(f"driver   : {dev.driver}")
         print(f"limits   : draw buffers {dev.limits['max_draw_buffers']}, "
@@ -41,7 +52,8 @@ def main(argv=None) -> int:
         for n in sizes:
             prob = Problem(n, n, n)
             entry = tune(backend, prob, strategy="phased",
-                         budget=Budget(max_evals=args.budget, seconds=args.time_limit), store=store)
+                         budget=Budget(max_evals=args.budget, seconds=args.time_limit or None),
+                         store=store)
             b = entry["best"]
             print(f"tuned {n:5d}: {entry['evaluated']} configs ({entry['measured']} measured, "
                   f"{entry['cached']} from the store) of {entry['space_size']} in {entry['seconds']:.1f} s; "
@@ -64,8 +76,9 @@ def main(argv=None) -> int:
         print(f"error    : {err:.2e} relative to numpy float64")
         return 0 if err <= 1e-5 else 1
     except (ShadertuneError, ValueError) as e:
-        print(f"shadertune.demo: error: {e}", file=sys.stderr)
-        return 2
+        return ca.fail("demo", e, 2)
+    except OSError as e:
+        return ca.fail("demo", ca.os_error_text(e), 2)
 
 
 if __name__ == "__main__":

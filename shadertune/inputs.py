@@ -154,6 +154,14 @@ def real_scalar(x, name: str) -> float:
 
 
 # --- the call ------------------------------------------------------------------
+def single_out(out):
+    """numpy's tuple form of out: (C,) is C and (None,) is None, as a ufunc with one
+    output takes them; a tuple of another length is numpy's ValueError."""
+    if len(out) != 1:
+        raise ValueError("matmul: The 'out' tuple must have exactly one entry per ufunc output")
+    return out[0]
+
+
 def check_call(A, B, out=None, *, alpha=1.0, beta=0.0, dtypes=("float32",)) -> MatmulCall:
     """Check one call; `dtypes` are the compute dtypes the backend offers (float64 is
     used where numpy's result would be float64 or wider and the backend has it).

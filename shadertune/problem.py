@@ -86,16 +86,19 @@ class Problem:
 
     @classmethod
     def parse(cls, text: str, dtype: str = "float32") -> "Problem":
-        """'N' (square), 'M,N,K' (also 'MxNxK') or 'B,M,N,K' (a batch of B products)."""
+        """'N' (square), 'MxNxK' (also 'M,N,K') or 'BxMxNxK' (a batch of B products): the
+        size syntax of every command line (shadertune.cli_args)."""
         parts = re.split(r"[,x]", str(text).strip())
         try:
             vals = [int(p) for p in parts]
         except ValueError:
-            raise ValueError(f"size must be N or M,N,K with integers, got {text!r}") from None
+            raise ValueError(f"size must be N, MxNxK or BxMxNxK (or M,N,K) in integers, "
+                             f"got {text!r}") from None
         if len(vals) == 1:
             vals = vals * 3
         if len(vals) == 4:
             return cls(*vals[1:], dtype=dtype, batch=vals[0])
         if len(vals) != 3:
-            raise ValueError(f"size must be N, M,N,K or B,M,N,K, got {text!r}")
+            raise ValueError(f"size must be N, MxNxK or BxMxNxK (or M,N,K) in integers, "
+                             f"got {text!r}")
         return cls(*vals, dtype=dtype)

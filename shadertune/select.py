@@ -142,7 +142,10 @@ def select(backend, problem: Problem, db=None, *, tolerance: float | None = None
     """The config `auto` takes for `problem` on `backend`, with the rule and reason."""
     Store, StoreError = _db_classes()
     is_store = isinstance(db, Store)
-    path = db.path if is_store else _store_path(db)
+    try:
+        path = db.path if is_store else _store_path(db)
+    except StoreError as e:          # nowhere for the default store (no HOME): none to read
+        return _default(backend, problem, (str(e),), None)
     spath = str(path)
     # the stamp is read before the store: a write after it changes the next stamp
     store_stat = _memo.store_stamp(spath)
@@ -194,8 +197,8 @@ def _store_path(db) -> pathlib.Path:
     except TypeError:        # an unhashable path-like: not kept
         key, path = None, None
     if path is None:
-        from .db import default_path
-        path = pathlib.Path(db).expanduser() if db is not None else default_path()
+        from .db.location import store_path
+        path = store_path(db)
         if key is not None:
             if len(_paths) > 256:
                 _paths.clear()

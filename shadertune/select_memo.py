@@ -39,10 +39,15 @@ _commits_lock = threading.Lock()
 
 
 def _stat(path) -> tuple | None:
+    """(device, inode, size, mtime) of `path`; None where there is no file.  A path that
+    cannot be reached (a folder without permission) is not 'no store': its stamp is the
+    error, so that opening it is tried and its reader warns."""
     try:
         st = os.stat(path)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as e:
+        return ("unreachable", e.errno, None, None)
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 

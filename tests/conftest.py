@@ -1,6 +1,14 @@
-"""Shared fixtures: one real GL backend (EGL; llvmpipe here, NVIDIA on the GPU machine)."""
+"""Shared fixtures: one real GL backend (EGL; llvmpipe here, NVIDIA on the GPU machine).
+
+A thread of a test that raises fails that test: pytest reports such an exception as a
+PytestUnhandledThreadExceptionWarning, made an error here (children started through
+tests/subproc.py fail the same way)."""
 import numpy as np
 import pytest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnhandledThreadExceptionWarning")
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,8 @@
 """scripts/bench-cuda without a GPU: its command line and the report it writes from rows."""
 import pathlib
-import subprocess
-import sys
 
 import pytest
+from subproc import run_python
 from script_module import load_script
 
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "bench-cuda"
@@ -15,7 +14,7 @@ def bench():
 
 
 def test_help_names_the_search_options():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True)
+    out = run_python(None, SCRIPT, "--help")
     assert out.returncode == 0
     for opt in ("--time-limit", "--store", "--strategy", "--budget", "--unheld"):
         assert opt in out.stdout

@@ -6,7 +6,6 @@ import pathlib
 import pickle
 import signal
 import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ pytest.importorskip("distributed")
 
 from cluster_fakes import OneKind                                          # noqa: E402
 from fake_backend import FakeBackend, best_correct, cost_ms               # noqa: E402
+from subproc import child_env, popen_python, run_python                   # noqa: E402
 
 from shadertune.cluster import ClusterEvaluator, Coordinator, local_cluster, tune_table  # noqa: E402
 from shadertune.config import Config                                      # noqa: E402
@@ -43,7 +43,7 @@ def control(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(control):
     with local_cluster([0, 1], [ONE, TWO, ODD, MODEL], env={"CLUSTER_FAKE_DIR": str(control),
-                                    "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}) as c:
+                                    "PYTHONPATH": child_env()["PYTHONPATH"]}) as c:
         yield c
 
 
@@ -64,7 +64,7 @@ def rows(store_path, device=KEY, problem=P):
 def test_a_config_pickled_in_one_process_hashes_as_its_equals_in_another(tmp_path):
     code = ("import pickle, sys; from shadertune.config import Config; "
             "sys.stdout.buffer.write(pickle.dumps(Config(glsl='450', np=22)))")
-    blob = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout
+    blob = run_python(code, text=False, check=True).stdout
     c = pickle.loads(blob)
     assert c in {Config(glsl="450", np=22)} and hash(c) == hash(Config(np=22, glsl="450"))
 
@@ -332,12 +332,9 @@ def test_a_config_that_kills_every_worker_it_runs_on_is_recorded_after_three_tri
 
 def test_a_worker_whose_context_fails_mid_search_is_excluded_and_retired(client, control, tmp_path):
     live_workers(client, 2)
-    env = dict(os.environ, CLUSTER_FAKE_DIR=str(control),
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
-    extra = subprocess.Popen([sys.executable, "-m", "shadertune.cluster", "worker",
-                              client.scheduler.address, "--gpus", "7,8", "--host", "127.0.0.1",
-                              "--name", "extra", "--backends", ONE],
-                             env=env, stderr=subprocess.PIPE, text=True)
+    extra = popen_python(None, "-m", "shadertune.cluster", "worker", client.scheduler.address,
+                         "--gpus", "7,8", "--host", "127.0.0.1", "--name", "extra", "--backends", ONE,
+                         env={"CLUSTER_FAKE_DIR": control}, stderr=subprocess.PIPE)
     try:
         live_workers(client, 4)
         events, workers = [], set()
@@ -400,7 +397,7 @@ def test_the_search_cli_joins_a_cluster_and_shows_evaluations_per_worker(client,
 
 
 @pytest.mark.parametrize("args, text", [
-    (["--workers", "0"], "--workers must be at least 1"),
+    (["--workers", "0"], "argument --workers: must be at least 1, got 0"),
     (["--workers", "2", "--gpus", "0"], "--workers 2 but --gpus names 1 GPUs"),
     (["--gpus", "0,x"], "--gpus: GPU list must be comma-separated integers"),
     (["--workers", "1", "--cluster", "tcp://127.0.0.1:1"], "not both"),
@@ -420,8 +417,7 @@ def test_without_dask_the_cluster_options_say_how_to_get_it_and_a_plain_search_n
             "assert 'dask' not in sys.modules\n"
             f"sys.exit(main(['--backend', {ONE!r}, '--size', '8', '--workers', '2', "
             f"'--db', {str(tmp_path / 'b.sqlite')!r}]))\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    p = run_python(code)
     assert p.returncode == 1, p.stderr
     assert p.stderr.startswith("shadertune.search: error: --workers and --cluster need Dask")
     assert "pip install 'shadertune[cluster]'" in p.stderr and p.stderr.count("\n") == 1
@@ -429,14 +425,13 @@ def test_without_dask_the_cluster_options_say_how_to_get_it_and_a_plain_search_n
 
 def test_a_killed_coordinator_resumes_from_the_store(client, control, tmp_path, capsys):
     live_workers(client, 2)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     db = tmp_path / "t.sqlite"
     args = ["--backend", ONE, "--m", "8", "--n", "8", "--k", "64", "--budget", "24", "--repeats",
             "2", "-q", "--db", str(db), "--cluster", client.scheduler.address]
     (control / "sleep").write_text("0.03")
     try:
-        p = subprocess.Popen([sys.executable, "-m", "shadertune.search", *args], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = popen_python(None, "-m", "shadertune.search", *args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while not db.exists() or len(rows(db)) < 6:
             assert p.poll() is None, p.communicate()
@@ -461,16 +456,13 @@ def test_ctrl_c_on_a_cluster_table_reports_its_problems_in_progress_as_incomplet
         control, tmp_path):
     # a local cluster of the search's own (--workers 2), and Ctrl-C as a terminal sends
     # it: SIGINT to the whole process group, the workers included
-    env = dict(os.environ, CLUSTER_FAKE_DIR=str(control),
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
     (control / "sleep").write_text("0.03")
     try:
-        p = subprocess.Popen([sys.executable, "-m", "shadertune.search", "--backend", ONE,
-                              "--sizes", "8x8x64,8x8x32", "--budget", "40", "--repeats", "2",
-                              "--db", str(db), "--report", str(rep), "--workers", "2"],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+        p = popen_python(None, "-m", "shadertune.search", "--backend", ONE, "--sizes",
+                         "8x8x64,8x8x32", "--budget", "40", "--repeats", "2", "--db", db,
+                         "--report", rep, "--workers", "2", env={"CLUSTER_FAKE_DIR": control},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         deadline = time.monotonic() + 60
         while not db.exists() or len(rows(db)) < 4 or len(rows(db, problem=P2)) < 4:
             assert p.poll() is None, p.communicate()

@@ -3,10 +3,9 @@ configs filled from the problem's default, one-line errors."""
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from subproc import run_python
 
 from shadertune.codegen import main
 
@@ -138,8 +137,6 @@ def test_errors_are_one_line(capsys, args, msg):
 
 
 def test_module_entry_point():
-    r = subprocess.run([sys.executable, "-m", "shadertune.codegen", "--size", "16", "--mc", "2x2"],
-                       capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
-                       timeout=120)
+    r = run_python(None, "-m", "shadertune.codegen", "--size", "16", "--mc", "2x2", cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "mc=2x2" in r.stdout

@@ -186,14 +186,12 @@ def test_search_cli_tunes_cuda_and_auto_selection_uses_it(be, tmp_path):
     """`python -m shadertune.search --backend cuda` on the shared core: verified results in
     the store and report, and matmul(config='auto') picks the stored best."""
     import json
-    import subprocess
-    import sys
     from shadertune.select import select_config
     db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
-    cmd = [sys.executable, "-m", "shadertune.search", "--backend", "cuda", "--m", "96", "--n", "80",
-           "--k", "72", "--strategy", "phased", "--budget", "6", "--repeats", "3",
-           "--db", str(db), "--report", str(rep), "-q"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    from subproc import run_python
+    p = run_python(None, "-m", "shadertune.search", "--backend", "cuda", "--m", "96", "--n", "80",
+                   "--k", "72", "--strategy", "phased", "--budget", "6", "--repeats", "3",
+                   "--db", db, "--report", rep, "-q", timeout=600)
     assert p.returncode == 0, p.stderr
     doc = json.loads(rep.read_text())
     prob = doc["problems"][0]

@@ -5,11 +5,10 @@ when there is no GPU. The profile and the GPU comparison themselves run only on
 the GPU machine."""
 import json
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from subproc import run_python
 from script_module import load_script
 
 from shadertune.backends.base import DeviceInfo
@@ -157,15 +156,13 @@ def test_summary_table():
 # --- the scripts ------------------------------------------------------------------------------
 
 def test_profile_cuda_dry_run_and_arguments():
-    out = subprocess.run([sys.executable, str(PROFILE), "--dry-run", "--ncu", "/x/ncu"], capture_output=True,
-                         text=True, timeout=60)
+    out = run_python(None, PROFILE, "--dry-run", "--ncu", "/x/ncu", timeout=60)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("# config: 128x128x16 w64x128 3xTF32 wgmma")
     assert lines[1] == "/x/ncu --query-metrics"
     assert "--launch-count 1" in lines[2] and "--child" in lines[2] and "--import" in lines[3]
-    bad = subprocess.run([sys.executable, str(PROFILE), "--config", "[1]", "--dry-run"], capture_output=True,
-                         text=True, timeout=60)
+    bad = run_python(None, PROFILE, "--config", "[1]", "--dry-run", timeout=60)
     assert bad.returncode == 2 and "JSON object" in bad.stderr
     mod = load_script("profile-cuda")
     with pytest.raises(SystemExit):
@@ -179,11 +176,9 @@ def test_profile_cuda_dry_run_and_arguments():
 
 @pytest.mark.skipif(device.has_gpu(), reason="checks the message given without a GPU")
 def test_scripts_say_so_without_a_gpu(tmp_path):
-    out = subprocess.run([sys.executable, str(PROFILE), "--out", str(tmp_path)], capture_output=True,
-                         text=True, timeout=60)
+    out = run_python(None, PROFILE, "--out", tmp_path, timeout=60)
     assert out.returncode == 2 and "needs an NVIDIA GPU" in out.stderr
-    out = subprocess.run([sys.executable, str(ACCURACY), "--gpu", "--skip-cpu"], capture_output=True,
-                         text=True, timeout=60)
+    out = run_python(None, ACCURACY, "--gpu", "--skip-cpu", timeout=60)
     assert out.returncode != 0 and "needs CuPy and an NVIDIA GPU" in out.stderr
 
 

@@ -3,9 +3,9 @@ import os
 import pathlib
 import sqlite3
 import subprocess
-import sys
 
 import pytest
+from subproc import popen_python
 
 from shadertune.db import schema as dbschema
 from shadertune.config import Config
@@ -143,11 +143,9 @@ def test_not_a_database_is_refused_clearly(tmp_path):
 
 def test_two_processes_writing_at_once_corrupt_nothing(tmp_path):
     path = tmp_path / "shared.sqlite"               # both also race to create it
-    code = ("import sys; sys.path[:0] = [{root!r}, {tests!r}]; from fake_backend import write_many; "
-            "write_many({path!r}, {tag!r}, 150)")
-    procs = [subprocess.Popen([sys.executable, "-c", code.format(
-        root=str(ROOT), tests=str(ROOT / "tests"), path=str(path), tag=tag)],
-        stderr=subprocess.PIPE, text=True) for tag in ("a", "b", "c")]
+    code = "from fake_backend import write_many; write_many({path!r}, {tag!r}, 150)"
+    procs = [popen_python(code.format(path=str(path), tag=tag), stderr=subprocess.PIPE)
+             for tag in ("a", "b", "c")]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err

@@ -1,14 +1,13 @@
 """docs/backends.md's worked example runs as written: its backend module, its script
 (tune through the search core, config="auto", matmul) and its command line, each taken
 from the page's code blocks and run in a fresh directory."""
-import os
 import pathlib
 import re
 import shlex
-import subprocess
 import sys
 
 import pytest
+from subproc import run_python
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "backends.md"
@@ -42,9 +41,9 @@ def example_dir(tmp_path):
 
 
 def run(args, cwd):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd), str(ROOT)]))
-    env.pop("SHADERTUNE_DB", None)
-    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert args[0] == sys.executable
+    return run_python(None, *args[1:], paths=[cwd], env={"SHADERTUNE_DB": None}, cwd=cwd,
+                      timeout=300)
 
 
 def test_the_worked_example_tunes_selects_and_multiplies(example_dir):

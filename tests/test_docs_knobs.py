@@ -1,10 +1,9 @@
 """docs/knobs.md is what scripts/knob-reference prints from the spaces, so the knob
 reference cannot drift from the code; and the script refuses a knob it cannot describe."""
 import pathlib
-import subprocess
-import sys
 
 import pytest
+from subproc import run_python
 from script_module import load_script
 
 from shadertune.space import Space
@@ -18,8 +17,7 @@ def load_reference():
 
 
 def test_committed_page_is_what_the_script_prints():
-    r = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True,
-                       timeout=300)
+    r = run_python(None, SCRIPT, "--check", timeout=300)
     assert r.returncode == 0, ("docs/knobs.md is out of date; run scripts/knob-reference --write\n"
                                + r.stdout[-4000:] + r.stderr[-2000:])
 

@@ -2,11 +2,10 @@
 import os
 import shutil
 import subprocess
-import sys
-import textwrap
 import time
 
 import pytest
+from subproc import run_python
 
 from shadertune.errors import ContextError
 
@@ -14,9 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _py(code: str, env_extra: dict | None = None, timeout: int = 120):
-    env = dict(os.environ, PYTHONPATH=ROOT, **(env_extra or {}))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return run_python(code, env=env_extra, timeout=timeout)
 
 
 def test_egl_context_and_limits(gl_backend):

@@ -2,15 +2,13 @@
 unpacked sdist), through setuptools' PEP 517 hooks with no network: every kernel file
 under shaders/ is inside both, the LICENSE too, and the templates are found from the
 unpacked wheel when run from another directory."""
-import os
 import pathlib
 import shutil
-import subprocess
-import sys
 import tarfile
 import zipfile
 
 import pytest
+from subproc import run_python
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # What a checkout holds besides the sources: never part of a build's input.
@@ -21,8 +19,7 @@ _NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-i
 def _hook(cwd: pathlib.Path, hook: str, out: pathlib.Path) -> pathlib.Path:
     """Run setuptools.build_meta.<hook>(out) in `cwd` (what `build --no-isolation` calls)."""
     code = f"import sys; from setuptools import build_meta as b; print(b.{hook}(sys.argv[1]))"
-    r = subprocess.run([sys.executable, "-c", code, str(out)], cwd=cwd, capture_output=True, text=True,
-                       timeout=300)
+    r = run_python(code, out, checkout=False, cwd=cwd, timeout=300)
     assert r.returncode == 0, f"{hook} failed:\n{r.stderr[-3000:]}"
     return out / r.stdout.strip().splitlines()[-1]
 
@@ -74,16 +71,14 @@ def test_unpacked_wheel_finds_its_kernels_from_another_directory(built, tmp_path
     zipfile.ZipFile(wheel).extractall(site)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = str(site)
+    # the wheel first and the checkout off the path; the caller's other entries kept
     code = ("import shadertune, shadertune.templates as t; print(shadertune.__file__); "
             "print(t.shader_root()); print(len(t.read('gl/fullscreen.vert')))")
-    r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True,
-                       text=True, timeout=120)
+    r = run_python(code, paths=[site], checkout=False, cwd=elsewhere)
     assert r.returncode == 0, r.stderr
     pkg, root, _ = r.stdout.splitlines()
     assert pkg.startswith(str(site)) and root == str(site / "shadertune" / "_shaders")
-    r = subprocess.run([sys.executable, "-m", "shadertune.codegen", "--size", "16"], cwd=elsewhere,
-                       env=env, capture_output=True, text=True, timeout=120)
+    r = run_python(None, "-m", "shadertune.codegen", "--size", "16", paths=[site], checkout=False,
+                   cwd=elsewhere)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("#version ") and "void main()" in r.stdout

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from subproc import run_python
 from fake_backend import FakeBackend
 from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put, true_gflops
 
@@ -142,7 +143,6 @@ def test_trains_saves_next_to_the_store_and_predicts(store):
 def test_a_saved_model_is_usable_by_another_process(store, tmp_path):
     """Configs in a saved model are looked up by hash in the process that loads it
     (string hashes differ between processes)."""
-    import subprocess
     be = FakeBackend()
     model, _ = model_for(be, store)
     path = saved.model_path(store.path, "fake", DEVICE, TEMPLATES)
@@ -150,8 +150,8 @@ def test_a_saved_model_is_usable_by_another_process(store, tmp_path):
             "m = pickle.load(open(sys.argv[1], 'rb')); c = m.verified_configs('float32')[0]; "
             "assert Config(c.to_dict()) in {c: 1}, 'stale hash'")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"      # not this process's
-    subprocess.run([sys.executable, "-c", code, str(path)], check=True,
-                   env={**os.environ, "PYTHONHASHSEED": seed})
+    r = run_python(code, path, env={"PYTHONHASHSEED": seed})
+    assert r.returncode == 0, r.stderr
 
 
 def test_reload_from_file_gives_the_same_predictions(store):

@@ -2,10 +2,9 @@
 import copy
 import json
 import pathlib
-import subprocess
-import sys
 
 import pytest
+from subproc import run_python
 
 from shadertune import report
 from shadertune import roofline as rl
@@ -355,7 +354,8 @@ def test_cli_roofline_tiny_says_when_it_is_no_roofline(tmp_path, capsys):
 def test_report_package_imports_without_matplotlib():
     code = ("import sys, shadertune.report as r; r.show(r.load(sys.argv[1])); "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
-    subprocess.run([sys.executable, "-c", code, str(GL)], check=True)
+    r = run_python(code, GL)
+    assert r.returncode == 0, r.stderr
 
 
 def test_reports_written_by_the_search_validate():

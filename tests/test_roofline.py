@@ -101,7 +101,7 @@ def test_save_load_roundtrip(tmp_path):
 @pytest.mark.parametrize("mutate,match", [
     (lambda d: d.pop("ceilings"), "missing required field 'ceilings'"),
     (lambda d: d.pop("device"), "missing required field 'device'"),
-    (lambda d: d["ceilings"].update(fetch_gtexels=0), "ceilings.fetch_gtexels must be a positive number"),
+    (lambda d: d["ceilings"].update(fetch_gtexels=0), "ceilings.fetch_gtexels must be a positive finite number"),
     (lambda d: d.update(schema=7), "schema 7 is not supported"),
 ])
 def test_load_refuses_bad_files_naming_file_and_field(tmp_path, mutate, match):

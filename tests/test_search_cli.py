@@ -1,14 +1,13 @@
 """python -m shadertune.search end to end on the fake backend: report, store, resume, errors."""
 import io
 import json
-import os
 import pathlib
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
+from subproc import popen_python
 
 from shadertune.db import Store
 from shadertune.problem import Problem
@@ -185,10 +184,9 @@ def test_progress_bar_on_a_terminal():
 
 
 def _run_cli(tmp_path, env_extra, *args, argv_size=SIZE):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]), **env_extra)
-    return subprocess.Popen([sys.executable, "-m", "shadertune.search", "--backend", FAKE, *argv_size,
-                             "--db", str(tmp_path / "t.sqlite"), "-q", "--repeats", "2", *args],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return popen_python(None, "-m", "shadertune.search", "--backend", FAKE, *argv_size,
+                        "--db", tmp_path / "t.sqlite", "-q", "--repeats", "2", *args,
+                        env=env_extra, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _log(path):

@@ -1,10 +1,8 @@
 """auto's selection kept while the store is unchanged, and seen again after any write;
 the tolerance in force throughout the chain."""
-import pathlib
-import subprocess
-import sys
 
 import pytest
+from subproc import run_python
 from fake_backend import FakeBackend
 from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put
 
@@ -71,13 +69,13 @@ def test_a_write_through_another_connection_is_seen(one):
 
 def test_a_write_by_another_process_is_seen(one):
     path, be = one, FakeBackend()
-    code = ("import sys; sys.path.insert(0, 'tests'); from perfmodel_synthetic import put; "
+    code = ("import sys; from perfmodel_synthetic import put; "
             "from shadertune.db import Store; from shadertune.problem import Problem; "
             "from shadertune.config import Config; s = Store(sys.argv[1]); "
             "put(s, Problem(8, 8, 64), Config(glsl='450', fetch='texelFetch', unroll=4, np=30, "
             "mc='1x4', mrt_h=2, mrt_w=2), ms=0.1); s.close()")
-    subprocess.run([sys.executable, "-c", code, str(path)], check=True,
-                   cwd=pathlib.Path(__file__).parent.parent)
+    r = run_python(code, path)
+    assert r.returncode == 0, r.stderr
     assert select_config(be, P, path) == (cfg(30), "exact")
 
 

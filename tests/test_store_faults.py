@@ -3,12 +3,11 @@ stores, through `python -m shadertune.search` and matmul(config="auto")."""
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
+from subproc import run_python
 from test_db import as_another_user, shared_dir  # noqa: F401  (a fixture)
 
 import shadertune
@@ -49,13 +48,13 @@ def test_a_full_disk_stops_the_search_in_one_line_and_loses_nothing(tmp_path):
     # A real full file system for the child: files may not grow past 48 KiB (RLIMIT_FSIZE;
     # Python ignores SIGXFSZ, so a write past it fails with EFBIG or is cut short).  The
     # store's write-ahead log then fails to grow while problem 2 is searched.
-    code = ("import resource, sys; sys.path[:0] = [{root!r}, {tests!r}]; "
+    code = ("import resource, sys; "
             "resource.setrlimit(resource.RLIMIT_FSIZE, (48 << 10, 48 << 10)); "
             "from shadertune.search.cli import main; "
             "sys.exit(main(['--backend', {fake!r}, '--db', {db!r}, '-q', '--repeats', '1', "
             "'--budget', '15', '--sizes', '8,16', '--report', {rep!r}]))").format(
-        root=ROOT, tests=os.path.join(ROOT, "tests"), fake=FAKE, db=str(db), rep=str(rep))
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        fake=FAKE, db=str(db), rep=str(rep))
+    p = run_python(code)
     assert p.returncode == 1, p.stderr
     one_error_line(p.stderr, f"store {db}")
     assert "kept" in p.stderr.strip().splitlines()[-1]

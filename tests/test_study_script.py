@@ -3,10 +3,9 @@ each strategy's report, the commands as run, the tables and the figures; a subsp
 too large for exhaustive search is refused before anything runs."""
 import json
 import pathlib
-import subprocess
-import sys
 
 import pytest
+from subproc import run_python
 
 pytest.importorskip("matplotlib")
 
@@ -17,7 +16,7 @@ FIX = ["--fix", "glsl=330", "--fix", "fetch=texelFetch", "--fix", "unroll=1", "-
 
 
 def study(*args):
-    return subprocess.run([sys.executable, str(STUDY), *args], cwd=ROOT, capture_output=True, text=True)
+    return run_python(None, STUDY, *args, cwd=ROOT, timeout=600)
 
 
 def test_study_writes_reports_tables_and_figures(gl, tmp_path):

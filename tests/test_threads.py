@@ -1,12 +1,10 @@
 """matmul from several threads and in forked processes (docs/threads.md)."""
 import os
-import subprocess
-import sys
-import textwrap
 import threading
 
 import numpy as np
 import pytest
+from subproc import run_python
 
 import shadertune
 from shadertune import api
@@ -81,9 +79,7 @@ def test_a_gl_backend_used_from_another_thread_is_a_clear_error():
 
 
 def _py(code: str, timeout: int = 120):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return run_python(code, timeout=timeout)
 
 
 def test_a_thread_that_ends_releases_its_context():

@@ -11,10 +11,15 @@ import logging
 import sys
 import threading
 
+from .. import cli_args as ca
 from ..errors import ShadertuneError
 from . import engine
 
-WORKER_PROG = "python -m shadertune.cluster"
+TOOL = "cluster"
+WORKER_PROG = ca.prog(TOOL)
+EPILOG = ("A scheduler that cannot be reached (refused, no such host, no answer in 5 s) "
+          "fails at once with one line 'shadertune.cluster: error: <reason>' and exit "
+          "status 1; 2 on bad arguments.")
 
 
 def clustered(args) -> bool:
@@ -26,8 +31,6 @@ def check_args(args, parser) -> None:
     """One-line argparse errors for the cluster options of the search CLI."""
     if args.cluster is not None and (args.workers is not None or args.gpus is not None):
         parser.error("give --workers/--gpus (a local cluster) or --cluster ADDRESS, not both")
-    if args.workers is not None and args.workers < 1:
-        parser.error("--workers must be at least 1")
     if args.gpus is not None:
         try:
             gpus = engine.parse_gpus(args.gpus)
@@ -117,17 +120,33 @@ def workers_line(progress) -> str:
     return f"evaluations per worker: {counts}; total {measured} measured{stored}"
 
 
+def _gpus(text: str) -> list[int]:
+    try:
+        return engine.parse_gpus(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _backends(text: str) -> list[str]:
+    from ..backends import available
+    names = [b.strip() for b in str(text).split(",") if b.strip()]
+    bad = [b for b in names if b not in available() and ":" not in b]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"backends are {', '.join(available())} or module:Class, "
+                                         f"comma-separated; got {text!r}")
+    return names
+
+
 def build_worker_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=WORKER_PROG,
-        description="Serve a Dask scheduler with one shadertune worker per GPU of this host "
-                    "(start the scheduler with `dask scheduler`; tune with python -m "
-                    "shadertune.search ... --cluster ADDRESS).")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = ca.tool_parser(TOOL, "Serve a Dask scheduler with one shadertune worker per GPU of this host "
+                       "(start the scheduler with `dask scheduler`; tune with python -m "
+                       "shadertune.search ... --cluster ADDRESS).", EPILOG, raw=False)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     w = sub.add_parser("worker", help="one worker process per GPU of this host")
     w.add_argument("address", help="the scheduler, e.g. tcp://head-node:8786")
-    w.add_argument("--gpus", default="0", help="GPU indices, one worker each (default 0), e.g. 0,1")
-    w.add_argument("--backends", default="gl,cuda",
+    w.add_argument("--gpus", type=_gpus, default=[0],
+                   help="GPU indices, one worker each (default 0), e.g. 0,1")
+    w.add_argument("--backends", type=_backends, default=["gl", "cuda"],
                    help="the backends each worker opens on its GPU as it starts: gl, cuda or "
                         "module:Class, comma-separated (default gl,cuda; one that does not "
                         "open is reported to the coordinators that ask for it)")
@@ -139,17 +158,11 @@ def build_worker_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_worker_parser().parse_args(argv)
     try:
-        gpus = engine.parse_gpus(args.gpus)
-    except ValueError as e:
-        print(f"{WORKER_PROG}: error: --gpus: {e}", file=sys.stderr)
-        return 2
-    try:
-        backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-        engine.run_workers(args.address, gpus, backends, host=args.host, name_prefix=args.name)
+        engine.check_reachable(args.address)
+        engine.run_workers(args.address, args.gpus, args.backends, host=args.host,
+                           name_prefix=args.name)
     except KeyboardInterrupt:
         return 130
     except Exception as e:               # Dask raises OSError/TimeoutError and its own types here
-        print(f"{WORKER_PROG}: error: {' '.join(str(e).split()) or type(e).__name__}",
-              file=sys.stderr)
-        return 1
+        return ca.fail(TOOL, str(e) or type(e).__name__)
     return 0

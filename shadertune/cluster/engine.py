@@ -99,11 +99,41 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
         cluster.close()
 
 
+DEFAULT_PORT = 8786                  # a Dask scheduler's
+REACH_SECONDS = 5.0
+
+
+def check_reachable(address: str, timeout: float = REACH_SECONDS) -> None:
+    """ShadertuneError at once when the scheduler at a tcp:// or tls:// `address` does not
+    take a connection (refused, no such host, no answer within `timeout`): Dask itself
+    retries until its time-out, 30 s, and a worker then says only "Nanny failed to
+    start".  Other protocols are left to Dask."""
+    require_distributed()
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+    try:
+        scheme, location = parse_address(address)
+        if scheme not in ("tcp", "tls"):
+            return
+        host, port = parse_host_port(location, default_port=DEFAULT_PORT)
+    except (ValueError, TypeError) as e:
+        raise ShadertuneError(f"bad scheduler address {address!r}: {e}") from None
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except socket.timeout:
+        raise ShadertuneError(f"cannot reach the Dask scheduler at {address}: no answer within "
+                              f"{timeout:g} s") from None
+    except OSError as e:
+        raise ShadertuneError(f"cannot reach the Dask scheduler at {address}: "
+                              f"{e.strerror or e}") from None
+
+
 @contextlib.contextmanager
 def connect(address: str, timeout: float = 30.0):
     """A Client of the scheduler at `address` (e.g. tcp://host:8786)."""
     require_distributed()
     from distributed import Client
+    check_reachable(address)
     try:
         client = Client(address, timeout=timeout)
     except (OSError, TimeoutError) as e:

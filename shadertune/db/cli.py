@@ -1,18 +1,21 @@
 """python -m shadertune.db: look into a tuning store, export it, import others, prune it."""
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import sys
 import time
 
-from .. import __version__
+from .. import cli_args as ca
+from ..atomic import OutputError
 from ..problem import Problem
 from ..texttable import text_table
+from . import check as checks
 from . import exchange
-from .store import Store, StoreError, default_path
+from .location import store_files, store_path
+from .store import Store, StoreError
 
+TOOL = "db"
 PROG = "shadertune.db"
 
 EPILOG = """\
@@ -27,60 +30,74 @@ commands:
              into --db: device keys and template hashes kept; a result stored
              already keeps the newer measurement (its timestamp); all or nothing
   prune      delete the matching results (at least one filter; --dry-run counts)
+  check      is the store healthy: SQLite's integrity check, the schema, and the
+             results' own invariants (statuses, times, sizes, the result JSON of
+             each row); one line per problem found and a verdict line; exit 0
+             when healthy, 1 when damaged
 
-filters (every command): --backend NAME, --device TEXT (a part of the device
-key 'renderer | driver'), --template-hash H, --problem MxNxK, --dtype; export
-and prune also --status S and --older-than DAYS; prune also --stale-templates
-(results of kernels this shadertune no longer has, for the backends it knows).
+filters (every listing, export and prune): --backend NAME, --device TEXT (a part of
+the device key 'renderer | driver'), --template-hash H, --problem SIZE (N, MxNxK),
+--dtype; export and prune also --status S and --older-than DAYS; prune also
+--stale-templates (results of kernels this shadertune no longer has, for the
+backends it knows).
 
-store: --db PATH, else $SHADERTUNE_DB, else $XDG_CACHE_HOME/shadertune/tune.sqlite.
-A read-only store is read where it is; import and prune need a writable one.
+store: --db PATH (before or after the command), else $SHADERTUNE_DB, else
+$XDG_CACHE_HOME/shadertune/tune.sqlite, else ~/.cache/shadertune/tune.sqlite.  A
+read-only store is read where it is; import and prune need a writable one, and
+refuse to write into a damaged store (run check).  The listings and export of a
+damaged store say so on stderr and show what can still be read.
+
+output: export -o FILE writes FILE whole or not at all (a temporary file renamed
+into place); '-' or /dev/stdout is standard output; a device node, a folder or
+the store's own files are refused.
 
 exit status: 0; 1 with one line '{prog}: error: <reason>' on stderr when the store
-or a file cannot be used; 2 on bad arguments.
+or a file cannot be used (check: when the store is damaged); 2 on bad arguments.
 """.format(prog=PROG)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"{PROG}: error: {message}\n")
+def build_parser() -> ca.Parser:
+    top, sub_common = ca.common_parents(ca.add_db)
+    p = ca.tool_parser(TOOL, "Inspect, export, import/merge, prune and check a shadertune tuning "
+                       "store.", EPILOG, parents=[top])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Inspect, export, import/merge and prune a shadertune "
-                "tuning store.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"%(prog)s (shadertune) {__version__}")
-    p.add_argument("--db", metavar="PATH", help="the store (default: $SHADERTUNE_DB or the cache dir)")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                           parser_class=_Parser)
+    def command(name, help_text):
+        return sub.add_parser(name, help=help_text, description=help_text, parents=[sub_common])
 
     def filters(sp, more=False):
         sp.add_argument("--backend", help="only this backend (gl, cuda, ...)")
         sp.add_argument("--device", metavar="TEXT", help="only devices whose key contains TEXT")
         sp.add_argument("--template-hash", metavar="H", help="only results of these kernels")
-        sp.add_argument("--problem", metavar="MxNxK", help="only this shape (N: N x N x N)")
-        sp.add_argument("--dtype", choices=("float32", "float64"))
+        sp.add_argument("--problem", metavar="SIZE", type=ca.size,
+                        help=f"only this shape: {ca.SIZE_HELP}")
+        sp.add_argument("--dtype", choices=("float32", "float64"), help="only this element type")
         if more:
-            sp.add_argument("--status", help="only results with this status (ok, wrong, ...)")
-            sp.add_argument("--older-than", type=float, metavar="DAYS",
+            sp.add_argument("--status", type=ca.status,
+                            help="only results with this status (ok, invalid, compile_failed, "
+                                 "run_failed, wrong, slow)")
+            sp.add_argument("--older-than", type=ca.days, metavar="DAYS",
                             help="only results written more than DAYS days ago")
         return sp
 
-    filters(sub.add_parser("devices", help="backends and devices in the store"))
-    filters(sub.add_parser("problems", help="problems per device")).add_argument(
-        "--tolerance", type=float, help="judge errors against this (default: per dtype)")
-    filters(sub.add_parser("best", help="the best config per problem")).add_argument(
-        "--tolerance", type=float, help="judge errors against this (default: per dtype)")
-    ex = filters(sub.add_parser("export", help="results as JSON lines or CSV"), more=True)
+    filters(command("devices", "backends and devices in the store"))
+    filters(command("problems", "problems per device")).add_argument(
+        "--tolerance", type=ca.tolerance, help="judge errors against this (default: per dtype)")
+    filters(command("best", "the best config per problem")).add_argument(
+        "--tolerance", type=ca.tolerance, help="judge errors against this (default: per dtype)")
+    ex = filters(command("export", "results as JSON lines or CSV"), more=True)
     ex.add_argument("--format", choices=exchange.FORMATS, default=None,
                     help="jsonl (default) or csv (default from -o's extension)")
-    ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
-    im = sub.add_parser("import", help="merge stores or exports into --db")
+    ex.add_argument("-o", "--output", metavar="FILE",
+                    help="write here, whole or not at all (default: stdout)")
+    im = command("import", "merge stores or exports into --db")
     im.add_argument("sources", nargs="+", metavar="SOURCE", help="a store, .jsonl or .csv export")
-    pr = filters(sub.add_parser("prune", help="delete matching results"), more=True)
+    pr = filters(command("prune", "delete matching results"), more=True)
     pr.add_argument("--stale-templates", action="store_true",
                     help="only results whose template hash is not the backend's current one")
     pr.add_argument("--dry-run", action="store_true", help="count, delete nothing")
+    command("check", "SQLite's integrity check, the schema and the results' invariants; "
+                     "exit 0 healthy, 1 damaged")
     return p
 
 
@@ -94,17 +111,12 @@ def where_of(args) -> tuple[list[str], list]:
         if v is not None:
             conds.append(cond)
             vals.append(v)
-    if args.problem is not None:
-        try:
-            p = Problem.parse(args.problem)
-        except ValueError as e:
-            raise _BadArgument(f"--problem: {e}") from None
+    p = getattr(args, "problem", None)
+    if p is not None:
         conds.append("M = ? AND N = ? AND K = ?")
         vals += [p.M, p.N, p.K]
     days = getattr(args, "older_than", None)
     if days is not None:
-        if not days >= 0:
-            raise _BadArgument("--older-than must be at least 0 days")
         conds.append("written < ?")
         vals.append(time.time() - days * 86400)
     return conds, vals
@@ -152,14 +164,11 @@ def cmd_best(store, args, where, vals) -> None:
 
 
 def cmd_export(store, args, where, vals) -> None:
+    from ..atomic import output
     fmt = args.format or ("csv" if (args.output or "").lower().endswith(".csv") else "jsonl")
-    out, owned = exchange.open_output(args.output)
-    try:
+    with output(args.output or "-", "w", newline="", protect=store_files(store.path)) as out:
         n = exchange.export(store, out, fmt, where, vals)
-    finally:
-        if owned:
-            out.close()
-    if owned:
+    if args.output not in (None, "-"):
         print(f"{n} results written to {args.output} ({fmt})", file=sys.stderr)
 
 
@@ -203,6 +212,22 @@ class _BadArgument(Exception):
     pass
 
 
+def cmd_check(path) -> int:
+    health = checks.check_store(path)
+    for line in health.findings:
+        print(line)
+    print(health.verdict())
+    return 0 if health.healthy else 1
+
+
+def _warn_if_damaged(store) -> None:
+    """A listing or export of a damaged store shows what can still be read, and says so."""
+    try:
+        checks.quick(store.conn, store.path)
+    except StoreError as e:
+        print(ca.error_line(TOOL, e).replace(": error: ", ": warning: ", 1), file=sys.stderr)
+
+
 COMMANDS = {"devices": cmd_devices, "problems": cmd_problems, "best": cmd_best,
             "export": cmd_export, "import": cmd_import, "prune": cmd_prune}
 
@@ -210,25 +235,34 @@ COMMANDS = {"devices": cmd_devices, "problems": cmd_problems, "best": cmd_best,
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "tolerance", None) is not None and not args.tolerance > 0:
-        parser.error("--tolerance must be positive")
     try:
-        conds, vals = where_of(args) if args.command != "import" else ([], [])
+        conds, vals = where_of(args) if args.command not in ("import", "check") else ([], [])
+        path = store_path(args.db)
+        if args.command == "export":
+            ca.check_output(args.output, protect=store_files(path))
     except _BadArgument as e:
         parser.error(str(e))
+    except (StoreError, OutputError) as e:
+        parser.error(str(e))
     where = " AND ".join(conds) or "1"
-    path = args.db or default_path()
     reading = args.command not in ("import", "prune")
     try:
-        if reading and not os.path.exists(path):
+        if reading and not ca.path_exists(path):
             raise StoreError(f"store {path} does not exist")
+        if args.command == "check":
+            return cmd_check(path)
         with Store(path, readonly=True if reading else None) as store:
+            if reading:
+                _warn_if_damaged(store)
+            elif not store.readonly:
+                store.check_health()     # import and prune never write into a damaged store
             COMMANDS[args.command](store, args, where, vals)
     except _BadArgument as e:
         parser.error(str(e))
-    except StoreError as e:
-        print(f"{PROG}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 1
+    except (StoreError, OutputError) as e:
+        return ca.fail(TOOL, e)
     except BrokenPipeError:              # e.g. `export | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError as e:                 # a store or source path that cannot be reached
+        return ca.fail(TOOL, ca.os_error_text(e))
     return 0

@@ -30,9 +30,9 @@ import json
 import math
 import os
 import pathlib
-import sys
 from collections.abc import Iterator
 
+from .. import jsonio
 from ..config import Config
 from ..result import Result
 from . import schema
@@ -104,7 +104,7 @@ def read_records(path) -> Iterator[tuple[str, dict]]:
         for i, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    rec = json.loads(line)
+                    rec = jsonio.loads(line)
                 except ValueError as e:
                     raise StoreError(f"{path}: line {i}: not JSON ({e})") from None
                 yield f"{path}: line {i}", rec
@@ -119,7 +119,10 @@ def read_records(path) -> Iterator[tuple[str, dict]]:
 
 
 def _decoded(v):
-    return json.loads(v) if isinstance(v, str) else v
+    return jsonio.loads(v) if isinstance(v, str) else v
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)     # what SQLite's INTEGER holds
 
 
 def _number(v, kind):
@@ -128,6 +131,8 @@ def _number(v, kind):
     x = kind(v)
     if kind is float and not math.isfinite(x):
         raise ValueError(f"{v!r} is not a finite number")
+    if kind is int and not _INT64[0] <= x <= _INT64[1]:
+        raise ValueError(f"{v!r} does not fit a 64-bit integer")
     return x
 
 
@@ -144,7 +149,11 @@ def row_from(where: str, rec) -> dict:
         written = _number(rec["written"], float)
         seconds, seed = _number(rec.get("seconds"), float), _number(rec.get("seed"), int)
         config = Config(_decoded(rec["config"])) if rec.get("config") is not None else r.config
-    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        for name in ("M", "N", "K"):
+            _number(getattr(r.problem, name), int)
+        if seed is not None and seed < 0:
+            raise ValueError(f"seed {seed} is negative")
+    except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as e:
         raise StoreError(f"{where}: not a shadertune result record ({type(e).__name__}: {e})") from None
     if version > schema.SCHEMA_VERSION:
         raise StoreError(f"{where}: written by a newer shadertune (schema version {version}): "
@@ -172,21 +181,16 @@ def merge(store: Store, sources) -> dict:
     """Import every source into `store` in one transaction; counts {"added", "replaced", "kept"}."""
     sources = [pathlib.Path(s) for s in sources]
     for s in sources:
-        if s.exists() and store.path.exists() and os.path.samefile(s, store.path):
-            raise StoreError(f"{s} is the store itself: nothing to import")
+        try:
+            if os.path.samefile(s, store.path):
+                raise StoreError(f"{s} is the store itself: nothing to import")
+        except FileNotFoundError:
+            pass                         # read_records says so, naming the file
+        except OSError as e:             # a folder on its path that cannot be entered
+            raise StoreError(f"cannot read {s}: {e.strerror or e}") from None
 
     def rows():
         for s in sources:
             for where, rec in read_records(s):
                 yield row_from(where, rec)
     return store.write_rows(rows(), keep_old=_older_or_same)
-
-
-def open_output(path):
-    """A text stream for an export: stdout for None or '-'."""
-    if path in (None, "-"):
-        return sys.stdout, False
-    try:
-        return open(path, "w", newline=""), True
-    except OSError as e:
-        raise StoreError(f"cannot write {path}: {e.strerror or e}") from None

@@ -41,27 +41,16 @@ from collections.abc import Iterable, Iterator
 
 from .. import select_memo
 from ..config import Config
-from ..errors import ShadertuneError
 from ..problem import Problem
 from ..result import OK, Result
 from ..verdict import DEFAULT_TOLERANCE
-from . import schema
+from . import check, schema
+from .errors import StoreError
+from .location import store_path
 
 log = logging.getLogger(__name__)
 
 _FIX = "delete it (its results can be re-measured) or pass another with --db / SHADERTUNE_DB"
-
-
-class StoreError(ShadertuneError):
-    """The store cannot be used: wrong schema version, not a store, unreadable, unwritable."""
-
-
-def default_path() -> pathlib.Path:
-    env = os.environ.get("SHADERTUNE_DB")
-    if env:
-        return pathlib.Path(env).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(cache) / "shadertune" / "tune.sqlite"
 
 
 def looks_read_only(path: pathlib.Path) -> bool:
@@ -81,10 +70,21 @@ class Store:
                  readonly: bool | None = None):
         """Open (or create) the store at `path`; readonly None: read-only exactly when
         the file or its folder cannot be written."""
-        self.path = pathlib.Path(path).expanduser() if path else default_path()
-        self.readonly = looks_read_only(self.path) if readonly is None else bool(readonly)
+        self.path = store_path(path)
         self.version = schema.SCHEMA_VERSION      # the version of the rows read
         self.conn = None
+        self._healthy = False                     # quick_check passed (check_health)
+        try:
+            self._open(timeout, readonly)
+        except OSError as e:         # a folder on its path that cannot be entered, a file there
+            if self.conn is not None:
+                self.conn.close()
+            raise StoreError(f"cannot open store {self.path}: {e.strerror or e}"
+                             + (f" ({e.filename})" if e.filename and str(e.filename) != str(self.path)
+                                else "")) from None
+
+    def _open(self, timeout: float, readonly: bool | None) -> None:
+        self.readonly = looks_read_only(self.path) if readonly is None else bool(readonly)
         if not self.readonly:
             try:
                 self._open_writable(timeout)
@@ -108,7 +108,8 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
         except (OSError, sqlite3.Error) as e:
-            raise StoreError(f"cannot open store {self.path}: {e}") from None
+            why = e.strerror if isinstance(e, OSError) and e.strerror else e
+            raise StoreError(f"cannot open store {self.path}: {why}") from None
         try:
             self.conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             if self._switch_to_wal(timeout).lower() != "wal":
@@ -293,11 +294,20 @@ class Store:
         except StoreError as e:          # a cache: the next search counts again
             log.info("space size not kept: %s", e)
 
+    def check_health(self) -> None:
+        """SQLite's quick_check, once per Store, before its first write (or when a tool
+        that will write calls it first, to refuse before any work): StoreError when the
+        store is damaged, so that nothing is written into it (db/check.py)."""
+        if not self._healthy:
+            check.quick(self.conn, self.path)
+            self._healthy = True
+
     def _write(self, fn) -> None:
         if self.readonly:
             raise StoreError(f"store {self.path} is read-only (a shared store?): nothing can be "
                              f"written to it; pass a writable --db (python -m shadertune.db import "
                              f"{self.path} --db YOURS copies its results)")
+        self.check_health()
         c = self.conn
         try:
             c.execute("BEGIN IMMEDIATE")

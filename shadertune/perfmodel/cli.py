@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
-import sys
 
+from .. import cli_args as ca
 from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
 
+TOOL = "perfmodel"
 PROG = "shadertune.perfmodel"
 
 EPILOG = """\
@@ -20,119 +20,127 @@ commands:
   explain  which config config="auto" takes for a shape, and why (exact / model
            with its predicted GFLOP/s / nearest / default)
 
-store: --db PATH, else $SHADERTUNE_DB, else $XDG_CACHE_HOME/shadertune/tune.sqlite.
-The model is saved next to it (PATH.models/) and retrained when the store grows.
+store: --db PATH (before or after the command), else $SHADERTUNE_DB, else
+$XDG_CACHE_HOME/shadertune/tune.sqlite, else ~/.cache/shadertune/tune.sqlite.  The
+model is saved next to it (PATH.models/, whole or not at all) and retrained when
+the store grows.  --backend, too, goes before or after the command.
 
 exit status: 0 done; 1 on failure (no GPU context, unusable store, no model
 possible) with one line '%(prog)s: error: <reason>' on stderr; 2 on bad arguments.
 """ % {"prog": PROG}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.exit(2, f"{PROG}: error: {message}\n")
-
-
-def _common(p):
-    p.add_argument("--backend", default="gl", help="'gl' (default), 'cuda', or module:Class")
-    p.add_argument("--db", metavar="PATH", help="SQLite store (default: $SHADERTUNE_DB or the cache dir)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     from . import learners
     from .sample import LAYOUTS
-    p = _Parser(prog=PROG, description="The learned performance model behind config=\"auto\".",
-                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    s = sub.add_parser("sample", help="measure sampled problems and configs into the store")
-    _common(s)
-    s.add_argument("--problems", type=int, default=20, help="problems to sample (default 20)")
-    s.add_argument("--configs", type=int, default=16, help="configs per problem (default 16)")
-    s.add_argument("--min-size", type=int, default=16, help="smallest M, N, K (default 16)")
-    s.add_argument("--max-size", type=int, default=256, help="largest M, N, K (default 256)")
-    s.add_argument("--layouts", default=",".join(LAYOUTS),
+    top, sub_common = ca.common_parents(ca.add_backend, ca.add_db)
+    p = ca.tool_parser(TOOL, "The learned performance model behind config=\"auto\".", EPILOG,
+                       parents=[top])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser("sample", help="measure sampled problems and configs into the store",
+                       parents=[sub_common])
+    s.add_argument("--problems", type=ca.positive, default=20, help="problems to sample (default 20)")
+    s.add_argument("--configs", type=ca.positive, default=16, help="configs per problem (default 16)")
+    s.add_argument("--min-size", type=ca.positive, default=16, help="smallest M, N, K (default 16)")
+    s.add_argument("--max-size", type=ca.positive, default=256, help="largest M, N, K (default 256)")
+    s.add_argument("--layouts", type=_layouts, default=",".join(LAYOUTS),
                    help="trans flags to draw from, e.g. NN,NT (default all four)")
-    s.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    s.add_argument("--time-limit", type=float, metavar="S", help="no evaluation starts after S seconds")
-    s.add_argument("--repeats", type=int, default=5, help="timed runs per config (default 5)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("-q", "--quiet", action="store_true")
-    t = sub.add_parser("train", help="train the model now and validate it")
-    _common(t)
-    t.add_argument("--learner", default=learners.DEFAULT, choices=learners.NAMES)
+    s.add_argument("--dtype", default="float32", choices=("float32", "float64"),
+                   help="element type (default float32)")
+    s.add_argument("--time-limit", type=ca.seconds, metavar="S",
+                   help="no evaluation starts after S seconds (default: no limit)")
+    s.add_argument("--repeats", type=ca.positive, default=5, help="timed runs per config (default 5)")
+    s.add_argument("--seed", type=ca.seed, default=0,
+                   help="seed of the sampled problems, configs and inputs, an integer >= 0 (default 0)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no line per problem")
+    t = sub.add_parser("train", help="train the model now and validate it", parents=[sub_common])
+    t.add_argument("--learner", default=learners.DEFAULT, choices=learners.NAMES,
+                   help=f"the learner (default {learners.DEFAULT})")
     t.add_argument("--compare", action="store_true", help="validate every learner and target")
-    t.add_argument("--folds", type=int, default=5)
-    t.add_argument("--json", metavar="PATH", help="write the validation as JSON")
-    e = sub.add_parser("explain", help="which config auto takes for a shape, and why")
-    _common(e)
-    e.add_argument("--size", type=int, metavar="N", help="square N x N x N")
-    e.add_argument("--m", type=int)
-    e.add_argument("--n", type=int)
-    e.add_argument("--k", type=int)
-    e.add_argument("--dtype", default="float32", choices=("float32", "float64"))
-    e.add_argument("--trans-a", action="store_true")
-    e.add_argument("--trans-b", action="store_true")
+    t.add_argument("--folds", type=ca.integer(2, what="a number of folds >= 2"), default=5,
+                   help="folds of the leave-problems-out validation (default 5)")
+    t.add_argument("--json", metavar="PATH",
+                   help="write the validation as JSON, whole or not at all ('-': standard output)")
+    e = sub.add_parser("explain", help="which config auto takes for a shape, and why",
+                       parents=[sub_common])
+    e.add_argument("--size", type=ca.size, metavar="SIZE", help=ca.SIZE_HELP)
+    e.add_argument("--m", type=ca.positive, help="rows of A and C (with --n and --k)")
+    e.add_argument("--n", type=ca.positive, help="columns of B and C")
+    e.add_argument("--k", type=ca.positive, help="columns of A, rows of B")
+    e.add_argument("--dtype", default="float32", choices=("float32", "float64"),
+                   help="element type (default float32)")
+    e.add_argument("--trans-a", action="store_true", help="A is stored transposed (K x M)")
+    e.add_argument("--trans-b", action="store_true", help="B is stored transposed (N x K)")
     e.add_argument("--no-model", action="store_true", help="the chain without the learned model")
     e.add_argument("--json", action="store_true", help="print the selection as JSON")
     return p
 
 
+def _layouts(text: str) -> list[str]:
+    from .sample import LAYOUTS
+    items = [x.strip().upper() for x in str(text).split(",") if x.strip()]
+    bad = [x for x in items if x not in LAYOUTS]
+    if bad or not items:
+        raise argparse.ArgumentTypeError(f"layouts are some of {', '.join(LAYOUTS)}, comma-separated; "
+                                         f"got {text!r}")
+    return items
+
+
 def _fail(reason: str, code: int = 1) -> int:
-    print(f"{PROG}: error: {' '.join(str(reason).split())}", file=sys.stderr)
-    return code
+    return ca.fail(TOOL, reason, code)
 
 
 def main(argv=None) -> int:
     from ..db import Store, StoreError
+    from ..db.location import store_files, store_path
     from ..search.cli import load_backend
     parser = build_parser()
     a = parser.parse_args(argv)
     if a.command == "explain":
-        if a.size is not None:
-            dims = (a.size,) * 3
-        elif None not in (a.m, a.n, a.k):
+        if a.size is not None and all(v is None for v in (a.m, a.n, a.k)):
+            dims = (a.size.M, a.size.N, a.size.K)
+        elif a.size is None and None not in (a.m, a.n, a.k):
             dims = (a.m, a.n, a.k)
         else:
             parser.error("explain: give --size N or --m M --n N --k K")
-        if min(dims) < 1:
-            parser.error("explain: sizes must be positive")
         problem = Problem(*dims, a.dtype, a.trans_a, a.trans_b)
-    if a.command == "sample":
-        for name in ("problems", "configs", "min_size", "repeats"):
-            if getattr(a, name) < 1:
-                parser.error(f"--{name.replace('_', '-')} must be at least 1")
-        if a.max_size < a.min_size:
-            parser.error("--max-size must be at least --min-size")
+    if a.command == "sample" and a.max_size < a.min_size:
+        parser.error("--max-size must be at least --min-size")
+    try:
+        ca.check_environment(a.backend)
+        path = store_path(a.db)
+        if a.command == "train":
+            ca.check_output(a.json, protect=store_files(path))
+    except (ValueError, ShadertuneError, OSError) as e:
+        parser.error(str(e))
     try:
         backend = load_backend(a.backend)
         backend.device()
         if a.command == "explain":
-            from ..db import default_path
             from ..select import select
             # explain only reads: a missing store is reported, not made
-            s = select(backend, problem, a.db or default_path(), use_model=not a.no_model)
+            s = select(backend, problem, path, use_model=not a.no_model)
             print(json.dumps(s.to_dict(), indent=1) if a.json else s)
             return 0
-        if a.command == "train":
-            from ..db import default_path
-            path = pathlib.Path(a.db).expanduser() if a.db else default_path()
-            if not path.exists():
-                return _fail(f"no store at {path} (python -m {PROG} sample ... makes one)")
-        with Store(a.db) as store:
-            if a.command == "sample":
+        if a.command == "train" and not ca.path_exists(path):
+            return _fail(f"no store at {path} (python -m {PROG} sample ... makes one)")
+        with Store(path, readonly=True if a.command == "train" else None) as store:
+            if a.command == "sample" and not store.readonly:
+                store.check_health()     # never sample into a damaged store
                 return _sample(a, backend, store)
             return _train(a, backend, store)
     except KeyboardInterrupt:
         return _fail("interrupted; what was measured is in the store", 130)
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:
         return _fail(str(e) or type(e).__name__)
+    except OSError as e:
+        return _fail(ca.os_error_text(e))
 
 
 def _sample(a, backend, store) -> int:
     from .sample import generate, log_uniform_problems
     problems = log_uniform_problems(a.problems, a.min_size, a.max_size, seed=a.seed,
-                                    layouts=[x.strip() for x in a.layouts.split(",") if x.strip()],
-                                    dtype=a.dtype)
+                                    layouts=a.layouts, dtype=a.dtype)
     log = None if a.quiet else (lambda line: print(line, flush=True))
     done = generate(backend, store, problems, configs=a.configs, seconds=a.time_limit,
                     repeats=a.repeats, seed=a.seed, log=log)
@@ -173,9 +181,11 @@ def _train(a, backend, store) -> int:
               f"{100 * v['nearest']:.1f}% (the model's top-1 there: {100 * v['top1_where_nearest']:.1f}%)")
     print(f"saved to {path}")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"validation": v, "guard": model.guard, "compare": rows if a.compare else None},
-                      f, indent=1)
+        from ..atomic import write_json
+        from ..db.location import store_files
+        write_json(a.json, {"validation": v, "guard": model.guard,
+                            "compare": rows if a.compare else None},
+                   protect=store_files(store.path), default=str)
     return 0
 
 

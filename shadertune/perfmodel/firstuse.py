@@ -16,7 +16,6 @@ config passed (its failures are in the store).
 """
 from __future__ import annotations
 
-import pathlib
 import random
 import threading
 import time
@@ -62,11 +61,15 @@ def ensure_tuned(backend, problem: Problem, db, spec: FirstUse, *,
     `tolerance`, None: the dtype's default) or it was tried in this process; the
     Results measured, or None when nothing was done.  A read-only store cannot
     keep what first use would measure: it warns once and tunes nothing."""
-    from ..db import Store, StoreError, default_path
+    from ..db import Store, StoreError
+    from ..db.location import store_path
     if min(problem.M, problem.N, problem.K) < 1:
         return None
     t0 = time.monotonic()
-    path = db.path if isinstance(db, Store) else (pathlib.Path(db).expanduser() if db else default_path())
+    try:
+        path = db.path if isinstance(db, Store) else store_path(db)
+    except StoreError:
+        return None          # no store to keep what it would measure: select() says why
     device, th = backend.device().key, backend.template_hash()
     key = (str(path), backend.name, device, th, problem, tolerance)
     if key in _done:         # tuned or found tuned before: a later call costs nothing here

@@ -11,10 +11,8 @@ trusted as the store beside it is (both are the user's own cache).
 from __future__ import annotations
 
 import hashlib
-import os
 import pathlib
 import pickle
-import tempfile
 import threading
 import warnings
 
@@ -44,17 +42,10 @@ def model_path(store_path, backend: str, device: str, template_hash: str) -> pat
 
 
 def save(model: PerfModel, path) -> None:
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(model, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Through the one output writer (shadertune.atomic): whole or not at all."""
+    from ..atomic import output
+    with output(path, "wb", stream_ok=False) as f:
+        pickle.dump(model, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load(path) -> PerfModel | None:

@@ -13,25 +13,47 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import cli_args as ca
 from .. import roofline as rl
+from ..atomic import OutputError
 from ..errors import ContextError
 from .schema import ReportError, load
+
+TOOL = "report"
+EPILOG = """\
+sizes: --problem SIZE is N, MxNxK or BxMxNxK, optionally followed by the dtype
+(f32, f64) and the operation (NN, NT, TN, TT), e.g. '2560x16x2560 TN'.
+
+outputs (--plot, --out): written whole or not at all (a temporary file renamed
+into place); a device node, a folder where a file is asked for, or one of the
+inputs is refused.
+
+exit status: 0; 2 with one line 'shadertune.report: error: <reason>' on stderr for
+bad arguments and unreadable or invalid inputs; 1 when an output cannot be written.
+"""
 
 
 def _ceilings(path):
     return rl.load(path) if path else None
 
 
-def _check_plot_name(path) -> None:
+def _check_output(path, inputs=(), plot: bool = True) -> None:
+    """Refuse an output's name before any work: a plot's format, and a name that may not
+    be written (a device node, a folder, one of the inputs)."""
     if path:
-        from .plots import plot_format
-        plot_format(path)
+        if plot:
+            from .plots import plot_format
+            plot_format(path)
+        try:
+            ca.check_output(path, protect=inputs, stream_ok=not plot, protected="the input")
+        except OutputError as e:
+            raise ReportError(str(e)) from None
 
 
 def cmd_show(args) -> int:
     from .rooflines import ceilings_of
     from .tables import show
-    _check_plot_name(args.plot)
+    _check_output(args.plot, [args.report, *([args.ceilings] if args.ceilings else [])])
     rep = load(args.report)
     ceil = _ceilings(args.ceilings)
     print(show(rep, ceil))
@@ -46,7 +68,7 @@ def cmd_show(args) -> int:
 
 def cmd_compare(args) -> int:
     from .compare import compare_table
-    _check_plot_name(args.plot)
+    _check_output(args.plot, [*args.reports, *([args.ceilings] if args.ceilings else [])])
     if len(args.reports) < 2:
         raise ReportError(f"compare needs two or more reports, got {len(args.reports)}")
     reports = [load(p) for p in args.reports]
@@ -76,6 +98,7 @@ def measure(name: str, preset: str) -> dict:
 def cmd_roofline(args) -> int:
     from ..backends import available
     from .tables import fmt_gflops
+    _check_output(args.out, plot=False)          # before minutes of measuring
     preset = args.preset or ("quick" if args.quick else "full")
     names = available() if args.backend == "all" else [args.backend]
     found, skipped = [], []
@@ -123,8 +146,7 @@ def cmd_landscape(args) -> int:
 
 def cmd_trajectory(args) -> int:
     from .trajectory import plot, runs, table
-    from .plots import plot_format
-    plot_format(args.out)
+    _check_output(args.out, args.reports)
     reports = [load(p) for p in args.reports]
     rs = runs(reports, args.reports, args.problem)
     if not rs:
@@ -142,41 +164,45 @@ def _devices(reports) -> str:
 
 def parser() -> argparse.ArgumentParser:
     from ..backends import available
-    ap = argparse.ArgumentParser(prog="python -m shadertune.report", description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    ap = ca.tool_parser(TOOL, __doc__.split("\n")[0], EPILOG)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     s = sub.add_parser("show", help="Markdown table of one report (and a plot)")
-    s.add_argument("report")
+    s.add_argument("report", help="a search report (python -m shadertune.search --report)")
     s.add_argument("--plot", metavar="OUT", help="write a plot: .png, .svg or .pdf (by the extension)")
     s.add_argument("--ceilings", metavar="C.json", help="measured ceilings (overrides the report's)")
     s.set_defaults(fn=cmd_show)
     c = sub.add_parser("compare", help="two or more reports side by side (backends, devices, "
                                        "strategies or runs)")
-    c.add_argument("reports", nargs="+", metavar="REPORT.json")
+    c.add_argument("reports", nargs="+", metavar="REPORT.json", help="the reports, the first the reference")
     c.add_argument("--plot", metavar="OUT", help="write a plot: .png, .svg or .pdf (by the extension)")
     c.add_argument("--ceilings", metavar="C.json", help="measured ceilings for every report")
     c.set_defaults(fn=cmd_compare)
     r = sub.add_parser("roofline", help="measure the ceilings of the device at hand")
     r.add_argument("--quick", action="store_true", help="shorter runs (bench-gpu's budget)")
-    r.add_argument("--preset", choices=("full", "quick", "tiny"), help=argparse.SUPPRESS)
-    r.add_argument("--backend", choices=(*available(), "all"), default="gl")
-    r.add_argument("--out", metavar="C.json")
+    r.add_argument("--preset", choices=("full", "quick", "tiny"),
+                   help="the runs' length (tiny: the tests'; default full, or quick with --quick)")
+    r.add_argument("--backend", choices=(*available(), "all"), default="gl",
+                   help="whose ceilings: a backend, or all of those that open here (default gl)")
+    r.add_argument("--out", metavar="C.json", help="save the ceilings here (JSON)")
     r.set_defaults(fn=cmd_roofline)
     ls = sub.add_parser("landscape", help="figures of GFLOP/s over the knobs of one problem")
     ls.add_argument("source", metavar="STORE|REPORT", help="a store (.sqlite), a search report "
                     "(.json) or a scripts/bench-cuda JSON")
-    ls.add_argument("--problem", metavar="MxNxK", help="the problem, e.g. 1024x1024x1024 or "
-                    "'2560x16x2560 TN' (needed where the source holds several)")
+    ls.add_argument("--problem", metavar="SIZE", help=f"the problem: {ca.SIZE_HELP}, optionally "
+                    "with a dtype and an operation, e.g. 1024 or '2560x16x2560 TN' (needed where "
+                    "the source holds several)")
     ls.add_argument("--backend", help="the backend's results (where a store holds several)")
     ls.add_argument("--device", help="part of the device's name (where a store holds several)")
     ls.add_argument("--out", metavar="DIR", default=".", help="folder for the figures (default .)")
-    ls.add_argument("--format", choices=("png", "svg", "pdf"), default="png")
+    ls.add_argument("--format", choices=("png", "svg", "pdf"), default="png",
+                    help="the figures' file format (default png)")
     ls.add_argument("--views", metavar="NAME,...", help="only these views (the names ending the "
                     "figures' file names: np, mrt_h-mrt_w, knobs, KG, BM-BN ...)")
     ls.set_defaults(fn=cmd_landscape)
     t = sub.add_parser("trajectory", help="best GFLOP/s so far against evaluations and seconds, "
                                           "per report (strategy, seed)")
-    t.add_argument("reports", nargs="+", metavar="REPORT.json")
-    t.add_argument("--problem", metavar="MxNxK", help="only this problem of each report")
+    t.add_argument("reports", nargs="+", metavar="REPORT.json", help="search reports (one per run)")
+    t.add_argument("--problem", metavar="SIZE", help="only this problem of each report (as landscape's)")
     t.add_argument("--out", metavar="OUT", default="trajectory.png",
                    help="the figure: .png, .svg or .pdf (default trajectory.png)")
     t.add_argument("--title", help="the figure's title (default: backends and devices)")
@@ -191,11 +217,11 @@ def main(argv=None) -> int:
     except BrokenPipeError:             # `... | head`: the reader left; nothing to report
         return 0
     except (ReportError, rl.CeilingsError, ContextError) as e:
-        print(f"shadertune.report: error: {e}", file=sys.stderr)
-        return 2
+        return ca.fail(TOOL, e, 2)
     except RecursionError:
-        print("shadertune.report: error: the input is nested too deeply to process", file=sys.stderr)
-        return 2
+        return ca.fail(TOOL, "the input is nested too deeply to process", 2)
+    except OSError as e:                # an output that cannot be written (atomic.OutputError)
+        return ca.fail(TOOL, ca.os_error_text(e) if not isinstance(e, OutputError) else e)
 
 
 if __name__ == "__main__":

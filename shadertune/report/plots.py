@@ -54,13 +54,15 @@ def plot_format(out) -> str:
 
 
 def _save(fig, out) -> None:
+    """Through the one output writer (shadertune.atomic): a full disk or a Ctrl-C leaves
+    no partial PNG; its folder is made as the search's --report does."""
+    from ..atomic import OutputError, output
     fmt = plot_format(out)
-    p = pathlib.Path(out)
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)      # as the search's --report does
-        fig.savefig(p, dpi=DPI, format=fmt)              # no bbox_inches: the pixel size stays fixed
-    except OSError as e:
-        raise ReportError(f"{p}: cannot write the plot ({e.strerror or e})") from None
+        with output(out, "wb", stream_ok=False) as f:
+            fig.savefig(f, dpi=DPI, format=fmt)          # no bbox_inches: the pixel size stays fixed
+    except OutputError as e:
+        raise ReportError(f"{out}: cannot write the plot ({e.why})") from None
 
 
 def plain(v: float) -> str:

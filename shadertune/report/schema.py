@@ -3,9 +3,13 @@
 Extra fields are tolerated; a missing or mistyped required field is refused
 with a ReportError naming the file and the field's path, e.g.
     run.json: problems[1].best.gflops: missing required field
+The file is read by the one bounded JSON reader (shadertune.jsonio: sizes,
+integer digits, nesting); a required number must be finite (NaN and Infinity,
+which that reader reads as floats, are refused here).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from ..result import STATUSES
@@ -38,6 +42,9 @@ def _check(obj, field: str, types, where: str, src: str):
     # bool is an int in Python; a count given as true/false is still wrong.
     if (isinstance(v, bool) and bool not in types) or not isinstance(v, types):
         raise ReportError(f"{src}: {path}: expected {_tname(types)}, got {_tname(type(v))} ({v!r:.60})")
+    if isinstance(v, float) and not math.isfinite(v):
+        # NaN and Infinity read as floats (shadertune.jsonio); no report number may be one
+        raise ReportError(f"{src}: {path}: expected a finite number, got {v!r}")
     return v
 
 
@@ -112,7 +119,7 @@ def validate(d, src: str = "<report>") -> dict:
 
 def load(path) -> dict:
     """Read and validate a report file; every failure is a one-line ReportError."""
-    from ..roofline.store import read_json
+    from ..jsonio import read_json
     return validate(read_json(path, ReportError, "a report"), str(path))
 
 

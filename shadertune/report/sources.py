@@ -75,11 +75,14 @@ class Measured:
 def parse_problem(spec: str) -> dict:
     """'1024x1024x1024', '2560x16x2560 TN', '64x64x60000:f32:NT' -> the fields it names."""
     parts = [p for p in re.split(r"[\s:]+", str(spec).strip()) if p]
-    m = re.fullmatch(r"(\d+)x(\d+)x(\d+)", parts[0]) if parts else None
-    if m is None:
-        raise ReportError(f"--problem {spec!r}: expected MxNxK, optionally with a dtype and an "
-                          f"operation, e.g. 1024x1024x1024 or '2560x16x2560 TN'")
-    out = {"M": int(m[1]), "N": int(m[2]), "K": int(m[3])}
+    try:
+        size = Problem.parse(parts[0]) if parts else None      # the size syntax of every tool
+    except (TypeError, ValueError):
+        size = None
+    if size is None:
+        raise ReportError(f"--problem {spec!r}: expected MxNxK (or N), optionally with a "
+                          f"dtype and an operation, e.g. 1024 or '2560x16x2560 TN'")
+    out = {"M": size.M, "N": size.N, "K": size.K}
     for part in parts[1:]:
         if part.lower() in _DTYPE_NAMES:
             out["dtype"] = _DTYPE_NAMES[part.lower()]
@@ -118,13 +121,18 @@ def measured(path, problem: str | None = None, *, backend: str | None = None,
              device: str | None = None) -> Measured:
     """The results of one problem in a store, a search report or a bench-cuda file."""
     p = pathlib.Path(path)
-    if not p.is_file():
-        raise ReportError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-    with open(p, "rb") as f:
-        head = f.read(len(_SQLITE_MAGIC))
+    try:
+        with open(p, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        raise ReportError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise ReportError(f"{p}: not a file") from None
+    except OSError as e:            # a folder on its path that cannot be entered, ...
+        raise ReportError(f"{p}: cannot read ({e.strerror or e})") from None
     if head == _SQLITE_MAGIC:
         return _from_store(p, problem, backend, device)
-    from ..roofline.store import read_json
+    from ..jsonio import read_json
     doc = read_json(p, ReportError, "a report, a store or a bench-cuda file")
     if isinstance(doc, Mapping) and "schema" in doc:
         return _from_report(validate(doc, str(p)), str(p), problem, backend, device)
@@ -209,7 +217,7 @@ def _from_store(path: pathlib.Path, problem, backend, device) -> Measured:
     from ..db import Store, StoreError
     src = str(path)
     try:
-        with Store(path) as store:
+        with Store(path, readonly=True) as store:     # a report only reads
             rows = store.conn.execute(
                 "SELECT backend, device, M, N, K, dtype, trans_a, trans_b, template_hash, "
                 "COUNT(*), MAX(written) FROM results GROUP BY backend, device, problem, template_hash "

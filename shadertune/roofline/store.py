@@ -19,7 +19,7 @@ ceilings (software_reason()).
 from __future__ import annotations
 
 import datetime
-import json
+import math
 import pathlib
 from collections.abc import Mapping
 
@@ -102,8 +102,8 @@ def validate(d, source: str = "<ceilings>") -> dict:
             raise CeilingsError(f"{source}: device.software_renderer must be true or false, "
                                 f"got {dev['software_renderer']!r:.40}")
     for k, v in d["ceilings"].items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise CeilingsError(f"{source}: ceilings.{k} must be a positive number, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+            raise CeilingsError(f"{source}: ceilings.{k} must be a positive finite number, got {v!r}")
     return dict(d)
 
 
@@ -121,36 +121,13 @@ def merge(*measurements: Mapping) -> dict:
 
 
 def save(path, d: Mapping) -> pathlib.Path:
+    """Write a ceilings file through the one output writer (whole or not at all)."""
+    from ..atomic import write_json
     validate(d, str(path))
-    p = pathlib.Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(d, indent=2, sort_keys=True) + "\n")
-    tmp.replace(p)                      # never leave a half-written file next to results
-    return p
-
-
-def read_json(path, error: type[Exception], what: str):
-    """Parse a JSON file; every failure is one line of `error` naming the file.
-
-    Shared by the ceilings and the report loaders: a missing file, a folder, a
-    binary file, invalid JSON and JSON nested past the parser's depth all end here."""
-    p = pathlib.Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{p}: no such file") from None
-    except UnicodeDecodeError:
-        raise error(f"{p}: not {what}: not UTF-8 text (a binary file?)") from None
-    except OSError as e:
-        raise error(f"{p}: cannot read ({e.strerror or e})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise error(f"{p}: not {what}: invalid JSON at line {e.lineno} column {e.colno} ({e.msg})") from None
-    except RecursionError:
-        raise error(f"{p}: not {what}: JSON nested too deeply to read") from None
+    write_json(path, d, indent=2, sort_keys=True)
+    return pathlib.Path(path)
 
 
 def load(path) -> dict:
+    from ..jsonio import read_json
     return validate(read_json(path, CeilingsError, "a ceilings file"), str(path))

@@ -4,12 +4,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import pathlib
 import sys
 
-from .. import __version__
+from .. import cli_args as ca
 from ..cluster.cli import check_args, clustered   # imports no Dask
+from ..db.location import store_files
 from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
 from ..texttable import text_table
@@ -19,6 +19,7 @@ from .registry import DESCRIPTIONS, STRATEGIES
 from .report_json import make_report, problem_entry, write_report
 from .tune import tune
 
+TOOL = "search"
 PROG = "shadertune.search"
 log = logging.getLogger("shadertune.search")
 
@@ -69,26 +70,19 @@ interrupted.
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):          # one line, as every other failure
-        self.exit(2, f"{PROG}: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Autotune C = A @ B for a backend and shape(s): phased "
-                "(Jiang),\nexhaustive or random search over the pruned kernel space; every config "
-                "verified\nagainst float64, timed with GPU timers and stored in SQLite.",
-                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"%(prog)s (shadertune) {__version__}")
-    p.add_argument("--backend", default="gl",
-                   help="'gl' (default) or 'cuda', or module:Class of another backend")
+    p = ca.tool_parser(TOOL, "Autotune C = A @ B for a backend and shape(s): phased "
+                       "(Jiang),\nexhaustive or random search over the pruned kernel space; every config "
+                       "verified\nagainst float64, timed with GPU timers and stored in SQLite.", EPILOG)
+    ca.add_backend(p)
     g = p.add_argument_group("problem")
-    g.add_argument("--size", type=int, metavar="N", help="square N x N x N")
-    g.add_argument("--m", type=int, metavar="M", help="rows of A and C (with --n and --k)")
-    g.add_argument("--n", type=int, metavar="N", help="columns of B and C")
-    g.add_argument("--k", type=int, metavar="K", help="columns of A, rows of B")
-    g.add_argument("--sizes", metavar="LIST", help="comma-separated squares or MxNxK shapes, e.g. "
-                   "256,512,1024 or 512x256x64 (BxMxNxK: a batch of B products, one launch)")
+    g.add_argument("--size", type=ca.size, metavar="SIZE", help=ca.SIZE_HELP)
+    g.add_argument("--m", type=ca.positive, metavar="M", help="rows of A and C (with --n and --k)")
+    g.add_argument("--n", type=ca.positive, metavar="N", help="columns of B and C")
+    g.add_argument("--k", type=ca.positive, metavar="K", help="columns of A, rows of B")
+    g.add_argument("--sizes", type=ca.sizes, metavar="LIST",
+                   help="comma-separated sizes, each N, MxNxK or BxMxNxK, e.g. 256,512,1024 or "
+                        "512x256x64 (BxMxNxK: a batch of B products, one launch)")
     g.add_argument("--dtype", default="float32", choices=("float32", "float64"),
                    help="element type (float64 on CUDA only; default float32)")
     g.add_argument("--trans-a", action="store_true", help="A is stored transposed (K x M)")
@@ -100,23 +94,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fix", action="append", metavar="KNOB=V[,V...]",
                    help="search only the configs with these knob values, e.g. family=fragment "
                         "(Jiang's reproduction) or family=compute; repeatable")
-    s.add_argument("--budget", type=int, metavar="N", help="at most N evaluations per problem")
-    s.add_argument("--time-limit", type=float, metavar="S",
+    s.add_argument("--budget", type=ca.positive, metavar="N", help="at most N evaluations per problem")
+    s.add_argument("--time-limit", type=ca.seconds, metavar="S",
                    help="stop starting new evaluations after S seconds per problem (0: no "
                         f"limit; default: none, {SOFTWARE_TIME_LIMIT:g} on a software renderer "
                         "without --budget)")
-    s.add_argument("--repeats", type=int, default=10, help="timed runs per config (default 10)")
-    s.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
-    s.add_argument("--tolerance", type=float,
-                   help="largest relative Frobenius error accepted (default 1e-5 float32, "
-                        "1e-12 float64)")
-    s.add_argument("--seed", type=int, default=0,
-                   help="seed of the inputs and of random (default 0; not a store key)")
+    s.add_argument("--repeats", type=ca.positive, default=10, help="timed runs per config (default 10)")
+    s.add_argument("--warmup", type=ca.non_negative, default=2, help="untimed runs first (default 2)")
+    s.add_argument("--tolerance", type=ca.tolerance,
+                   help="largest relative Frobenius error accepted, a finite number > 0 "
+                        "(default 1e-5 float32, 1e-12 float64)")
+    s.add_argument("--seed", type=ca.seed, default=0,
+                   help="seed of the inputs and of random, an integer >= 0 (default 0; not a "
+                        "store key)")
     s.add_argument("--retune", action="store_true",
                    help="measure every config afresh instead of reusing stored results")
     c = p.add_argument_group("several GPUs or hosts (Dask distributed: pip install "
                              "'shadertune[cluster]'; see docs/cluster.md)")
-    c.add_argument("--workers", type=int, metavar="N",
+    c.add_argument("--workers", type=ca.positive, metavar="N",
                    help="N worker processes on this machine, one per GPU (GL: EGL device index, "
                         "CUDA: device id 0..N-1); the problems and evaluations spread over them")
     c.add_argument("--gpus", metavar="LIST",
@@ -125,8 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="use the workers of the Dask scheduler at ADDRESS (started on each GPU "
                         "host with: python -m shadertune.cluster worker ADDRESS --gpus 0,1)")
     o = p.add_argument_group("output")
-    o.add_argument("--db", metavar="PATH", help="SQLite store (default: $SHADERTUNE_DB or the cache dir)")
-    o.add_argument("--report", metavar="PATH", help="write the JSON report here")
+    ca.add_db(o)
+    o.add_argument("--report", metavar="PATH",
+                   help="write the JSON report here, whole or not at all ('-' or /dev/stdout: "
+                        "standard output)")
     o.add_argument("-q", "--quiet", action="store_true", help="no progress")
     o.add_argument("-v", "--verbose", action="count", default=0,
                    help="log each evaluation (-vv: more)")
@@ -138,25 +135,16 @@ def problems_from(args, parser) -> list[Problem]:
     forms = [args.size is not None, any(v is not None for v in (args.m, args.n, args.k)),
              args.sizes is not None]
     if sum(forms) != 1:
-        parser.error("give exactly one of --size N, --m M --n N --k K, or --sizes LIST")
-    try:
-        if args.size is not None:
-            shapes = [(args.size,) * 3]
-        elif args.sizes is not None:
-            shapes = [Problem.parse(t).to_dict() for t in args.sizes.split(",") if t.strip()]
-            shapes = [(d["M"], d["N"], d["K"], d.get("batch", 1)) for d in shapes]
-            if not shapes:
-                parser.error("--sizes needs at least one size")
-        else:
-            if None in (args.m, args.n, args.k):
-                parser.error("--m, --n and --k go together")
-            shapes = [(args.m, args.n, args.k)]
-        out = [Problem(*shape[:3], args.dtype, args.trans_a, args.trans_b, *shape[3:]) for shape in shapes]
-    except (TypeError, ValueError) as e:
-        parser.error(str(e))
-    for pr in out:
-        if min(pr.M, pr.N, pr.K) < 1:
-            parser.error(f"sizes must be positive, got {pr.M}x{pr.N}x{pr.K}")
+        parser.error("give exactly one of --size SIZE, --m M --n N --k K, or --sizes LIST")
+    if args.size is not None:
+        shapes = [args.size]
+    elif args.sizes is not None:
+        shapes = args.sizes
+    else:
+        if None in (args.m, args.n, args.k):
+            parser.error("--m, --n and --k go together")
+        shapes = [Problem(args.m, args.n, args.k)]
+    out = [Problem(s.M, s.N, s.K, args.dtype, args.trans_a, args.trans_b, s.batch) for s in shapes]
     unique = list(dict.fromkeys(out))
     if len(unique) < len(out):
         log.info("repeated sizes tuned once: %d problems", len(unique))
@@ -184,26 +172,19 @@ def load_backend(name: str):
         raise ShadertuneError(f"cannot create backend {name!r}: {type(e).__name__}: {e}") from None
 
 
-def same_file(a, b) -> bool:
-    """Whether two paths name one file (through symlinks and relative parts too)."""
-    a, b = pathlib.Path(a).expanduser(), pathlib.Path(b).expanduser()
+def check_arguments(args, parser) -> None:
+    """What the parser's types cannot see, checked before the store is opened: the
+    environment the backend reads, and that --report may be written (not a device
+    node, a folder, or the store's own files)."""
+    from ..db.location import store_files, store_path
     try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
-
-
-def check_report_path(args, parser) -> None:
-    from ..db import default_path
-    if not args.report:
-        return
-    store = pathlib.Path(args.db).expanduser() if args.db else default_path()
-    for f in (store, *(store.with_name(store.name + s) for s in ("-wal", "-shm", "-journal"))):
-        if same_file(args.report, f):
-            parser.error(f"--report {args.report} is the store's file {f}: the report would "
-                         f"overwrite it; write the report elsewhere")
+        ca.check_environment(args.backend)
+        store = store_path(args.db)
+        if args.report:
+            for path in report_paths(args.report, 1):
+                ca.check_output(path, protect=store_files(store))
+    except (ValueError, ShadertuneError, OSError) as e:
+        parser.error(str(e))
 
 
 def fmt_config(cfg: dict) -> str:
@@ -228,8 +209,7 @@ def table(entries: list[dict]) -> str:
 
 
 def fail(reason: str, code: int = 1) -> int:
-    print(f"{PROG}: error: {' '.join(reason.split())}", file=sys.stderr)
-    return code
+    return ca.fail(TOOL, reason, code)
 
 
 class _TqdmHandler(logging.Handler):
@@ -364,20 +344,11 @@ def main(argv=None) -> int:
     from ..db import Store, StoreError
     parser = build_parser()
     args = parser.parse_args(argv)
-    for name, v in (("--budget", args.budget), ("--repeats", args.repeats)):
-        if v is not None and v < 1:
-            parser.error(f"{name} must be at least 1")
-    if args.warmup < 0:
-        parser.error("--warmup must be at least 0")
-    if args.time_limit is not None and not args.time_limit >= 0:
-        parser.error("--time-limit must be at least 0 (0: no limit)")
-    if args.tolerance is not None and not args.tolerance > 0:
-        parser.error("--tolerance must be positive")
     check_args(args, parser)
+    problems = problems_from(args, parser)
+    check_arguments(args, parser)
     restore_logging = _logging(args)
     try:
-        problems = problems_from(args, parser)
-        check_report_path(args, parser)
         return _search(args, problems, Store, StoreError)
     finally:
         restore_logging()
@@ -385,6 +356,12 @@ def main(argv=None) -> int:
 
 def _open_store(args, Store):
     store = Store(args.db)
+    if not store.readonly:
+        try:
+            store.check_health()         # a damaged store is refused before anything is measured
+        except BaseException:
+            store.close()
+            raise
     if store.readonly:
         log.warning("store %s is read-only: its results are replayed and the search stops at "
                     "the first measurement it would have to write", store.path)
@@ -429,6 +406,8 @@ def _search(args, problems, Store, StoreError) -> int:
         code, reason = 130, "interrupted; results measured so far are in the store, rerun to resume"
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:
         code, reason = 1, str(e) or type(e).__name__
+    except OSError as e:                 # a path of the store or the backend's files
+        code, reason = 1, ca.os_error_text(e)
     for run in runs:
         run.stop(store)
     if store is not None:
@@ -448,10 +427,10 @@ def _search(args, problems, Store, StoreError) -> int:
             try:
                 write_report(path, make_report(run.backend.name, run.device,
                                                args.strategy or run.backend.default_strategy,
-                                               entries))
-            except OSError as e:
-                return fail(f"cannot write report {path}: {e}" +
-                            (f" (and: {reason})" if reason else ""), code or 1)
+                                               entries), protect=store_files(store.path))
+            except OSError as e:         # atomic.OutputError: one line naming the file
+                return fail(f"report not written: {e}" + (f" (and: {reason})" if reason else ""),
+                            code or 1)
     if reason is not None:
         return fail(reason, code)
     failed = [f"{e['M']}x{e['N']}x{e['K']}" for _, entries in tables for e in entries

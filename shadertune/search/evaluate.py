@@ -3,8 +3,11 @@
 Every failure of one config becomes a Result with a status and a message
 (invalid, compile_failed, run_failed, wrong, slow), so nothing a kernel does can
 crash the search and a wrong kernel is never best (Result.ok is False).
-Only ContextError escapes: without a GPU context no config can run, so the
-search stops with that one-line reason.
+Only what no config could escape escapes: ContextError (without a GPU context no
+config can run) and InputsError (the inputs do not fit in memory), and the
+settings are checked when the evaluator is made (shadertune.arguments: a negative
+seed, a tolerance that is not a finite positive number, repeats < 1), so that an
+error the arguments cause is never stored as a config's verdict.
 
 With a store, a config already measured for this backend, device, problem
 and template hash is replayed instead of measured (`retune=True` measures
@@ -43,8 +46,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..arguments import check_measurement
 from ..config import Config
-from ..errors import BuildError, ContextError, InvalidConfig, RunError, TooSlow
+from ..errors import BuildError, ContextError, InvalidConfig, RunError, ShadertuneError, TooSlow
 from ..problem import Problem
 from ..result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG, Result
 from ..verdict import DEFAULT_TOLERANCE, over_tolerance, rejudge
@@ -114,6 +118,10 @@ def check_output(C: np.ndarray, ref: np.ndarray, ref_norm: float) -> tuple[int, 
     return bad, (diff / ref_norm if ref_norm > 0 else diff)
 
 
+class InputsError(ShadertuneError):
+    """The search's inputs cannot be made (memory): no config can be measured."""
+
+
 # where a search's time goes (seconds per stage, summed over measured configs)
 STAGES = ("build", "check", "verify", "time", "release", "store")
 
@@ -129,6 +137,8 @@ class RecordingEvaluator(BaseEvaluator):
                  tolerance: float | None = None, seed: int = 0,
                  on_result: Callable[..., None] | None = None,
                  on_phase: Callable[[str], None] | None = None):
+        # an argument error stops here, before any config is measured or stored as failed
+        check_measurement(seed=seed, tolerance=tolerance)
         self.backend = backend
         self.problem = problem
         self.device_info = backend.device()
@@ -197,6 +207,7 @@ class Evaluator(RecordingEvaluator):
                  race: bool | None = None, seed: int = 0,
                  on_result: Callable[[Result, bool], None] | None = None,
                  on_phase: Callable[[str], None] | None = None):
+        check_measurement(seed=seed, tolerance=tolerance, repeats=repeats, warmup=warmup)
         super().__init__(backend, problem, store=store, retune=retune, tolerance=tolerance,
                          seed=seed, on_result=on_result, on_phase=on_phase)
         # None: race unless the device says its run times swing (a CPU renderer)
@@ -215,7 +226,11 @@ class Evaluator(RecordingEvaluator):
 
     @functools.cached_property
     def _inputs(self):
-        A, B, ref = make_inputs(self.problem, self.seed)
+        try:
+            A, B, ref = make_inputs(self.problem, self.seed)
+        except MemoryError:
+            raise InputsError(f"the inputs of {self.problem.key} and their float64 reference do "
+                              f"not fit in this machine's memory") from None
         return A, B, ref, float(np.linalg.norm(ref))
 
     A = property(lambda self: self._inputs[0])
@@ -261,6 +276,9 @@ class Evaluator(RecordingEvaluator):
         return Result(self.backend.name, self.device, self.problem, config, status, **kw)
 
     def measure(self, config: Config) -> Result:
+        # the inputs are the search's, not the config's: a failure making them stops the
+        # search (InputsError) instead of becoming this config's stored verdict
+        self._inputs
         t0 = time.perf_counter()
         try:
             kernel = self.backend.build(self.problem, config)

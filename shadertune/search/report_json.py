@@ -17,11 +17,8 @@ Others may add per-problem "baselines" and "roofline"; the names above stay.
 from __future__ import annotations
 
 import datetime
-import json
-import os
-import pathlib
-import tempfile
 
+from ..atomic import write_json
 from ..result import Result, best
 
 REPORT_SCHEMA = 1
@@ -72,24 +69,7 @@ def check_report(doc: dict) -> None:
                     raise ValueError(f"report problem {i} best lacks {k!r}")
 
 
-def _umask() -> int:
-    mask = os.umask(0o22)
-    os.umask(mask)
-    return mask
-
-
-def write_report(path, doc: dict) -> None:
-    """Write atomically (temp file + rename): a reader never sees half a report."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())         # as open() would make it, not mkstemp's 0600
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def write_report(path, doc: dict, *, protect=()) -> None:
+    """Write through the one output writer (shadertune.atomic): whole or not at all, a
+    reader never sees half a report; `protect`: files it may never replace (the store's)."""
+    write_json(path, doc, indent=1, protect=protect)
