@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..roofline import UNITS
+from ..roofline import unit_of
 from .rooflines import ceilings_of, fraction, no_roofline, roofline_of
 from .schema import problem_label
 
@@ -99,7 +99,7 @@ def ceilings_lines(ceilings: Mapping | None, why_not: str | None = None) -> str:
 
 
 def _ceiling_parts(ceilings: Mapping) -> str:
-    return ", ".join(f"{k} = {fmt_gflops(v)} {UNITS.get(k, '')}".rstrip()
+    return ", ".join(f"{k} = {fmt_gflops(v)} {unit_of(k)}".rstrip()
                      for k, v in ceilings.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 

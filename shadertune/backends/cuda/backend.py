@@ -102,15 +102,15 @@ class CUDABackend(Backend):
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
         """min(FMA peak, DRAM bandwidth x the problem's intensity)."""
-        from ...roofline.model import cuda_problem_roofline
+        from .roofline import cuda_problem_roofline
         return cuda_problem_roofline(problem, ceilings)
 
     def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
-        from ...roofline.model import cuda_ceiling_lines
+        from .roofline import cuda_ceiling_lines
         return cuda_ceiling_lines(ceilings)
 
     def measure_ceilings(self, preset: str = "full") -> dict:
-        from ...roofline import measure_cuda
+        from .microbench import measure_cuda
         return measure_cuda(preset=preset)
 
     def precompile_many(self, problem_configs, workers: int | None = None) -> list:

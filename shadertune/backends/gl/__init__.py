@@ -118,16 +118,16 @@ class GLBackend(Backend):
         return templates_hash()
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
-        """The fetch or ALU bound of one config (roofline.model.gl_config_roofline)."""
-        from ...roofline.model import gl_config_roofline
+        """The fetch or ALU bound of one config (roofline.gl_config_roofline)."""
+        from .roofline import gl_config_roofline
         return gl_config_roofline(config, ceilings, problem.K)
 
     def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
-        from ...roofline.model import gl_ceiling_lines
+        from .roofline import gl_ceiling_lines
         return gl_ceiling_lines(ceilings)
 
     def measure_ceilings(self, preset: str = "full") -> dict:
-        from ...roofline import measure_gl
+        from .microbench import measure_gl
         return measure_gl(self.ctx, preset=preset)
 
     def run_call(self, call, plan):
