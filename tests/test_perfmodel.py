@@ -99,7 +99,8 @@ def test_a_config_the_backend_cannot_describe_keeps_its_knob_features():
 
 def test_gl_and_cuda_derived_features_need_no_gpu_context():
     from shadertune.backends.gl.space import gl_space
-    from shadertune.perfmodel.derived import cuda_features, gl_features
+    from shadertune.backends.cuda.features import cuda_features
+    from shadertune.backends.gl.features import gl_features
     p = Problem(100, 60, 70)
     space = gl_space(p, {"gl_version": 450, "image_store": True, "fbo_no_attachments": True,
                          "max_image_units": 8, "max_fragment_image_uniforms": 8})

@@ -8,6 +8,8 @@ from ...errors import ContextError, InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
 from . import baseline, codegen, device
+from .features import CUDA_MODEL_FEATURES
+from .knob_layout import CUDA_KNOB_LAYOUT
 from .space import make_space
 from .tuning import candidates
 
@@ -18,6 +20,8 @@ class CUDABackend(Backend):
     batched = True        # a stack of products is one strided-batched launch
     # the cost model ranks the space (tuning.model_cycles): search.model uses it
     default_strategy = "model"
+    knob_layout = CUDA_KNOB_LAYOUT
+    model_features = CUDA_MODEL_FEATURES
 
     def __init__(self, device_id: int = 0):
         self.device_id = device_id

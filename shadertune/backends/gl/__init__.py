@@ -9,7 +9,9 @@ from ...problem import Problem
 from ..base import Backend, DeviceInfo
 from .codegen import fragment_source, is_image, plan_layout, templates_hash
 from .driver import GLKernel
+from .features import GL_MODEL_FEATURES
 from .image_driver import ImageKernel
+from .knob_layout import GL_KNOB_LAYOUT
 from .pool import default_pool_bytes
 from .space import default_config, default_for, gl_space, with_defaults
 
@@ -17,6 +19,8 @@ from .space import default_config, default_for, gl_space, with_defaults
 class GLBackend(Backend):
     name = "gl"
     shared_by_threads = False     # its context is current in one thread (context.py)
+    knob_layout = GL_KNOB_LAYOUT
+    model_features = GL_MODEL_FEATURES
 
     def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
         self.device_index = device_index
