@@ -19,7 +19,8 @@ from shadertune.perfmodel.cli import main as perfmodel_main
 from shadertune.perfmodel.data import TrainingData, training_data
 from shadertune.perfmodel.validate import validate
 from shadertune.problem import Problem
-from shadertune.search import Budget, tune
+from shadertune.perfmodel.guided import tune
+from shadertune.search import Budget
 from shadertune.select import select, select_config
 
 # 20 shapes none of TRAIN has: tall and wide, small and large K
@@ -48,8 +49,10 @@ def store(template, tmp_path):
 
 @pytest.fixture(scope="module")
 def shared(template):
-    """The template itself, for tests that only read: one model for all of them."""
+    """The template itself, for tests that only read: one model for all of them (trained
+    here, as a search's end would: auto only reads it)."""
     with Store(template) as s:
+        model_for(FakeBackend(), s)
         yield s
 
 

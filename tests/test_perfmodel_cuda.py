@@ -10,7 +10,7 @@ from shadertune.backends.cuda import CUDABackend
 from shadertune.db import Store
 from shadertune.perfmodel import model_for
 from shadertune.perfmodel.data import results_from_candidates
-from shadertune.perfmodel.firstuse import first_use_configs
+from shadertune.first_use import first_use_configs
 from shadertune.problem import Problem
 from shadertune.select import select
 

@@ -10,6 +10,7 @@ from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put
 
 from shadertune.config import Config
 from shadertune.db import Store
+from shadertune.perfmodel import model_for
 from shadertune.problem import Problem
 from shadertune.result import Result
 from shadertune.select import select, select_config
@@ -122,6 +123,7 @@ def test_the_tolerance_is_in_force_in_every_rule(tmp_path):
         fill(s, TRAIN, per_problem=20)
         for p in (P, *TRAIN):
             s.put(Result("fake", DEVICE, p, loose, "ok", times_ms=[1e-4], error=5e-6), TEMPLATES)
+        model_for(be, s)                 # the writer trains the model; auto only reads it
         assert select(be, P, s).config == loose
         strict = select(be, P, s, tolerance=1e-6)
         assert strict.how == "model" and strict.config != loose

@@ -23,6 +23,8 @@ Optional hooks, with their defaults:
 - measure_ceilings(preset) the device's measured ceilings (the roofline's inputs)
 - run_call(call, plan)     execute one checked matmul call (shadertune.matmul's seam):
                            by default on host arrays, one kernel per 2-D product
+- problem_of(call)         the problem whose config run_call resolves for a checked call
+                           (what explain and tune(A, B) ask about), with a note
 - presets(), preset_config(name, problem)  named configs matmul(config=NAME) takes
 - on_device(device_index)  an instance on that device (matmul's device_index)
 - dtypes, shared_by_threads, batched  what the backend computes in; whether one
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -87,6 +90,12 @@ class KnobLayout:
     pair_names: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
     value_names: Mapping[str, Mapping] = field(default_factory=dict, hash=False)
     folded: tuple[tuple[str, str, str], ...] = ()
+
+
+def log2_count(x: float) -> float:
+    """log2 of a count, at least 0 (counts below 1 read as 1): the scale most model
+    features are on (sizes, tiles, passes, fetches)."""
+    return math.log2(max(float(x), 1.0))
 
 
 @dataclass(frozen=True)
@@ -261,6 +270,12 @@ class Backend(abc.ABC):
             kernel = kernel or plan.kernel(call.problem)
             dest[...] = kernel.run(A, B, C, alpha=call.alpha, beta=call.beta)
         return run_on_host(call, product)
+
+    def problem_of(self, call) -> tuple[Problem, str | None]:
+        """(the problem run_call resolves a config for, for the checked call `call`; a
+        note saying how it differs from the call's own, or None).  By default the
+        call's problem: one kernel per 2-D product."""
+        return call.problem, None
 
     def presets(self) -> dict[str, str]:
         """Named configs matmul(config=NAME) takes: name -> what it is ('auto' and

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from .. import __version__
+from .._version import __version__
 from ..problem import Problem
 from ..texttable import text_table
 from . import exchange

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..backends import ModelFeatures, backend_class
+from ..backends.base import log2_count as _log2
 from ..config import Config
 from ..errors import ShadertuneError
 from ..problem import Problem
@@ -78,10 +79,6 @@ def baseline_of(backend_name: str) -> str | None:
     """The derived feature that is the backend's analytical time, if it has one."""
     spec = model_features(backend_name)
     return spec.baseline if spec is not None else None
-
-
-def _log2(x: float) -> float:
-    return math.log2(max(float(x), 1.0))
 
 
 def problem_features(p: Problem) -> dict:

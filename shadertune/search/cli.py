@@ -8,7 +8,7 @@ import os
 import pathlib
 import sys
 
-from .. import __version__
+from .._version import __version__
 from ..cluster.cli import check_args, clustered   # imports no Dask
 from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
@@ -17,7 +17,6 @@ from .budget import Budget
 from .progress import Progress
 from .registry import DESCRIPTIONS, STRATEGIES
 from .report_json import make_report, problem_entry, write_report
-from .tune import tune
 
 PROG = "shadertune.search"
 log = logging.getLogger("shadertune.search")
@@ -389,6 +388,10 @@ def _open_store(args, Store):
 
 
 def _search(args, problems, Store, StoreError) -> int:
+    # the command line is the top layer: it searches with the learned model saved
+    # beside the store (perfmodel.guided) and trains it when the search has written
+    from ..perfmodel.guided import tune
+    from ..perfmodel.saved import train_if_stale
     runs: list[DeviceRun] = []           # one per device, in the order of their tables
     notes: list[str] = []                # lines after the tables (a cluster's per-worker counts)
     store = None
@@ -397,7 +400,7 @@ def _search(args, problems, Store, StoreError) -> int:
         if clustered(args):
             from ..cluster.cli import tune_on_cluster
             store = _open_store(args, Store)
-            tune_on_cluster(args, problems, store, runs, notes)
+            tune_on_cluster(args, problems, store, runs, notes, DeviceRun, _budget)
         else:
             backend = load_backend(args.backend)
             device = backend.device()
@@ -416,6 +419,8 @@ def _search(args, problems, Store, StoreError) -> int:
                              on_phase=progress.phase)
                 run.finish(pr, entry, store)
                 progress.close()
+            if not store.readonly:
+                train_if_stale(backend, store)       # tuning writes: the learned model follows
     except KeyboardInterrupt:
         code, reason = 130, "interrupted; results measured so far are in the store, rerun to resume"
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:

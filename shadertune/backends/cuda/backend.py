@@ -137,6 +137,11 @@ class CUDABackend(Backend):
         from .api import run_call
         return run_call(self, call, plan)
 
+    def problem_of(self, call):
+        """The launch's problem: trans flags from the layouts, a stack as one batch (call.py)."""
+        from .call import prepare
+        return prepare(call).problem or call.problem, None
+
     def express_lane(self, door):
         """Repeated calls on device arrays skip the front door's analysis (express.py)."""
         from .express import Express
@@ -149,8 +154,3 @@ class CUDABackend(Backend):
     def preset_config(self, name: str, problem: Problem):
         from .api import preset_config
         return preset_config(self, name, problem)
-
-    def matmul(self, A, B, out=None, **options):
-        """shadertune.matmul on this backend (its kernel cache is matmul's)."""
-        from ...api import matmul
-        return matmul(A, B, out, backend=self, **options)

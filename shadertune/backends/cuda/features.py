@@ -13,14 +13,10 @@ import math
 
 from ...config import Config
 from ...problem import Problem
-from ..base import ModelFeatures
+from ..base import ModelFeatures, log2_count as _log2
 from .device import DEFAULT_LIMITS
 from .space import WARP, complete, derive
 from .tuning import model_cycles
-
-
-def _log2(x: float) -> float:
-    return math.log2(max(float(x), 1.0))
 
 
 def cuda_features(p: Problem, cfg: Config, limits) -> dict:

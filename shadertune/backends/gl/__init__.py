@@ -139,6 +139,11 @@ class GLBackend(Backend):
         from .calls import run_call
         return run_call(self, call, plan)
 
+    def problem_of(self, call):
+        """The main tile of a product larger than the texture limit (calls.py)."""
+        from .calls import problem_of
+        return problem_of(self, call)
+
     def presets(self) -> dict[str, str]:
         from .calls import PRESETS
         return dict(PRESETS)

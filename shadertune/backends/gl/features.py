@@ -8,17 +8,11 @@ learner finds how they combine on the device (shadertune/perfmodel/features.py).
 """
 from __future__ import annotations
 
-import math
-
 from ...config import Config
 from ...problem import Problem
-from ..base import ModelFeatures
+from ..base import ModelFeatures, log2_count as _log2
 from .codegen import is_image, plan_layout
 from .space import with_defaults
-
-
-def _log2(x: float) -> float:
-    return math.log2(max(float(x), 1.0))
 
 
 def gl_features(p: Problem, cfg: Config, limits) -> dict:
