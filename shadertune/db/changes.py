@@ -16,10 +16,11 @@ size and modification time and this process's count: two stats.  A stamp that mo
 says "maybe changed": the reader then reads the file's counter, and the same (id,
 count) means the same results (a checkpoint, a space-size cache write, another
 reader's open move the stamp, not the results).  A stamp taken within FRESH seconds
-of the files' last modification is not trusted alone: file systems stamp times from a
-coarse clock (a few ms on Linux, seconds on some), so a later commit by another
+of the files' last modification is not trusted alone: a file system stamps times from
+a coarse clock (Linux: the kernel's tick, at most 10 ms), so a later commit by another
 process within the same tick can leave size and time as they were; such a reader
-reads the counter until the files are older than that.
+reads the counter until the files are older than that.  (SQLite's write-ahead log
+needs a local file system; one with coarser stamps, FAT's 2 s, is the case left.)
 
 Why not SQLite's `PRAGMA data_version`: it counts other connections' commits on a
 connection kept open, and a kept reader holds a store's write-ahead log alive (the
@@ -35,8 +36,9 @@ import time
 import urllib.parse
 
 # File times within this many seconds of now may share their clock tick with a later
-# write: a stamp that young is checked against the counter in the file.
-FRESH = 2.0
+# write (Linux stamps files from the kernel's tick: 1-10 ms): a stamp that young is
+# checked against the counter in the file.
+FRESH = 0.1
 
 CREATE = (
     "CREATE TABLE IF NOT EXISTS changes (id TEXT NOT NULL, n INTEGER NOT NULL)",
