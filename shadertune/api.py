@@ -23,8 +23,10 @@ import threading
 import warnings
 import weakref
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import select
 from .backends import backend_class
@@ -206,10 +208,10 @@ if hasattr(os, "register_at_fork"):
 
 
 # --- the front door -------------------------------------------------------------
-def matmul(A, B, out=None, *, backend: str | Backend = "gl",
+def matmul(A: ArrayLike, B: ArrayLike, out: ArrayLike | None = None, *, backend: str | Backend = "gl",
            config: str | Mapping | Config | None = "auto", alpha: float = 1.0, beta: float = 0.0,
            device_index: int | None = None, db: str | os.PathLike | None = None,
-           tune: str | FirstUse | None = None):
+           tune: str | FirstUse | None = None) -> Any:
     """Matrix product ``alpha * A @ B + beta * out`` with numpy.matmul semantics, on a
     tuned GPU kernel.
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from numpy.typing import ArrayLike
+
 from .api import backend as matmul_backend
 from .backends.base import Backend
 from .inputs import check_call
 from .select import Selection, select
 
 
-def explain(A, B, *, backend: str | Backend = "gl", db: str | os.PathLike | None = None,
+def explain(A: ArrayLike, B: ArrayLike, *, backend: str | Backend = "gl", db: str | os.PathLike | None = None,
             device_index: int | None = None) -> Selection:
     """Which config ``matmul(A, B, backend=backend, config="auto", db=db)`` runs, and why.
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .api import backend as matmul_backend
 from .backends.base import Backend
@@ -78,7 +79,7 @@ class TuneResult:
                 f"{self.error:.1e}); {self.evaluated} configs in {self.seconds:.1f} s")
 
 
-def tune(shape, B=None, /, *, backend: str | Backend = "gl", evaluations: int | None = None,
+def tune(shape: int | str | Sequence | Problem | ArrayLike, B: ArrayLike | None = None, /, *, backend: str | Backend = "gl", evaluations: int | None = None,
          seconds: float | None = None, db: str | os.PathLike | Store | None = None,
          strategy: str | None = None, dtype: str = "float32", device_index: int | None = None,
          train: bool = True) -> TuneResult | list[TuneResult]:

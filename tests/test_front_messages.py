@@ -37,3 +37,20 @@ def test_first_use_logs_what_it_times_and_for_how_long(gl, caplog, rng, tmp_path
     assert "up to 2 configs, at most 30 s" in lines[0] and str(tmp_path / "s.sqlite") in lines[0]
     assert lines[1].startswith("tuned 12x10x8:float32:NN on first use: 2 configs timed in ")
     assert "GFLOP/s" in lines[1]
+
+
+def test_the_front_door_documents_every_argument():
+    """help(shadertune.matmul), help(shadertune.tune), help(shadertune.explain): numpy-style
+    sections, every parameter described, every parameter annotated."""
+    import inspect
+    import re
+    for fn in (shadertune.matmul, shadertune.tune, shadertune.explain):
+        doc = inspect.getdoc(fn)
+        for section in ("Parameters", "Returns", "Raises", "Examples"):
+            assert f"\n{section}\n{'-' * len(section)}\n" in doc, (fn.__name__, section)
+        params = doc.split("Parameters\n----------\n", 1)[1].split("\n\n", 1)[0]
+        described = {n.strip() for line in re.findall(r"^(\w[\w, ]*) :", params, re.M) for n in line.split(",")}
+        sig = inspect.signature(fn)
+        assert set(sig.parameters) <= described, (fn.__name__, set(sig.parameters) - described)
+        assert all(p.annotation is not inspect.Parameter.empty for p in sig.parameters.values()), fn.__name__
+        assert sig.return_annotation is not inspect.Signature.empty
