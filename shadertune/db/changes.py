@@ -7,7 +7,7 @@ Two counts, both the store's own:
   every store file made) and a count that triggers on the results table raise in the
   same transaction as every insert, update or delete.  A trigger is part of the
   database, so every writer bumps it: this shadertune, an older one, the sqlite3 shell.
-  Reading it takes a short read-only connection (counter(); about 60 us here).
+  Reading it takes a short read-only connection (counter(); about 0.35 ms here).
 - in this process: every commit of a Store raises a count kept per store file (its
   device and inode; committed()), exact and free to read.
 
