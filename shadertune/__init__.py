@@ -1,28 +1,42 @@
-"""shadertune: an ATLAS-for-GPU matmul autotuner (GLSL fragment shaders and CUDA).
+"""shadertune: an ATLAS-for-GPU matmul autotuner (GLSL shaders and CUDA).
 
     >>> import numpy as np, shadertune
     >>> C = shadertune.matmul(np.ones((3, 4)), np.ones((4, 5)))   # GL, float32
+    >>> r = shadertune.tune((256, 256, 256), seconds=30)           # stored: "auto" runs it
+    >>> print(shadertune.explain(np.ones((256, 256)), np.ones((256, 256))))
+
+matmul, tune and explain are the front door (shadertune/api.py, tuning.py,
+explanation.py), imported on first use so that ``import shadertune`` stays light.
+The library speaks through the ``shadertune`` logger (and its children).
 """
+from typing import TYPE_CHECKING
+
 from .config import Config
 from .problem import Problem
 from .result import Result
 
-__version__ = "0.1.0"
+from ._version import __version__
+
+if TYPE_CHECKING:                      # what type checkers see; at run time, __getattr__
+    from .api import matmul
+    from .explanation import explain
+    from .tuning import TuneResult, tune
+
+_FRONT = {"matmul": "api", "explain": "explanation", "tune": "tuning", "TuneResult": "tuning"}
 
 
-def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0, device_index=None,
-           db=None, tune=None):
-    """C = alpha * A @ B + beta * out, with numpy.matmul semantics; see shadertune.api.matmul."""
-    from .api import matmul as _matmul
-    return _matmul(A, B, out, backend=backend, config=config, alpha=alpha, beta=beta,
-                   device_index=device_index, db=db, tune=tune)
+def __getattr__(name: str):
+    """The front door's functions, imported on first use (PEP 562)."""
+    if name in _FRONT:
+        import importlib
+        value = getattr(importlib.import_module(f".{_FRONT[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'shadertune' has no attribute {name!r}")
 
 
-def explain(A, B, *, backend="gl", db=None, device_index=None):
-    """Which config matmul(A, B, config="auto") runs for these operands, and why
-    (exact / model with its predicted GFLOP/s / nearest / default); see shadertune.select.explain."""
-    from .select import explain as _explain
-    return _explain(A, B, backend=backend, db=db, device_index=device_index)
+def __dir__():
+    return sorted(list(globals()) + list(_FRONT))
 
 
-__all__ = ["Config", "Problem", "Result", "explain", "matmul", "__version__"]
+__all__ = ["Config", "Problem", "Result", "TuneResult", "explain", "matmul", "tune", "__version__"]

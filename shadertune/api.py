@@ -20,15 +20,23 @@ from __future__ import annotations
 import os
 import pathlib
 import threading
+import warnings
 import weakref
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from . import select
 from .backends import backend_class
 from .backends.base import Backend
+from .config import Config
 from .configs import ConfigRequest, parse_request, resolve
+from .errors import PrecisionWarning
 from .inputs import MatmulCall, check_call, single_out
 from .kernel_cache import DEFAULT_SIZE, KernelCache
+from .perfmodel.firstuse import FirstUse
 from .problem import Problem
 
 _CACHE_SIZE = DEFAULT_SIZE
@@ -49,6 +57,12 @@ class Door:
     def here(self) -> bool:
         """Whether the calling thread may use (and release) this door's kernels."""
         return self.thread is None or self.thread == threading.get_ident()
+
+    def auto_config(self, problem: Problem, db=None) -> Config:
+        """What config='auto' takes for `problem` now (select.py; a kept selection costs
+        a few stats): the backend's express lane asks it, the selection being above
+        the backends."""
+        return select.select(self.backend, problem, db).config
 
 
 class CallPlan:
@@ -146,7 +160,6 @@ def backend(name: str = "gl", device_index: int | None = None) -> Backend:
 
 def kernel(backend: Backend, problem: Problem, config):
     """The kernel matmul's cache holds for (problem, config) on `backend`, built if absent."""
-    from .config import Config
     cfg = Config(config)
     d = _door_of(backend)
     return d.kernels.get((problem, cfg), lambda: backend.build(problem, cfg))
@@ -195,29 +208,93 @@ if hasattr(os, "register_at_fork"):
 
 
 # --- the front door -------------------------------------------------------------
-def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
-           device_index: int | None = None, db=None, tune=None):
-    """C = alpha * A @ B + beta * out with numpy.matmul semantics.
+def matmul(A: ArrayLike, B: ArrayLike, out: ArrayLike | None = None, *, backend: str | Backend = "gl",
+           config: str | Mapping | Config | None = "auto", alpha: float = 1.0, beta: float = 0.0,
+           device_index: int | None = None, db: str | os.PathLike | None = None,
+           tune: str | FirstUse | None = None) -> Any:
+    """Matrix product ``alpha * A @ B + beta * out`` with numpy.matmul semantics, on a
+    tuned GPU kernel.
 
-    A, B: real arrays (1-D, 2-D or stacked, broadcast like numpy.matmul; any strides
-    or order).  out: where the result goes (numpy's out: any dtype numpy's same-kind
-    casting allows, floating point; batch dimensions may broadcast); with beta != 0 it
-    is also the C that is added.  backend: 'gl' (default; computes in float32) or
-    'cuda' (float64 where numpy's result is float64), or a Backend.  config: 'auto'
-    (the best stored tuning result for this device and shape, else the learned model's
-    pick, else the nearest tuned shape's, else the default; shadertune.select), 'default', a preset (backend.presets(): 'fast'; GL's
-    'jiang', 'naive'; CUDA's 'ffma'), or knobs as a dict / Config / JSON text (knobs left out come
-    from the default config).  device_index: which GPU (GL: EGL device; CUDA: device
-    id).  db: the tuning store 'auto' reads.  tune: None (default) or 'first-use' (or a
-    shadertune.perfmodel.FirstUse), with config='auto': the first call for a shape the
-    store has no verified result for times the learned model's top configs (8, at most
-    20 s by default), verified and stored; later calls find it stored
-    (docs/perfmodel.md).
+    Parameters
+    ----------
+    A, B : array_like
+        Real operands: 1-D, 2-D or stacks of matrices, broadcast like
+        ``numpy.matmul`` (any strides or memory order).  numpy arrays, anything
+        ``numpy.asarray`` takes, and, on the CUDA backend, CuPy arrays and PyTorch
+        CUDA tensors (computed where they are).
+    out : ndarray, optional
+        Where the result goes, as numpy's ``out`` (any floating dtype numpy's
+        same-kind casting allows; its batch dimensions may broadcast).  With
+        ``beta != 0`` it is also the C that is added.
+    backend : {"gl", "cuda"} or Backend, optional
+        ``"gl"`` (default): GLSL shaders through EGL (Mesa llvmpipe without a GPU),
+        computing in float32.  ``"cuda"``: generated CUDA kernels (CuPy), float64
+        where numpy's result is float64.  Or a :class:`shadertune.backends.Backend`
+        instance (docs/backends.md).
+    config : str, dict, Config or None, optional
+        Which kernel: ``"auto"`` (default: the fastest verified config the store
+        holds for this device and shape, else the learned model's pick, else the
+        nearest tuned shape's, else the default; :func:`shadertune.explain` says
+        which and why), ``"default"`` (or None: the backend's untuned default), a
+        preset name (``backend.presets()``: ``"fast"``; GL's ``"jiang"``,
+        ``"naive"``; CUDA's ``"ffma"``), or knobs as a dict, Config or JSON text
+        (knobs left out come from the default config; docs/knobs.md lists them).
+    alpha, beta : float, optional
+        The scalars of ``alpha * A @ B + beta * out`` (beta needs ``out``).
+    device_index : int, optional
+        Which GPU: the EGL device for GL, the device id for CUDA (default: the
+        first).
+    db : str or os.PathLike or Store, optional
+        The tuning store ``"auto"`` reads (default: ``$SHADERTUNE_DB``, else
+        ``$XDG_CACHE_HOME/shadertune/tune.sqlite``; a missing store is not made).
+    tune : {None, "first-use"} or FirstUse, optional
+        With ``config="auto"``: None (default) only reads the store; ``"first-use"``
+        (or ``shadertune.perfmodel.FirstUse(k, seconds)``) first times up to 8
+        configs for 20 s at most, verified against float64 and stored, when the
+        store has no verified result for this shape; later calls find it stored
+        (docs/perfmodel.md).  It logs what it does on the ``shadertune`` logger.
 
-    Semantics and errors follow numpy.matmul (docs/semantics.md): bool @ bool is
-    bool; 1-D @ 1-D gives a numpy scalar; np.matrix in gives np.matrix out; masked
-    arrays, complex, string and object inputs raise TypeError; mismatched shapes
-    raise ValueError naming both shapes.
+    Returns
+    -------
+    ndarray or scalar
+        numpy.matmul's result: ``out`` itself when given; a numpy scalar for 1-D @
+        1-D; np.matrix for np.matrix inputs; a CuPy array or PyTorch tensor for
+        those inputs on the CUDA backend.  bool @ bool is bool.  The dtype is
+        float32 on GL (float64 operands warn once: :class:`shadertune.errors.PrecisionWarning`),
+        numpy's on CUDA.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not align or broadcast (naming both shapes, as numpy does),
+        an unknown backend or config, a config not valid for the shape.
+    TypeError
+        Complex, string, object or masked operands; an integer ``out``; a config
+        or ``tune`` of the wrong kind.
+    shadertune.errors.ContextError
+        No device for the backend (no EGL driver, no CUDA GPU), or a process forked
+        after the device was used.
+
+    See Also
+    --------
+    shadertune.tune : tune a shape so that ``config="auto"`` finds it stored.
+    shadertune.explain : which config ``"auto"`` takes, and why.
+
+    Notes
+    -----
+    Every tuned kernel was verified against a float64 reference before it was
+    stored; ``"auto"`` runs only configs verified on this device or the backend's
+    own candidate list.  Semantics and errors in detail: docs/semantics.md.
+
+    Examples
+    --------
+    >>> import numpy as np, shadertune
+    >>> A, B = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    >>> shadertune.matmul(A, B).shape
+    (3, 5)
+    >>> C = shadertune.matmul(A, B, config="default", alpha=2.0)
+    >>> float(C[0, 0])
+    8.0
     """
     if type(out) is tuple:
         out = single_out(out)
@@ -234,6 +311,8 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
             return r
     be = d.backend
     call = check_call(A, B, out, alpha=alpha, beta=beta, dtypes=be.dtypes)
+    if call.dtype == "float32" and call.result_dtype.kind == "f" and call.result_dtype.itemsize >= 8:
+        _warn_narrowed(be, call)
     request = parse_request(config, be, tune)
     if call.logical:
         return _logical(call, d, request, db)
@@ -242,6 +321,23 @@ def matmul(A, B, out=None, *, backend="gl", config="auto", alpha=1.0, beta=0.0,
     if lane_call and plan.repeat is not None:
         d.express.learn(A, B, out, config, db, call, *plan.repeat, auto=request.kind == "auto")
     return _numpy_result(call, result)
+
+
+_narrowed: set = set()      # backends whose float32 computing of float64 operands was warned about
+
+
+def _warn_narrowed(be: Backend, call: MatmulCall) -> None:
+    """Warn once per process and backend that numpy's float64 result is computed (and
+    returned) in float32.  A warning, as numpy warns of a cast that loses what the
+    caller gave (ComplexWarning): the caller's filters control it, and it names the
+    caller's line; the flag keeps a loop of such calls to one line."""
+    if be.name in _narrowed:
+        return
+    _narrowed.add(be.name)
+    warnings.warn(f"shadertune.matmul: {call.result_dtype} operands on the {be.name} backend are "
+                  f"computed and returned in float32 (about 7 significant digits); a backend "
+                  f"that computes in float64 (its dtypes) keeps numpy's precision",
+                  PrecisionWarning, stacklevel=3)
 
 
 _REAL = (float, int)   # alpha and beta types the express lane takes as they are

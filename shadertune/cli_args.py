@@ -79,7 +79,7 @@ def tool_parser(tool: str, description: str, epilog: str | None = None, *,
                 parents=(), raw: bool = True) -> Parser:
     p = Parser(prog=prog(tool), description=description, epilog=epilog, parents=list(parents),
                formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter)
-    from . import __version__
+    from ._version import __version__
     p.add_argument("--version", action="version", version=f"%(prog)s (shadertune) {__version__}",
                    help="print the version and exit")
     return p

@@ -4,7 +4,7 @@ The same rules and the same messages for every backend:
 
 - 'auto'            the best stored tuning result (shadertune.select), else its fallbacks;
                     with tune='first-use', a shape the store has no result for is
-                    tuned first (bounded; shadertune.perfmodel.firstuse)
+                    tuned first (bounded; shadertune.first_use)
 - 'default' / None  backend.default_config(problem)
 - a preset name     backend.presets(): e.g. 'fast' (the default config); GL adds 'jiang', 'naive'
 - a dict / Config   knobs; the ones left out are filled from the default config for the
@@ -31,6 +31,8 @@ import numpy as np
 
 from . import select     # at import, never read from sys.modules on a call (notes/reliability.md)
 from .config import Config
+from .first_use import ensure_tuned
+from .perfmodel.firstuse import parse as parse_tune
 from .problem import Problem
 
 # A filled or adapted config may move at most this many knobs: beyond that it is no
@@ -61,8 +63,7 @@ def parse_request(spec, backend, tune=None) -> ConfigRequest:
             return request
     request = _parse_config(spec, backend)
     if tune is not None:
-        from .perfmodel.firstuse import parse
-        first_use = parse(tune)
+        first_use = parse_tune(tune)
         if first_use is not None:
             if request.kind != "auto":
                 raise ValueError(f"matmul: tune={tune!r} needs config='auto', got config={spec!r}")
@@ -128,7 +129,9 @@ def resolve(backend, problem: Problem, request, *, db=None, where: str | None = 
     if request.kind == "default":
         return backend.default_config(problem)
     if request.kind == "auto":
-        return select.select_config(backend, problem, db=db, tune=request.tune)[0]
+        if request.tune is not None:     # tuning writes the store; the selection reads it
+            ensure_tuned(backend, problem, db, request.tune)
+        return select.select_config(backend, problem, db=db)[0]
     if request.kind == "preset":
         given = Config(backend.preset_config(request.name, problem))
         label = f"preset {request.name!r} ({given.to_dict()})"

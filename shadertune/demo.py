@@ -37,7 +37,9 @@ def main(argv=None) -> int:
     from .problem import Problem
     try:
         from .db import Store
-        from .search import Budget, tune
+        from .perfmodel.guided import tune
+        from .perfmodel.saved import train_if_stale
+        from .search import Budget
         backend = api.backend("gl")
         dev = backend.device()
         software = bool(dev.limits.get("software_renderer"))
@@ -58,6 +60,7 @@ def main(argv=None) -> int:
             print(f"tuned {n:5d}: {entry['evaluated']} configs ({entry['measured']} measured, "
                   f"{entry['cached']} from the store) of {entry['space_size']} in {entry['seconds']:.1f} s; "
                   f"best {b['gflops']:.2f} GFLOP/s" if b else f"tuned {n}: no correct config found")
+        train_if_stale(backend, store)      # tuning wrote: the learned model follows
         n = sizes[-1]
         rng = np.random.default_rng(0)
         A = rng.standard_normal((n, n)).astype(np.float32)

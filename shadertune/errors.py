@@ -32,3 +32,8 @@ class TooSlow(ShadertuneError):
     def __init__(self, message: str, projected_ms: float):
         super().__init__(message)
         self.projected_ms = projected_ms
+
+
+class PrecisionWarning(UserWarning):
+    """A call computed in a narrower type than numpy would use (float64 operands on a
+    backend that computes in float32): the result has float32's precision."""

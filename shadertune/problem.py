@@ -2,6 +2,7 @@
 or of `batch` such products of one shape run as one strided-batched launch."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -102,3 +103,11 @@ class Problem:
             raise ValueError(f"size must be N, MxNxK or BxMxNxK (or M,N,K) in integers, "
                              f"got {text!r}")
         return cls(*vals, dtype=dtype)
+
+
+def shape_distance(a: Problem, b: Problem) -> float:
+    """How far apart two shapes are for tuning: the sum of |log2| ratios of M, N, K and
+    the batch counts (dimensions of 0 count as 1).  `auto`'s nearest-shape rule and the
+    model's validation rank stored problems by it."""
+    return sum(abs(math.log2(max(x, 1) / max(y, 1)))
+               for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch)))

@@ -2,16 +2,20 @@
 
     select(backend, problem, db=None) -> Selection     (config, how, the reason)
     select_config(backend, problem, db=None) -> (Config, how)
-    explain(A, B, backend="gl", db=None) -> Selection  (for given operands)
+
+Auto reads: select takes the store and the learned model saved beside it as they
+are; it never trains a model and never tunes (a search, first-use tuning and
+`python -m shadertune.perfmodel train` write them).  For the operands of a call:
+shadertune.explain(A, B), the front door's (explanation.py).
 
 The chain, first rule that gives a config wins (`how`):
 
 - 'exact': the fastest correct stored result for this backend, device
   (renderer | driver), template hash and problem (shape, dtype, trans) whose
   config is valid in today's space.
-- 'model': else the learned performance model of this backend and device
-  (shadertune.perfmodel; needs scikit-learn and a store with results of at
-  least perfmodel.saved.MIN_PROBLEMS problems, some of this dtype) ranks the
+- 'model': else the learned performance model of this backend and device,
+  as saved beside the store (shadertune.perfmodel; needs scikit-learn and a
+  model trained on some problems of this dtype) ranks the
   candidates, and the one it predicts fastest is taken.  The candidates: the
   configs verified on some stored problem of this dtype (within the tolerance)
   that are valid for this one, and the backend's analytical candidate list for
@@ -44,12 +48,12 @@ A missing store file is not created; a read-only one is read; an unusable one
 (other schema, not a database, not a store's tables, an undecodable result)
 warns and falls back to the default, since matmul must still work.
 
-Selections are kept for as long as the store's files are unchanged (select_memo.py):
-an auto call for a shape seen before costs a few file stats, not a store read.
+Selections are kept for as long as the store's content and the model file are
+unchanged (select_memo.py, db/changes.py): an auto call for a shape seen before
+costs a few file stats, not a store read.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import pathlib
@@ -57,20 +61,18 @@ import warnings
 from dataclasses import dataclass
 
 from .config import Config
-from .problem import Problem
+from .db import Store, StoreError
+from .db.location import store_path
+from .perfmodel.candidates import ANALYTICAL, analytical_candidates
+from .perfmodel.saved import saved_model
+from .problem import Problem, shape_distance
 from .select_memo import SelectionMemo
+from .verdict import tolerance_for
 
 HOWS = ("exact", "model", "analytical", "nearest", "default")
 TOP = 5                 # ranked alternatives an explanation lists
-# the length of the backend's analytical candidate list (backend.candidates) that
-# joins the verified configs as auto's candidates (the backends' default length)
-ANALYTICAL = 24
-
-
-def shape_distance(a: Problem, b: Problem) -> float:
-    """Sum of |log2| ratios of M, N, K and the batch counts (dimensions of 0 count as 1)."""
-    return sum(abs(math.log2(max(x, 1) / max(y, 1)))
-               for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K), (a.batch, b.batch)))
+__all__ = ["ANALYTICAL", "HOWS", "Selection", "analytical_candidates", "forget", "select",
+           "select_config", "shape_distance"]
 
 
 @dataclass(frozen=True)
@@ -121,15 +123,9 @@ class Selection:
         return "\n".join(lines)
 
 
-def select_config(backend, problem: Problem, db=None, *, tolerance: float | None = None,
-                  tune=None) -> tuple[Config, str]:
-    """(config, how) of select(); tune='first-use' (or a perfmodel.FirstUse) first
-    times the model's picks when the store has no result for `problem`."""
-    if tune is not None:
-        from .perfmodel.firstuse import ensure_tuned, parse
-        spec = parse(tune)
-        if spec is not None:
-            ensure_tuned(backend, problem, db, spec, tolerance=tolerance)
+def select_config(backend, problem: Problem, db=None, *,
+                  tolerance: float | None = None) -> tuple[Config, str]:
+    """(config, how) of select()."""
     s = select(backend, problem, db, tolerance=tolerance)
     return s.config, s.how
 
@@ -140,23 +136,24 @@ _memo = SelectionMemo()
 def select(backend, problem: Problem, db=None, *, tolerance: float | None = None,
            use_model: bool = True) -> Selection:
     """The config `auto` takes for `problem` on `backend`, with the rule and reason."""
-    Store, StoreError = _db_classes()
     is_store = isinstance(db, Store)
     try:
         path = db.path if is_store else _store_path(db)
     except StoreError as e:          # nowhere for the default store (no HOME): none to read
         return _default(backend, problem, (str(e),), None)
     spath = str(path)
-    # the stamp is read before the store: a write after it changes the next stamp
-    store_stat = _memo.store_stamp(spath)
-    if store_stat is None and not is_store:
+    # what the selection reads from is stamped before the store is read: a write after
+    # it changes the next stamp
+    stamp = _memo.store_stamp(spath)
+    if stamp is None and not is_store:
         return _default(backend, problem, (f"no tuning store at {path}",), None)
     device, th = backend.device().key, backend.template_hash()
     key = (backend.name, device, th, problem, tolerance, use_model, spath)
-    stamp = _memo.stamp(spath, backend.name, device, th, store_stat)
-    kept = _memo.get(key, stamp)
+    model = _memo.model_stamp(spath, backend.name, device, th)
+    kept = _memo.get(key, spath, stamp, model)
     if kept is not None:
         return kept
+    content = _memo.content(spath)
     store, owned = db, False
     if not isinstance(db, Store):
         try:
@@ -170,21 +167,10 @@ def select(backend, problem: Problem, db=None, *, tolerance: float | None = None
     finally:
         if owned:
             store.close()
-    return _memo.put(key, stamp, found)
+    return _memo.put(key, stamp, content, model, found)
 
 
 _paths: dict = {}    # (db, the environment it is read with) -> the store's path
-_DB_CLASSES: tuple = ()
-
-
-def _db_classes() -> tuple:
-    """(Store, StoreError), imported on first use (an import statement in select()
-    costs a microsecond a call)."""
-    global _DB_CLASSES
-    if not _DB_CLASSES:
-        from .db import Store, StoreError
-        _DB_CLASSES = (Store, StoreError)
-    return _DB_CLASSES
 
 
 def _store_path(db) -> pathlib.Path:
@@ -197,7 +183,6 @@ def _store_path(db) -> pathlib.Path:
     except TypeError:        # an unhashable path-like: not kept
         key, path = None, None
     if path is None:
-        from .db.location import store_path
         path = store_path(db)
         if key is not None:
             if len(_paths) > 256:
@@ -271,9 +256,7 @@ def _exact(backend, problem: Problem, store, device: str, th: str, tolerance):
 
 def _from_model(backend, problem: Problem, store, device: str, tolerance,
                 passed: list) -> Selection | None:
-    from .perfmodel import saved
-    from .verdict import tolerance_for
-    model, note = saved.model_for(backend, store)
+    model, note = saved_model(backend, store)
     if model is None:
         passed.append(f"model: {note}")
         return None
@@ -327,47 +310,3 @@ def _origin(cfg: Config, verified: set) -> str:
     return ("" if cfg in verified else
             "; it comes from the analytical list, and no stored result verifies it on this device "
             "(config='default' runs that list's head the same way)")
-
-
-def analytical_candidates(backend, problem: Problem, space=None, n: int = ANALYTICAL) -> list:
-    """The backend's analytical candidate list for `problem` (backend.candidates, best
-    first), those valid in its space; [] where the backend has none for it."""
-    from .errors import ShadertuneError
-    space = space if space is not None else backend.space(problem)
-    try:
-        listed = backend.candidates(problem, n)
-    except ShadertuneError:          # e.g. InvalidConfig: no valid config at all
-        return []
-    out = []
-    for c in listed:
-        c = c if isinstance(c, Config) else Config(c)
-        if space.why_invalid(c) is None:
-            out.append(c)
-    return out
-
-
-def explain(A, B, *, backend: str = "gl", db=None, device_index: int | None = None) -> Selection:
-    """Which config matmul(A, B, backend=backend, config="auto", db=db) runs, and why.
-
-    For GL operands larger than the device's texture limit, matmul works in
-    tiles: the selection shown is the one of the main (largest) tile.  CUDA runs
-    a stack as one batched problem and reads column-major operands through the
-    trans flags: the selection shown is the one of that problem."""
-    from .api import backend as matmul_backend
-    from .inputs import check_call
-    be = matmul_backend(backend, device_index)
-    call = check_call(A, B, None, alpha=1.0, beta=0.0, dtypes=be.dtypes)
-    p = call.problem
-    if be.name == "cuda":      # the problem of its launch: trans flags from the layouts, the batch
-        from .backends.cuda.call import prepare
-        p = prepare(call).problem or p
-    if be.name == "gl":
-        from .backends.gl.calls import main_tile
-        lim = int(be.device().limits.get("max_texture_size", 4096))
-        p = main_tile(p.M, p.N, p.K, lim)
-        if p != call.problem:
-            s = select(be, p, db)
-            note = (f"matmul tiles {call.M}x{call.N}x{call.K} under the texture limit {lim}: "
-                    f"the main tile shown")
-            return dataclasses.replace(s, passed_over=s.passed_over + (note,))
-    return select(be, p, db)

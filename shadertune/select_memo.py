@@ -3,106 +3,92 @@
 A selection (select.py) reads the store and, for the model rule, the learned
 model saved beside it; with hundreds of results per problem that is
 milliseconds a call (decoding results, building a space), paid by every
-matmul(config="auto").  So a selection is kept per key with a stamp of what it
-was read from, and used again while the stamp is unchanged:
+matmul(config="auto").  So a selection is kept per key with what it was read
+from, and used again while that is unchanged:
 
-- the store file's and its write-ahead log's identity, size and modification
-  time: a commit by another process appends to the log (or, in rollback mode,
-  rewrites the file), a store deleted and made again is another file;
-- a count of the commits this process made to that file (Store writes call
-  changed()), so a write of this process is seen at once, whatever the file
-  system's timestamp granularity;
+- the store's content, as the store's change counter says (db/changes.py): the
+  stamp of its files (two stats and this process's commit count) while it is
+  older than a file-system clock tick and unmoved, else the counter in the file
+  (the store's id and its count of result writes);
 - the model file's identity, size and modification time (a model retrained by
-  another process).
+  another process is a new file: saved.save replaces it).
 
-No connection is kept open for this: an idle reader would keep the log of a
-store alive after its writers close, and a store replaced on disk (mv) would
-then be read with the old file's log.  A commit by another process that leaves
-both files' sizes and timestamps unchanged (within the file system's timestamp
-granularity, after the log was reset) can go unseen until the next commit; the
-selection then names a config that was verified, only not the newest best.
-
-The stamp is taken before the store is read: a write that lands during the read
-leaves the selection stamped older than the store, so the next call reads again.
-A stamp costs three stats.
+A store without a counter (written before it, and opened read-only since) is
+kept by its stamp alone, as before the counter.  What a selection was read from
+is taken before the store is read: a write that lands during the read leaves
+the selection older than the store, so the next call reads again.
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 
+from .db import changes
+from .perfmodel.saved import model_path, model_stamp
+
 KEEP = 1024          # selections kept (least recently used dropped)
 
-_commits: dict = {}  # (st_dev, st_ino) of a store file -> commits this process made to it
-_commits_lock = threading.Lock()
 
+class _Kept:
+    __slots__ = ("stamp", "trusted", "content", "model", "value")
 
-def _stat(path) -> tuple | None:
-    """(device, inode, size, mtime) of `path`; None where there is no file.  A path that
-    cannot be reached (a folder without permission) is not 'no store': its stamp is the
-    error, so that opening it is tried and its reader warns."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as e:
-        return ("unreachable", e.errno, None, None)
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def changed(store_path) -> None:
-    """Note a commit this process made to the store at `store_path`."""
-    st = _stat(store_path)
-    if st is not None:
-        with _commits_lock:
-            _commits[st[:2]] = _commits.get(st[:2], 0) + 1
+    def __init__(self, stamp, content, model, value):
+        self.stamp, self.content, self.model, self.value = stamp, content, model, value
+        # a stamp older than a clock tick is the content's; a younger one is checked
+        # against the counter until it is old enough
+        self.trusted = content is None or not changes.fresh(stamp)
 
 
 class SelectionMemo:
     def __init__(self, keep: int = KEEP):
         self._keep = keep
-        self._values: OrderedDict = OrderedDict()       # key -> (stamp, value)
+        self._values: OrderedDict = OrderedDict()       # key -> _Kept
         self._model_paths: dict = {}                     # (store, backend, device, hash) -> model file
         self._lock = threading.Lock()
 
-    def stamp(self, store_path, backend: str, device: str, template_hash: str,
-              store_stamp=False) -> tuple:
-        """What a selection read from the store at `store_path` depends on;
-        `store_stamp`: the store's part, when the caller has just taken it."""
-        spath = str(store_path)
-        mkey = (spath, backend, device, template_hash)
+    def model_stamp(self, store_path: str, backend: str, device: str, template_hash: str):
+        """The model file's part of what a selection read (its stat, None: no file)."""
+        mkey = (store_path, backend, device, template_hash)
         mpath = self._model_paths.get(mkey)
         if mpath is None:
-            from .perfmodel.saved import model_path
             if len(self._model_paths) > 256:
                 self._model_paths.clear()
-            mpath = self._model_paths[mkey] = str(model_path(spath, backend, device, template_hash))
-        if store_stamp is False:
-            store_stamp = self.store_stamp(spath)
-        return store_stamp, _stat(mpath)
+            mpath = self._model_paths[mkey] = str(model_path(store_path, backend, device, template_hash))
+        return model_stamp(mpath)
 
     @staticmethod
     def store_stamp(path: str):
-        """The store's part of a stamp (None: no file at `path`)."""
-        st = _stat(path)
-        if st is None:
-            return None
-        return st, _stat(path + "-wal"), _commits.get(st[:2], 0)
+        """The store's stamp (None: no file at `path`): db/changes.stamp."""
+        return changes.stamp(path)
 
+    @staticmethod
+    def content(path: str):
+        """The store's change counter (id, count), None where it has none."""
+        return changes.counter(path)
 
-    def get(self, key, stamp):
+    def get(self, key, path: str, stamp, model):
+        """The selection kept under `key` if what it was read from is unchanged, else None."""
         with self._lock:
             kept = self._values.get(key)
-            if kept is None or kept[0] != stamp:
+            if kept is None or kept.model != model:
                 return None
+            if kept.stamp == stamp and kept.trusted:
+                self._values.move_to_end(key)
+                return kept.value
+        if kept.content is None:
+            return None                  # no counter: a moved stamp is a change
+        if changes.counter(path) != kept.content:
+            return None
+        with self._lock:                 # the same content: the new stamp stands for it
+            kept.stamp, kept.trusted = stamp, not changes.fresh(stamp)
             self._values.move_to_end(key)
-            return kept[1]
+        return kept.value
 
-    def put(self, key, stamp, value):
-        """Keep `value` under `stamp`; returns `value`."""
+    def put(self, key, stamp, content, model, value):
+        """Keep `value`, read from the store with `stamp` and `content` and the model
+        file `model` (all taken before the read); returns `value`."""
         with self._lock:
-            self._values[key] = (stamp, value)
+            self._values[key] = _Kept(stamp, content, model, value)
             self._values.move_to_end(key)
             while len(self._values) > self._keep:
                 self._values.popitem(last=False)

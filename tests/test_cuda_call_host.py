@@ -349,10 +349,10 @@ def test_auto_reads_the_store_once_for_a_batched_device_call(cp, rng, be, tmp_pa
 
 
 def test_explain_shows_the_problem_the_launch_runs(cp, tmp_path):
-    """select.explain for CUDA operands: a stack of device matrices with B stored
+    """shadertune.explain for CUDA operands: a stack of device matrices with B stored
     transposed is one batched NT problem, as matmul runs it; host operands are
     copied row-major (no GPU needed to plan either)."""
-    from shadertune.select import explain
+    from shadertune import explain
     A, Bt = np.ones((5, 32, 16), np.float32), np.ones((5, 8, 16), np.float32)
     none = tmp_path / "none.sqlite"
     s = explain(dev(cp, A), dev(cp, Bt).swapaxes(1, 2), backend="cuda", db=none)

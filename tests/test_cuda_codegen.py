@@ -715,7 +715,7 @@ def test_cuda_event_timing_lives_in_one_place():
     readers = sorted(str(f.relative_to(root)) for f in root.rglob("*.py") if "get_elapsed_time" in f.read_text())
     assert readers == ["backends/cuda/timing.py"]
     from shadertune.backends.cuda import baseline, driver
-    from shadertune.roofline import cuda as roofline_cuda
+    from shadertune.backends.cuda import microbench as roofline_cuda
     import inspect
     for mod in (baseline, driver, roofline_cuda):
         assert "event_times" in inspect.getsource(mod)

@@ -1,6 +1,7 @@
 """CUDA backend on a GPU: correctness on shapes the tiles do not divide,
 both precisions, all transposes, split-K, alpha/beta, bad input. Skipped
 cleanly without CuPy or without a device."""
+import functools
 import itertools
 
 import numpy as np
@@ -8,11 +9,15 @@ import pytest
 
 from cuda_gpu import TOL, cupy, pytestmark  # noqa: F401  (skips without a CUDA device)
 
-from shadertune.backends.cuda import CUDABackend, matmul  # noqa: E402
+from shadertune.backends.cuda import CUDABackend  # noqa: E402
 from shadertune.backends.cuda.driver import CUDAKernel  # noqa: E402
 from shadertune.config import Config  # noqa: E402
 from shadertune.errors import InvalidConfig  # noqa: E402
 from shadertune.problem import Problem  # noqa: E402
+import shadertune  # noqa: E402
+
+# the front door on the CUDA backend
+matmul = functools.partial(shadertune.matmul, backend="cuda")
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 DLPack), the caller's stream, batches as one launch, DGEMM on the FP64
 tensor cores. Skipped cleanly without CuPy or without a device; the PyTorch
 tests also without PyTorch."""
+import functools
 import itertools
 
 import numpy as np
@@ -9,11 +10,15 @@ import pytest
 
 from cuda_gpu import DEVICES, TOL, cupy, pytestmark  # noqa: F401  (skips without a CUDA device)
 
-from shadertune.backends.cuda import CUDABackend, call, codegen, matmul  # noqa: E402
+from shadertune.backends.cuda import CUDABackend, call, codegen  # noqa: E402
 from shadertune.backends.cuda.hold import hold  # noqa: E402
 from shadertune.config import Config  # noqa: E402
 from shadertune.inputs import check_call  # noqa: E402
 from shadertune.problem import Problem  # noqa: E402
+import shadertune  # noqa: E402
+
+# the front door on the CUDA backend
+matmul = functools.partial(shadertune.matmul, backend="cuda")
 
 # A spin long enough that a call returning under it did not wait for it.  Every
 # operation of the timed line runs once before (warm): the first use of a CuPy

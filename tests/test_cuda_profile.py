@@ -14,6 +14,7 @@ from script_module import load_script
 from shadertune.backends.base import DeviceInfo
 from shadertune.backends.cuda import CUDABackend, device
 from shadertune.backends.cuda import profile as prof
+from shadertune.profile_configs import pick_config
 from shadertune.config import Config
 from shadertune.errors import InvalidConfig
 from shadertune.problem import Problem
@@ -27,20 +28,20 @@ ACCURACY = ROOT / "scripts" / "accuracy-3xtf32"
 
 def test_default_is_run_u_s_winner_where_valid_else_the_default():
     be, p = CUDABackend(), Problem(4096, 4096, 4096)
-    cfg, how = prof.pick_config(be, p)
+    cfg, how = pick_config(be, p)
     assert cfg == Config(prof.RUN_U_4096) and "run U" in how and not be.space(p).why_invalid(cfg)
     assert prof.describe(cfg) == "128x128x16 w64x128 3xTF32 wgmma ST4 KG1 KR0"
     small = Problem(32, 32, 32)
-    cfg, how = prof.pick_config(be, small)
+    cfg, how = pick_config(be, small)
     assert cfg == be.default_config(small) and "default" in how
 
 
 def test_given_config_is_checked():
     be, p = CUDABackend(), Problem(4096, 4096, 4096)
-    cfg, how = prof.pick_config(be, p, config=json.dumps({**prof.RUN_U_4096, "ST": 3}))
+    cfg, how = pick_config(be, p, config=json.dumps({**prof.RUN_U_4096, "ST": 3}))
     assert cfg["ST"] == 3 and "given" in how
     with pytest.raises(InvalidConfig, match="not valid"):
-        prof.pick_config(be, p, config={**prof.RUN_U_4096, "BM": 7})
+        pick_config(be, p, config={**prof.RUN_U_4096, "BM": 7})
 
 
 class _Backend(CUDABackend):
@@ -59,7 +60,7 @@ def test_store_pick_is_the_fastest_3xtf32_result(tmp_path):
     with Store(tmp_path / "s.sqlite") as s:
         for cfg, ms in rows:
             s.put(Result("cuda", be.device().key, p, cfg, "ok", times_ms=[ms], error=2e-7), be.template_hash())
-    cfg, how = prof.pick_config(be, p, store=str(tmp_path / "s.sqlite"))
+    cfg, how = pick_config(be, p, store=str(tmp_path / "s.sqlite"))
     assert cfg == wg and "fastest 3xTF32" in how and "2.0000 ms" in how
 
 

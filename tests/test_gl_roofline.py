@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from shadertune import roofline as rl
-from shadertune.roofline import gl as rgl
+from shadertune.backends.gl import microbench as rgl
+from shadertune.backends.gl import roofline as glr
 
 CEIL = {"fragment_fma_gflops": 1943.0, "fetch_gtexels": 31.7, "ssbo_gloads": 40.0}
 
@@ -15,38 +16,38 @@ def image(**kw):
 
 def test_image_load_counts_by_hand():
     # per A texel (4 k): 8 A vec4 from the texture, 16 B vec4 (4 k x 4 texels) from the buffer
-    assert rl.gl_image_load_counts(image()) == (2 * 4 * 128, 8, 16)
-    assert rl.gl_image_load_counts(image(a_src="ssbo")) == (1024, 0, 24)
-    assert rl.gl_image_load_counts(image(b_src="texture")) == (1024, 24, 0)
+    assert glr.gl_image_load_counts(image()) == (2 * 4 * 128, 8, 16)
+    assert glr.gl_image_load_counts(image(a_src="ssbo")) == (1024, 0, 24)
+    assert glr.gl_image_load_counts(image(b_src="texture")) == (1024, 24, 0)
     # a pass of 256 k: 64 steps, and the block's 32 C texels read back once (imageLoad)
-    assert rl.gl_image_load_counts(image(np=256)) == (2 * 256 * 128, 64 * 8 + 32, 64 * 16)
+    assert glr.gl_image_load_counts(image(np=256)) == (2 * 256 * 128, 64 * 8 + 32, 64 * 16)
     # np is clamped to K rounded up to 4, as the layout does
-    assert rl.gl_image_load_counts(image(np=256), K=30) == rl.gl_image_load_counts(image(np=32))
+    assert glr.gl_image_load_counts(image(np=256), K=30) == glr.gl_image_load_counts(image(np=32))
 
 
 def test_image_roofline_is_bound_by_the_slowest_unit():
-    r = rl.gl_config_roofline(image(), CEIL)
+    r = glr.gl_config_roofline(image(), CEIL)
     # alu: 1024 / 1943; fetch: 8 / 31.7; ssbo: 16 / 40 -> alu is the slowest
     assert r["bound"] == "alu" and r["gflops"] == pytest.approx(1943.0)
     assert r["flops_per_fetch"] == 128 and r["flops_per_load"] == 64
-    slow_ssbo = rl.gl_config_roofline(image(), dict(CEIL, ssbo_gloads=10.0))
+    slow_ssbo = glr.gl_config_roofline(image(), dict(CEIL, ssbo_gloads=10.0))
     assert slow_ssbo["bound"] == "ssbo" and slow_ssbo["gflops"] == pytest.approx(1024 / 16 * 10.0)
-    tex = rl.gl_config_roofline(image(b_src="texture"), CEIL)
+    tex = glr.gl_config_roofline(image(b_src="texture"), CEIL)
     assert tex["bound"] == "fetch" and tex["gflops"] == pytest.approx(1024 / 24 * 31.7)
     # the best MRT blocking is bound at 21.3 flops a fetch; an 8x16 block from textures at 42.7
-    assert rl.flops_per_fetch(image(b_src="texture")) == pytest.approx(2 * rl.flops_per_fetch(
+    assert glr.flops_per_fetch(image(b_src="texture")) == pytest.approx(2 * glr.flops_per_fetch(
         {"mc": "1x4", "mrt_h": 4, "mrt_w": 2}))
 
 
 def test_image_roofline_needs_the_load_rate_only_where_it_loads():
     no_ssbo = {k: v for k, v in CEIL.items() if k != "ssbo_gloads"}
-    assert rl.gl_config_roofline(image(b_src="texture"), no_ssbo)["bound"] == "fetch"
+    assert glr.gl_config_roofline(image(b_src="texture"), no_ssbo)["bound"] == "fetch"
     with pytest.raises(KeyError, match="ssbo_gloads"):
-        rl.gl_config_roofline(image(), no_ssbo)
+        glr.gl_config_roofline(image(), no_ssbo)
     with pytest.raises(ValueError, match="block"):
-        rl.gl_image_load_counts(image(block_w=6))
+        glr.gl_image_load_counts(image(block_w=6))
     with pytest.raises(ValueError, match="operand source"):
-        rl.gl_image_load_counts(image(a_src="pbo"))
+        glr.gl_image_load_counts(image(a_src="pbo"))
 
 
 def test_ceilings_say_whether_they_are_a_roofline():

@@ -138,7 +138,7 @@ def test_same_kernels_compares_the_rendered_cuda_sources(mq, tmp_path, capsys):
     import sqlite3
 
     from shadertune.backends.cuda import codegen
-    from shadertune.perfmodel.data import results_from_bench_cuda
+    from shadertune.perfmodel.data import results_from_candidates
     root = SCRIPT.parent.parent
     tree = tmp_path / "tree"
     for d in ("shadertune", "shaders"):
@@ -146,7 +146,7 @@ def test_same_kernels_compares_the_rendered_cuda_sources(mq, tmp_path, capsys):
     db = tmp_path / "v.sqlite"
     run = json.loads((root / "benchmarks/h200-2026-11-23-s5/cuda-run-v/bench-cuda.json").read_text())
     with Store(db) as s:
-        for r in results_from_bench_cuda(run, "NVIDIA H200 | run V"):
+        for r in results_from_candidates(run, "NVIDIA H200 | run V"):
             s.put(r, codegen.template_hash())
     args = ["same-kernels", str(db), "--tree", str(tree), "--template-hash"]
     assert mq.main(args + [codegen.template_hash()]) == 0

@@ -50,7 +50,7 @@ def test_sdist_holds_every_kernel_and_the_license(built):
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     missing = [f for f in _shader_files() if f"shaders/{f}" not in names]
     assert not missing, f"sdist lacks {missing}"
-    assert {"LICENSE", "pyproject.toml", "setup.py", "MANIFEST.in"} <= names
+    assert {"LICENSE", "pyproject.toml", "setup.py", "MANIFEST.in", "shadertune/py.typed"} <= names
 
 
 def test_wheel_holds_every_kernel_and_the_license(built):
@@ -59,6 +59,7 @@ def test_wheel_holds_every_kernel_and_the_license(built):
     missing = [f for f in _shader_files() if f"shadertune/_shaders/{f}" not in names]
     assert not missing, f"wheel lacks {missing}"
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)[-10:]
+    assert "shadertune/py.typed" in names            # PEP 561: type checkers read its annotations
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     assert "License-Expression: MIT" in zipfile.ZipFile(wheel).read(meta).decode()
 

@@ -20,7 +20,8 @@ from shadertune.perfmodel.cli import main as perfmodel_main
 from shadertune.perfmodel.data import TrainingData, training_data
 from shadertune.perfmodel.validate import validate
 from shadertune.problem import Problem
-from shadertune.search import Budget, tune
+from shadertune.perfmodel.guided import tune
+from shadertune.search import Budget
 from shadertune.select import select, select_config
 
 # 20 shapes none of TRAIN has: tall and wide, small and large K
@@ -49,8 +50,10 @@ def store(template, tmp_path):
 
 @pytest.fixture(scope="module")
 def shared(template):
-    """The template itself, for tests that only read: one model for all of them."""
+    """The template itself, for tests that only read: one model for all of them (trained
+    here, as a search's end would: auto only reads it)."""
     with Store(template) as s:
+        model_for(FakeBackend(), s)
         yield s
 
 
@@ -100,7 +103,8 @@ def test_a_config_the_backend_cannot_describe_keeps_its_knob_features():
 
 def test_gl_and_cuda_derived_features_need_no_gpu_context():
     from shadertune.backends.gl.space import gl_space
-    from shadertune.perfmodel.derived import cuda_features, gl_features
+    from shadertune.backends.cuda.features import cuda_features
+    from shadertune.backends.gl.features import gl_features
     p = Problem(100, 60, 70)
     space = gl_space(p, {"gl_version": 450, "image_store": True, "fbo_no_attachments": True,
                          "max_image_units": 8, "max_fragment_image_uniforms": 8})

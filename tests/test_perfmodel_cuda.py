@@ -9,8 +9,8 @@ from shadertune.backends.base import DeviceInfo
 from shadertune.backends.cuda import CUDABackend
 from shadertune.db import Store
 from shadertune.perfmodel import model_for
-from shadertune.perfmodel.data import results_from_bench_cuda
-from shadertune.perfmodel.firstuse import first_use_configs
+from shadertune.perfmodel.data import results_from_candidates
+from shadertune.first_use import first_use_configs
 from shadertune.problem import Problem
 from shadertune.select import select
 
@@ -29,7 +29,7 @@ def run_v(tmp_path_factory):
     be = RecordedH200()
     path = tmp_path_factory.mktemp("cuda") / "v.sqlite"
     with Store(path) as s:
-        for r in results_from_bench_cuda(json.loads(RUN.read_text()), be.device().key):
+        for r in results_from_candidates(json.loads(RUN.read_text()), be.device().key):
             s.put(r, be.template_hash())
     return be, path
 

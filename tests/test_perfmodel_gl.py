@@ -5,10 +5,11 @@ import pytest
 import shadertune
 from shadertune.db import Store
 from shadertune.perfmodel import FirstUse, model_for
-from shadertune.perfmodel.firstuse import first_use_configs
+from shadertune.first_use import first_use_configs
 from shadertune.perfmodel.sample import generate, log_uniform_problems
 from shadertune.problem import Problem
-from shadertune.select import explain, select
+from shadertune import explain
+from shadertune.select import select
 
 
 def test_log_uniform_problems_cover_the_range_and_layouts():
@@ -61,6 +62,7 @@ def test_first_use_tunes_once_then_hits_the_store(gl_backend, sampled, tmp_path,
     import shutil
     path = tmp_path / "fu.sqlite"
     shutil.copy(sampled[0], path)
+    shutil.copytree(f"{sampled[0]}.models", f"{path}.models")    # the model sampling trained
     A = rng.standard_normal((18, 22)).astype(np.float32)
     B = rng.standard_normal((22, 14)).astype(np.float32)
     p = Problem(18, 14, 22)
@@ -126,3 +128,59 @@ def test_first_use_on_a_read_only_store_warns_and_tunes_nothing(gl_backend, samp
             C = shadertune.matmul(A, np.ones((11, 7), np.float32), db=ro, tune="first-use")
         assert ro.count() == before
     np.testing.assert_allclose(C, 11.0)
+
+
+
+def refuse_fitting(monkeypatch) -> None:
+    """From here on, every scikit-learn regressor's fit and the project's training entry
+    (PerfModel.train, learners.make) raise."""
+    from sklearn.utils import all_estimators
+
+    from shadertune.perfmodel import learners
+    from shadertune.perfmodel.model import PerfModel
+
+    def refuse(*a, **k):
+        raise AssertionError("a model was fitted while auto read the store")
+    for _, cls in all_estimators(type_filter="regressor"):
+        monkeypatch.setattr(cls, "fit", refuse)
+    monkeypatch.setattr(PerfModel, "train", classmethod(refuse))
+    monkeypatch.setattr(learners, "make", refuse)
+
+
+def test_auto_on_an_unseen_shape_fits_no_estimator(gl_backend, sampled, tmp_path, rng, monkeypatch):
+    """Auto reads, tuning writes: with a store that holds enough verified results to
+    train a model, matmul(config="auto") on a shape never tuned trains nothing, whether
+    the store has outgrown its saved model (auto once retrained it in the call) or has
+    none saved (auto once trained one, with cross-validation, in the call)."""
+    import shutil
+
+    from shadertune import select as selection
+    from shadertune.perfmodel import saved
+    from shadertune.perfmodel.measure import measure
+    from shadertune.search import Budget
+    path = tmp_path / "reads.sqlite"
+    shutil.copy(sampled[0], path)
+    with Store(path) as s:
+        model, _ = model_for(gl_backend, s)            # what a search's end leaves beside the store
+        assert model is not None and len(model.problems) == 4
+        more = Problem(20, 24, 28)                     # the store outgrows it: one problem more
+        measure(gl_backend, more, [gl_backend.default_config(more)], s, budget=Budget(max_evals=1),
+                repeats=1, warmup=0)
+        assert saved.is_stale(model, {p.key for p in s.tuned_problems(
+            "gl", gl_backend.device().key, gl_backend.template_hash())}, model.meta["rows"] + 1)
+    model_file = saved.model_path(path, "gl", gl_backend.device().key, gl_backend.template_hash())
+    refuse_fitting(monkeypatch)
+    A = rng.standard_normal((18, 22)).astype(np.float32)       # 18x14x22: never tuned
+    B = rng.standard_normal((22, 14)).astype(np.float32)
+    for has_model in (True, False):
+        if not has_model:
+            model_file.unlink()                        # enough results to train, no model saved
+        saved.forget()
+        selection.forget()
+        C = shadertune.matmul(A, B, db=path)
+        np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
+        s = explain(A, B, db=path)
+        assert s.how == ("model" if has_model else "nearest"), s
+        if not has_model:
+            assert any("no learned model saved" in w for w in s.passed_over)
+        assert model_file.exists() == has_model        # nothing trained, nothing saved

@@ -98,6 +98,7 @@ def test_without_a_listed_candidate_or_a_verified_one_the_chain_goes_on(store):
     class Unlisted(FakeBackend):
         def candidates(self, problem, n=24):
             return []
+    model_for(Unlisted(), store)                     # the writer trains; auto only reads
     sel = select(Unlisted(), NEW, store, tolerance=1e-9)
     assert sel.how == "default"
     assert any("none of the" in w and "the backend lists no candidate" in w for w in sel.passed_over)
@@ -107,6 +108,7 @@ def test_the_backend_default_joins_the_candidates_of_a_backend_without_a_list(st
     """The base Backend's list is its default config: auto may take it, as
     config='default' would run it."""
     be = FakeBackend()
+    model_for(be, store)                             # the writer trains; auto only reads
     sel = select(be, NEW, store, tolerance=1e-9)     # nothing verified within 1e-9
     assert sel.how == "model" and sel.config == be.default_config(NEW)
 

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from shadertune import roofline as rl
-from shadertune.roofline import cuda as rcuda, gl as rgl
+from shadertune.backends.cuda import microbench as rcuda, roofline as cudar
+from shadertune.backends.gl import microbench as rgl, roofline as glr
+from shadertune.backends.gl.layout import MC_SHAPES
 from shadertune.problem import Problem
 
 CEIL = {"fragment_fma_gflops": 1942.9, "fetch_gtexels": 21.12, "compute_fma_gflops": 62342.0,
@@ -17,71 +19,71 @@ CEIL = {"fragment_fma_gflops": 1942.9, "fetch_gtexels": 21.12, "compute_fma_gflo
 
 @pytest.mark.parametrize("mc,h,w", [("1x4", 4, 2), ("2x2", 2, 4), ("2x2", 4, 2)])
 def test_flops_per_fetch_of_the_best_blockings_is_21_3(mc, h, w):
-    assert rl.flops_per_fetch({"mc": mc, "mrt_h": h, "mrt_w": w}) == pytest.approx(64 / 3)
+    assert glr.flops_per_fetch({"mc": mc, "mrt_h": h, "mrt_w": w}) == pytest.approx(64 / 3)
 
 
 def test_flops_per_fetch_hand_counts():
     # 1x1, one target: a 4-k A texel + a 4-k B texel feed 4 FMAs = 8 flops.
-    assert rl.flops_per_fetch({"mc": "1x1", "mrt_h": 1, "mrt_w": 1}) == 4.0
+    assert glr.flops_per_fetch({"mc": "1x1", "mrt_h": 1, "mrt_w": 1}) == 4.0
     # 1x2: kb = 2, so two B texels per A texel: 3 fetches, 2*4*2 = 16 flops.
-    assert rl.flops_per_fetch({"mc": "1x2", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(16 / 3)
+    assert glr.flops_per_fetch({"mc": "1x2", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(16 / 3)
     # 1x3: kb = 1, four B texels per A texel: 5 fetches, 2*4*3 = 24 flops.
-    assert rl.flops_per_fetch({"mc": "1x3", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(24 / 5)
+    assert glr.flops_per_fetch({"mc": "1x3", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(24 / 5)
 
 
 def test_per_pass_partial_sum_reads_are_counted():
     cfg = {"mc": "1x4", "mrt_h": 4, "mrt_w": 2, "np": 64}
-    flops, fetches = rl.gl_fetch_counts(cfg)
+    flops, fetches = glr.gl_fetch_counts(cfg)
     assert flops == 2 * 64 * 4 * 8
     assert fetches == 16 * 12 + 8              # 16 texel steps of 12 fetches, + 8 partial sums
-    assert rl.flops_per_fetch(cfg) < rl.flops_per_fetch({"mc": "1x4", "mrt_h": 4, "mrt_w": 2})
+    assert glr.flops_per_fetch(cfg) < glr.flops_per_fetch({"mc": "1x4", "mrt_h": 4, "mrt_w": 2})
     # A longer pass amortises the partial-sum reads.
-    assert rl.flops_per_fetch(dict(cfg, np=1024)) > rl.flops_per_fetch(cfg)
+    assert glr.flops_per_fetch(dict(cfg, np=1024)) > glr.flops_per_fetch(cfg)
 
 
 def test_np_is_clamped_to_padded_K_as_the_layout_does():
     cfg = {"mc": "1x4", "mrt_h": 1, "mrt_w": 1, "np": 256}
-    assert rl.gl_fetch_counts(cfg, K=10) == rl.gl_fetch_counts(dict(cfg, np=12))
+    assert glr.gl_fetch_counts(cfg, K=10) == glr.gl_fetch_counts(dict(cfg, np=12))
 
 
 def test_model_packing_matches_the_gl_layout():
     layout = pytest.importorskip("shadertune.backends.gl.layout")
-    for mc in rl.model.MC_SHAPES:
+    for mc in MC_SHAPES:
         mc_h, mc_w, ka, kb = layout.packing(mc)
-        flops, fetches = rl.gl_fetch_counts({"mc": mc, "mrt_h": 1, "mrt_w": 1})
+        flops, fetches = glr.gl_fetch_counts({"mc": mc, "mrt_h": 1, "mrt_w": 1})
         assert (flops, fetches) == (2 * ka * mc_h * mc_w, 1 + ka // kb), mc
 
 
 def test_gl_config_roofline_picks_the_lower_ceiling():
     cfg = {"mc": "1x4", "mrt_h": 4, "mrt_w": 2}
-    r = rl.gl_config_roofline(cfg, CEIL)
+    r = glr.gl_config_roofline(cfg, CEIL)
     assert r["bound"] == "fetch"
     assert r["gflops"] == pytest.approx(21.12 * 64 / 3)
     fast_fetch = dict(CEIL, fetch_gtexels=1000.0)
-    r = rl.gl_config_roofline(cfg, {"ceilings": fast_fetch})    # stored-file shape works too
+    r = glr.gl_config_roofline(cfg, {"ceilings": fast_fetch})    # stored-file shape works too
     assert r == {"gflops": 1942.9, "bound": "alu", "flops_per_fetch": pytest.approx(64 / 3)}
 
 
 def test_gl_config_roofline_errors_are_clear():
     with pytest.raises(ValueError, match="unknown mc '3x3'"):
-        rl.gl_config_roofline({"mc": "3x3"}, CEIL)
+        glr.gl_config_roofline({"mc": "3x3"}, CEIL)
     with pytest.raises(KeyError, match="fetch_gtexels"):
-        rl.gl_config_roofline({"mc": "1x4"}, {"fragment_fma_gflops": 1.0})
+        glr.gl_config_roofline({"mc": "1x4"}, {"fragment_fma_gflops": 1.0})
 
 
 def test_best_gl_roofline_respects_eight_draw_buffers():
-    top = rl.best_gl_roofline(CEIL)
+    top = glr.best_gl_roofline(CEIL)
     assert top["flops_per_fetch"] == pytest.approx(64 / 3)
     assert top["config"]["mrt_h"] * top["config"]["mrt_w"] <= 8
 
 
 def test_cuda_roofline_memory_bound_for_thin_problems_alu_bound_for_big():
-    thin = rl.cuda_problem_roofline(Problem(4096, 1, 4096), CEIL)       # matrix-vector
+    thin = cudar.cuda_problem_roofline(Problem(4096, 1, 4096), CEIL)       # matrix-vector
     assert thin["bound"] == "memory"
     assert thin["gflops"] == pytest.approx(4234.3 * Problem(4096, 1, 4096).flops / Problem(4096, 1, 4096).bytes)
-    big = rl.cuda_problem_roofline({"M": 4096, "N": 4096, "K": 4096}, CEIL)
+    big = cudar.cuda_problem_roofline({"M": 4096, "N": 4096, "K": 4096}, CEIL)
     assert big == {"gflops": 65119.4, "bound": "alu", "intensity": pytest.approx(4096 / 6)}
-    assert rl.cuda_problem_roofline(Problem(4096, 4096, 4096, "float64"), CEIL)["gflops"] == 33043.4
+    assert cudar.cuda_problem_roofline(Problem(4096, 4096, 4096, "float64"), CEIL)["gflops"] == 33043.4
 
 
 # --- the store --------------------------------------------------------------------
@@ -147,12 +149,12 @@ def test_the_software_renderer_flag_round_trips_and_merges(tmp_path):
 
 
 def test_ceiling_lines_of_each_model():
-    assert rl.gl_ceiling_lines(CEIL)[0] == ("fragment FMA peak 1,943", 1942.9)
-    label, v = rl.gl_ceiling_lines({"ceilings": CEIL})[1]
+    assert glr.gl_ceiling_lines(CEIL)[0] == ("fragment FMA peak 1,943", 1942.9)
+    label, v = glr.gl_ceiling_lines({"ceilings": CEIL})[1]
     assert v == pytest.approx(21.12 * 64 / 3) and "21.3 flops/fetch" in label
-    assert rl.gl_ceiling_lines({"fragment_fma_gflops": 5.0}) == [("fragment FMA peak 5", 5.0)]
-    assert rl.cuda_ceiling_lines(CEIL) == [("CUDA FMA peak 65,119", 65119.4)]
-    assert rl.cuda_ceiling_lines({"fetch_gtexels": 1.0}) == []
+    assert glr.gl_ceiling_lines({"fragment_fma_gflops": 5.0}) == [("fragment FMA peak 5", 5.0)]
+    assert cudar.cuda_ceiling_lines(CEIL) == [("CUDA FMA peak 65,119", 65119.4)]
+    assert cudar.cuda_ceiling_lines({"fetch_gtexels": 1.0}) == []
 
 
 def test_merge_keeps_both_backends():
@@ -223,24 +225,24 @@ def test_calibration_doubles_until_the_target(ctx):
 
 
 def test_measure_gl_tiny_stores_device_date_and_positive_ceilings(ctx, tmp_path):
-    m = rl.measure_gl(ctx, preset="tiny")
+    m = rgl.measure_gl(ctx, preset="tiny")
     assert m["device"]["backend"] == "gl" and m["device"]["renderer"] == ctx.info["GL_RENDERER"]
     assert m["ceilings"]["fragment_fma_gflops"] > 0 and m["ceilings"]["fetch_gtexels"] > 0
     assert "compute_fma" in m["details"]
     got = rl.load(rl.save(tmp_path / "c.json", m))
     assert got["ceilings"] == pytest.approx(m["ceilings"])
     # Ceilings measured here feed the model directly.
-    assert rl.gl_config_roofline({"mc": "2x2", "mrt_h": 2, "mrt_w": 2}, got)["gflops"] > 0
+    assert glr.gl_config_roofline({"mc": "2x2", "mrt_h": 2, "mrt_w": 2}, got)["gflops"] > 0
 
 
 # --- CUDA: measured on a GPU, a clear skip elsewhere ----------------------------------
 
 def test_cuda_unavailable_is_a_clear_error_or_it_measures():
-    ok, why = rl.cuda_available()
+    ok, why = rcuda.available()
     if not ok:
         assert why
         with pytest.raises(rcuda.CudaUnavailable, match="CuPy|CUDA|device"):
-            rl.measure_cuda(preset="tiny")
+            rcuda.measure_cuda(preset="tiny")
         return
-    m = rl.measure_cuda(preset="tiny", fp64=False)          # pragma: no cover (GPU machines)
+    m = rcuda.measure_cuda(preset="tiny", fp64=False)          # pragma: no cover (GPU machines)
     assert m["ceilings"]["cuda_fma_gflops"] > 0 and m["ceilings"]["cuda_dram_gbs"] > 0

@@ -8,6 +8,7 @@ from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put
 
 from shadertune.config import Config
 from shadertune.db import Store
+from shadertune.perfmodel import model_for
 from shadertune.problem import Problem
 from shadertune.result import Result
 from shadertune.select import select, select_config
@@ -120,6 +121,7 @@ def test_the_tolerance_is_in_force_in_every_rule(tmp_path):
         fill(s, TRAIN, per_problem=20)
         for p in (P, *TRAIN):
             s.put(Result("fake", DEVICE, p, loose, "ok", times_ms=[1e-4], error=5e-6), TEMPLATES)
+        model_for(be, s)                 # the writer trains the model; auto only reads it
         assert select(be, P, s).config == loose
         strict = select(be, P, s, tolerance=1e-6)
         assert strict.how == "model" and strict.config != loose
@@ -131,3 +133,62 @@ def test_the_tolerance_is_in_force_in_every_rule(tmp_path):
         assert model.how == "model" and model.config == loose            # the fastest everywhere
         strict = select(be, Problem(150, 20, 40), s, tolerance=1e-6)
         assert strict.how == "model" and loose not in [c for _, c in strict.ranked]
+
+
+# --- the store's change counter (db/changes.py) -------------------------------------
+
+def test_every_write_counts_whoever_writes(tmp_path):
+    """The counter is kept by triggers in the file: a write through another connection
+    (an older shadertune, the sqlite3 shell) counts as one of ours; a store made again
+    is another store."""
+    import sqlite3
+    path = tmp_path / "s.sqlite"
+    with Store(path) as s:
+        put(s, P, cfg(), ms=1.0)
+        put(s, P, cfg(24), ms=0.5)
+        sid, n = s.changes()
+    assert n == 2
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE results SET median_ms = 0.25 WHERE config = ?", [cfg(24).key])
+    raw.execute("DELETE FROM results WHERE config = ?", [cfg().key])
+    raw.commit()
+    raw.close()
+    from shadertune.db import changes
+    assert changes.counter(str(path)) == (sid, 4)
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"s.sqlite{suffix}").unlink(missing_ok=True)
+    with Store(path) as s:
+        put(s, P, cfg(), ms=1.0)
+        assert s.changes()[0] != sid
+
+
+def test_a_stamp_moved_by_no_result_keeps_the_selection(one, reads, monkeypatch):
+    """A write that is not a result (a cached space size) moves the stamp; the counter
+    says the results are the same, so the store is not read again."""
+    from shadertune.db import changes
+    monkeypatch.setattr(changes, "FRESH", 0.0)
+    be = FakeBackend()
+    assert select_config(be, P, one) == (cfg(), "exact")
+    n = reads[0]
+    with Store(one) as s:
+        s.keep_space_size("fake", DEVICE, TEMPLATES, P.key, "fingerprint", 10, 20)
+    assert select_config(be, P, one) == (cfg(), "exact") and reads[0] == n
+
+
+def test_a_write_the_stamp_cannot_see_is_seen_while_fresh(one, monkeypatch):
+    """A commit by another process within the file system's clock tick can leave size
+    and time as they were: while the files are that young, the counter decides."""
+    from shadertune.db import changes
+    be = FakeBackend()
+    frozen = changes.stamp(str(one))
+    monkeypatch.setattr(changes, "stamp", lambda path: frozen)      # as if nothing moved
+    monkeypatch.setattr(changes, "fresh", lambda stamp, now=None: True)
+    assert select_config(be, P, one) == (cfg(), "exact")
+    code = ("import sys; sys.path.insert(0, 'tests'); from perfmodel_synthetic import put; "
+            "from shadertune.db import Store; from shadertune.problem import Problem; "
+            "from shadertune.config import Config; s = Store(sys.argv[1]); "
+            "put(s, Problem(8, 8, 64), Config(glsl='450', fetch='texelFetch', unroll=4, np=30, "
+            "mc='1x4', mrt_h=2, mrt_w=2), ms=0.1); s.close()")
+    subprocess.run([sys.executable, "-c", code, str(one)], check=True,
+                   cwd=pathlib.Path(__file__).parent.parent)
+    assert select_config(be, P, one) == (cfg(30), "exact")

@@ -23,18 +23,27 @@ Optional hooks, with their defaults:
 - measure_ceilings(preset) the device's measured ceilings (the roofline's inputs)
 - run_call(call, plan)     execute one checked matmul call (shadertune.matmul's seam):
                            by default on host arrays, one kernel per 2-D product
+- problem_of(call)         the problem whose config run_call resolves for a checked call
+                           (what explain and tune(A, B) ask about), with a note
 - presets(), preset_config(name, problem)  named configs matmul(config=NAME) takes
 - on_device(device_index)  an instance on that device (matmul's device_index)
 - dtypes, shared_by_threads, batched  what the backend computes in; whether one
                            instance may serve several threads; whether it takes batched
                            problems (Problem.batch > 1)
+- knob_layout              how reports arrange its knobs (KnobLayout: landscapes, tables)
+- model_features           what a learned performance model derives from its configs
+                           (ModelFeatures), or None: the knobs alone
+Class attributes (knob_layout, model_features) are read without an instance, by the
+backend's registered name: a report or a saved model needs no device.
 """
 from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -59,6 +68,51 @@ class DeviceInfo:
     def to_dict(self) -> dict:
         return {"backend": self.backend, "vendor": self.vendor, "renderer": self.renderer,
                 "driver": self.driver, "limits": dict(self.limits)}
+
+
+@dataclass(frozen=True)
+class KnobLayout:
+    """How reports arrange a backend's knobs (report/landscape.py, report/tables.py).
+
+    line: the knob of the landscape's line view (GFLOP/s against it, log axis), or None;
+    family: knobs whose values split the lines, panels and bars into families;
+    pairs: knob pairs drawn as heat maps (rows x columns);
+    hold: how a view holds the knobs it does not show: "slice" (at each family's best
+    config: read off a dense, exhaustively searched space) or "best" (the best config
+    with the values shown: a sparse candidate list);
+    knob_names, pair_names, value_names: what a reader calls a knob, a pair, a value;
+    folded: (h, w, name) triples a table shows as one entry, name=HxW."""
+    line: str | None = None
+    family: tuple[str, ...] = ()
+    pairs: tuple[tuple[str, str], ...] = ()
+    hold: str = "best"
+    knob_names: Mapping[str, str] = field(default_factory=dict, hash=False)
+    pair_names: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
+    value_names: Mapping[str, Mapping] = field(default_factory=dict, hash=False)
+    folded: tuple[tuple[str, str, str], ...] = ()
+
+
+def log2_count(x: float) -> float:
+    """log2 of a count, at least 0 (counts below 1 read as 1): the scale most model
+    features are on (sizes, tiles, passes, fetches)."""
+    return math.log2(max(float(x), 1.0))
+
+
+@dataclass(frozen=True)
+class ModelFeatures:
+    """What a learned performance model (shadertune.perfmodel) derives from a backend's
+    configs beyond the problem and the knobs.
+
+    derive(problem, config, limits) -> {name: float}: quantities the kernel's speed is
+    written in (tiles, waves, passes, fetches, padding); it reads only the problem, the
+    config and the device limits saved with a model (never a device), gives the same
+    names in the same order for every config, and raises KeyError, ValueError,
+    TypeError, ZeroDivisionError or ShadertuneError for a config it cannot describe.
+    baseline: the one of them that is log2 of the backend's analytical time of a
+    config (any unit proportional to time), where there is one: the residual target's
+    baseline (perfmodel/model.py)."""
+    derive: Callable[[Problem, Config, Mapping], dict]
+    baseline: str | None = None
 
 
 class Kernel(abc.ABC):
@@ -113,6 +167,10 @@ class Backend(abc.ABC):
     # whether a Problem with batch > 1 (that many products in one launch) is a problem
     # this backend tunes and runs (CUDA); tune() refuses one for a backend that is not
     batched: bool = False
+    # how reports arrange the knobs (a landscape's views, a table's folded pairs)
+    knob_layout: ClassVar[KnobLayout] = KnobLayout()
+    # what a learned performance model derives from the configs (None: the knobs alone)
+    model_features: ClassVar[ModelFeatures | None] = None
 
     @classmethod
     def on_device(cls, device_index: int | None) -> "Backend":
@@ -212,6 +270,12 @@ class Backend(abc.ABC):
             kernel = kernel or plan.kernel(call.problem)
             dest[...] = kernel.run(A, B, C, alpha=call.alpha, beta=call.beta)
         return run_on_host(call, product)
+
+    def problem_of(self, call) -> tuple[Problem, str | None]:
+        """(the problem run_call resolves a config for, for the checked call `call`; a
+        note saying how it differs from the call's own, or None).  By default the
+        call's problem: one kernel per 2-D product."""
+        return call.problem, None
 
     def presets(self) -> dict[str, str]:
         """Named configs matmul(config=NAME) takes: name -> what it is ('auto' and

@@ -44,16 +44,19 @@ def local_gpus(args) -> list[int]:
     return engine.parse_gpus(args.gpus) if args.gpus is not None else list(range(args.workers))
 
 
-def tune_on_cluster(args, problems, store, runs: list, notes: list, stream=None) -> None:
+def tune_on_cluster(args, problems, store, runs: list, notes: list, device_run, budget_of,
+                    stream=None) -> None:
     """The search CLI's tuning step on a local cluster (--workers/--gpus) or on the
     scheduler at --cluster: one search per problem and device group, their results
-    in `store`'s file.  Fills `runs` with a search.cli.DeviceRun per device (sorted
-    by device key) holding the finished entries and the problems still in progress
-    when it stopped (an error or Ctrl-C: also then), and `notes` with the line of
-    evaluations per worker.  Worker events (exclusions) go to `stream` as they happen;
-    one progress for the table (search.progress.Progress) counts per worker."""
+    in `store`'s file.  Fills `runs` with a device_run(backend, device) per device
+    (the search CLI's DeviceRun, sorted by device key) holding the finished entries
+    and the problems still in progress when it stopped (an error or Ctrl-C: also
+    then), and `notes` with the line of evaluations per worker; budget_of(args,
+    device) is the search CLI's budget per device.  Worker events (exclusions) go to
+    `stream` as they happen; one progress for the table (search.progress.Progress)
+    counts per worker.  The search CLI hands DeviceRun and its budget rule over, so
+    the two command lines do not import each other."""
     engine.require_distributed()
-    from ..search.cli import DeviceRun, _budget
     from ..search.progress import Progress
     from .coordinator import Coordinator
     from .table import tune_table
@@ -85,7 +88,7 @@ def tune_on_cluster(args, problems, store, runs: list, notes: list, stream=None)
             def on_search(group, problem):
                 with lock:
                     if group not in by_group:
-                        by_group[group] = DeviceRun(group.backend, group.device)
+                        by_group[group] = device_run(group.backend, group.device)
                     current = by_group[group].start(problem, progress)
 
                 def on_result(result, cached, worker):
@@ -94,7 +97,7 @@ def tune_on_cluster(args, problems, store, runs: list, notes: list, stream=None)
                 return on_result
             try:
                 tune_table(coordinator, problems, strategy=args.strategy,
-                           budget=lambda device: _budget(args, device),
+                           budget=lambda device: budget_of(args, device),
                            store_path=store.path, retune=args.retune, repeats=args.repeats,
                            warmup=args.warmup, seed=args.seed, tolerance=args.tolerance,
                            on_search=on_search, finished=finished)

@@ -16,7 +16,7 @@ from typing import Callable
 from ..backends.base import DeviceInfo
 from ..problem import Problem
 from ..search.budget import Budget
-from ..search.tune import tune
+from ..perfmodel.guided import tune
 from .coordinator import Cancelled, Coordinator, DeviceGroup
 from .evaluator import ClusterEvaluator
 

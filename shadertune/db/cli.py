@@ -8,6 +8,7 @@ import time
 
 from .. import cli_args as ca
 from ..atomic import OutputError
+from .._version import __version__
 from ..problem import Problem
 from ..texttable import text_table
 from . import check as checks

@@ -43,6 +43,8 @@ CREATE TABLE IF NOT EXISTS space_sizes (
     full_size     INTEGER NOT NULL,
     PRIMARY KEY (backend, device, template_hash, problem, fingerprint)
 )"""
+# A new store is made with these; the change counter's table and triggers
+# (changes.CREATE) come with its first writable open (Store.__init__).
 CREATE = (RESULTS, RESULTS_INDEX, SPACE_SIZES)
 
 # Columns every version's results table has; a table without one of them is not a store.

@@ -39,12 +39,11 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 
-from .. import select_memo
 from ..config import Config
 from ..problem import Problem
 from ..result import OK, Result
 from ..verdict import DEFAULT_TOLERANCE
-from . import check, schema
+from . import changes, check, schema
 from .errors import StoreError
 from .location import store_path
 
@@ -99,8 +98,12 @@ class Store:
             self._open_read_only(timeout)
         cols = {r[1] for r in self.conn.execute("PRAGMA table_info(results)")}
         self._cols = cols
-        self._has_space_sizes = bool(self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'space_sizes'").fetchone())
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        self._has_space_sizes = "space_sizes" in tables
+        if "changes" not in tables and not self.readonly:
+            # the change counter readers consult (changes.py): a store made before it
+            # gets it at its first writable open
+            self._write(lambda c: [c.execute(stmt) for stmt in changes.CREATE])
 
     # --- opening ----------------------------------------------------------
     def _open_writable(self, timeout: float) -> None:
@@ -323,7 +326,7 @@ class Store:
                 raise
         except sqlite3.Error as e:
             raise StoreError(self._write_failure(e)) from None
-        select_memo.changed(self.path)    # auto's kept selections read the store again
+        changes.committed(self.path)      # the store's count of this process's commits (changes.py)
 
     def _write_failure(self, e: sqlite3.Error) -> str:
         name = _errname(e)
@@ -474,6 +477,15 @@ class Store:
 
     def count(self) -> int:
         return self._query("SELECT COUNT(*) FROM results")[0][0]
+
+    def changes(self) -> tuple[str, int] | None:
+        """(this store's id, its count of result writes): the change counter readers
+        consult (changes.py); None for a store without one (made before it, read-only)."""
+        try:
+            row = self.conn.execute("SELECT id, n FROM changes").fetchone()
+        except sqlite3.Error:
+            return None
+        return (str(row[0]), int(row[1])) if row else None
 
     # --- lifetime -----------------------------------------------------------
     def close(self) -> None:

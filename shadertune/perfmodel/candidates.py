@@ -10,6 +10,10 @@ sample, bounded in count and time, of three kinds:
   ones takes seconds);
 - uniform draws (search.random_search.draws).
 Seeds come first: a ranking keeps the given order among equal predictions.
+
+analytical_candidates(): the backend's own list for a problem (Backend.candidates),
+those valid in its space: what `auto` ranks beside the verified configs, and what
+seeds first use's sample.
 """
 from __future__ import annotations
 
@@ -18,9 +22,14 @@ import time
 from collections.abc import Iterable
 
 from ..config import Config
+from ..errors import ShadertuneError
+from ..problem import Problem
 from ..search.random_search import draws
 from ..space import Space
 
+# the length of the backend's analytical candidate list (Backend.candidates) that joins
+# the verified configs as auto's candidates (the backends' default length)
+ANALYTICAL = 24
 ENUMERATE_UP_TO = 20_000
 SAMPLES = 2_000
 SECONDS = 1.0
@@ -62,3 +71,19 @@ def _valid(space: Space, cfg) -> bool:
         return space.why_invalid(cfg) is None
     except Exception:        # a config of another shape of knobs: not a candidate
         return False
+
+
+def analytical_candidates(backend, problem: Problem, space=None, n: int = ANALYTICAL) -> list:
+    """The backend's analytical candidate list for `problem` (backend.candidates, best
+    first), those valid in its space; [] where the backend has none for it."""
+    space = space if space is not None else backend.space(problem)
+    try:
+        listed = backend.candidates(problem, n)
+    except ShadertuneError:          # e.g. InvalidConfig: no valid config at all
+        return []
+    out = []
+    for c in listed:
+        c = c if isinstance(c, Config) else Config(c)
+        if space.why_invalid(c) is None:
+            out.append(c)
+    return out

@@ -65,15 +65,17 @@ def training_data(store, backend: str, device: str, template_hash: str) -> Train
     return data
 
 
-def results_from_bench_cuda(doc: dict, device: str) -> list:
-    """The verified candidates a scripts/bench-cuda run timed (its JSON's rows'
-    'trials') as Results of `device`: real GPU measurements for a model."""
+def results_from_candidates(doc: dict, device: str) -> list:
+    """The verified candidates a candidate-list run timed (the rows' 'trials' of the
+    JSON scripts/bench-cuda writes) as Results of the file's backend on `device`: real
+    measurements for a model."""
     from ..result import OK, Result
+    backend = doc["device"]["backend"]
     out = []
     for row in doc["rows"]:
         p = Problem.from_dict(row["problem"])
         for t in row["trials"]:
             if t.get("status") == OK and t.get("median_ms"):
-                out.append(Result("cuda", device, p, t["config"], OK, times_ms=[float(t["median_ms"])],
-                                  error=t.get("error"), message="from a bench-cuda run"))
+                out.append(Result(backend, device, p, t["config"], OK, times_ms=[float(t["median_ms"])],
+                                  error=t.get("error"), message="from a candidate-list run"))
     return out

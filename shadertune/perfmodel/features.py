@@ -10,10 +10,12 @@ A row has three parts:
   that mixes numbers and text gets both (its numeric column is 0 where the
   value is text). A knob a config lacks reads -1; a text value never seen in
   training sets no indicator;
-- derived quantities of the backend (tiles, waves, passes, fetches, ...), from
-  a function registered per backend name (see derived.py). It reads only the
-  problem, the config and the device limits saved with the model, so features
-  never need a GPU context.
+- derived quantities of the backend (tiles, waves, passes, fetches, ...): the
+  backend's own (Backend.model_features, a ModelFeatures of the backend's
+  package, found by the backend's registered name), or a function registered
+  here for a backend name (register_derived: a backend outside the registry,
+  or a study of other features). It reads only the problem, the config and the
+  device limits saved with the model, so features never need a GPU context.
 
 The encoding is fixed when a model is trained and saved with it: a later
 config is encoded exactly as the training configs were.
@@ -25,10 +27,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..backends import ModelFeatures, backend_class
+from ..backends.base import log2_count as _log2
 from ..config import Config
 from ..errors import ShadertuneError
 from ..problem import Problem
 
+# Derived features registered here by backend name (they win over the backend's own):
 # backend name -> function(problem, config, limits) -> {feature name: float}; the
 # function must give the same names, in the same order, for every config of a backend
 DERIVED: dict[str, Callable[[Problem, Config, Mapping], dict]] = {}
@@ -58,8 +63,22 @@ def register_derived(backend_name: str, *, baseline: str | None = None):
     return deco
 
 
-def _log2(x: float) -> float:
-    return math.log2(max(float(x), 1.0))
+def model_features(backend_name: str) -> ModelFeatures | None:
+    """The derived features of a backend: registered here by name, else the registered
+    backend's own (Backend.model_features), else None (the knobs alone)."""
+    fn = DERIVED.get(backend_name)
+    if fn is not None:
+        return ModelFeatures(fn, BASELINES.get(backend_name))
+    try:
+        return backend_class(backend_name).model_features
+    except (ValueError, ImportError):
+        return None
+
+
+def baseline_of(backend_name: str) -> str | None:
+    """The derived feature that is the backend's analytical time, if it has one."""
+    spec = model_features(backend_name)
+    return spec.baseline if spec is not None else None
 
 
 def problem_features(p: Problem) -> dict:
@@ -123,7 +142,7 @@ class Featurizer:
         one constant (ln flops - ln analytical time); None when the backend has no
         analytical model among its derived features.  Rows whose derived features
         are missing read 0 (their own column, 'derived:missing', tells them apart)."""
-        name = BASELINES.get(self.backend_name)
+        name = baseline_of(self.backend_name)
         col = f"derived:{name}" if name else None
         if col not in self.names:
             return None
@@ -132,9 +151,9 @@ class Featurizer:
         missing = X[:, self.names.index("derived:missing")] > 0
         return np.where(missing, 0.0, math.log(2) * (flops - t))
 
-    def _derived(self, p: Problem, cfg: Config) -> dict:
-        fn = DERIVED.get(self.backend_name)
-        return fn(p, cfg, self.limits) if fn is not None else {}
+    def _derived(self, p: Problem, cfg: Config, spec: ModelFeatures | None = None) -> dict:
+        spec = spec if spec is not None else model_features(self.backend_name)
+        return spec.derive(p, cfg, self.limits) if spec is not None else {}
 
     def transform(self, problem: Problem, configs: Sequence[Mapping]) -> np.ndarray:
         """One row per config. A config the backend's derived features cannot
@@ -146,13 +165,14 @@ class Featurizer:
             raise RuntimeError("Featurizer.transform before fit")
         pf = list(problem_features(problem).values())
         n_derived = sum(n.startswith("derived:") for n in self.names)
+        spec = model_features(self.backend_name) if n_derived else None
         X = np.empty((len(configs), len(self.names)), np.float64)
         for i, cfg in enumerate(configs):
             cfg = cfg if isinstance(cfg, Config) else Config(cfg)
             derived = []
             if n_derived:
                 try:
-                    derived = list(self._derived(problem, cfg).values()) + [0.0]
+                    derived = list(self._derived(problem, cfg, spec).values()) + [0.0]
                 except _UNDESCRIBED:
                     derived = [MISSING] * (n_derived - 1) + [1.0]
             row = list(pf)

@@ -6,7 +6,7 @@ sizes it varies far less than the time does, and ranking the configs of one
 problem by it is the same as ranking by predicted time (time = flops /
 GFLOP/s). Other targets (TARGETS): log time, and the residual, log GFLOP/s
 minus the log GFLOP/s of the backend's analytical model (a derived feature,
-features.BASELINES; CUDA's model cycles), so that the trees correct the cost
+ModelFeatures.baseline; CUDA's model cycles), so that the trees correct the cost
 model rather than replace it. predict_ms(problem, configs) has the signature
 of the Backend's cost-model hook, so a learned model can guide a search.
 """
@@ -41,8 +41,8 @@ def default_target(backend_name: str) -> str:
 def targets_for(backend_name: str) -> tuple[str, ...]:
     """The targets a model of this backend can learn (the residual needs an analytical
     model among its derived features)."""
-    from .features import BASELINES
-    return tuple(t for t in TARGETS if t != "residual" or backend_name in BASELINES)
+    from .features import baseline_of
+    return tuple(t for t in TARGETS if t != "residual" or baseline_of(backend_name) is not None)
 
 
 def _target(data: TrainingData, target: str, feat: Featurizer, X: np.ndarray) -> np.ndarray:
@@ -54,7 +54,7 @@ def _target(data: TrainingData, target: str, feat: Featurizer, X: np.ndarray) ->
         base = feat.baseline_log_gflops(X)
         if base is None:
             raise ValueError(f"the residual target needs an analytical model among the "
-                             f"{data.backend} backend's derived features (features.BASELINES); "
+                             f"{data.backend} backend's derived features (ModelFeatures.baseline); "
                              f"it has none")
         return np.log(data.gflops()) - base
     raise ValueError(f"unknown target {target!r}; expected one of {TARGETS}")

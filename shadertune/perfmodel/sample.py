@@ -20,7 +20,7 @@ from ..problem import Problem
 from ..search import Budget
 from .candidates import candidates
 from .measure import measure
-from .saved import model_for
+from .saved import model_for, train_if_stale
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
@@ -86,5 +86,7 @@ def generate(backend, store, problems, *, configs: int = 16, seconds: float | No
             b = max((r.gflops for r in results if r.ok), default=None)
             log(f"{p.key}: {len(results)} configs ({sum(r.ok for r in results)} ok), best "
                 + (f"{b:.3f} GFLOP/s" if b is not None else "-"))
+    if done["evaluated"]:
+        train_if_stale(backend, store)      # sampling wrote: the saved model follows
     done["seconds"] = time.monotonic() - t0
     return done

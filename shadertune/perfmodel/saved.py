@@ -1,7 +1,13 @@
-"""Models saved next to the store, one per backend, device and template hash,
-and kept fresh: model_for() loads the saved model, or trains one when there is
-none, when it was trained on another scikit-learn or model format, or when the
-store has changed enough since (see is_stale).
+"""Models saved next to the store, one per backend, device and template hash.
+
+Two ways in, one per side of the layers:
+- writers (a search when it ends, `python -m shadertune.perfmodel train`, sample,
+  first-use tuning) call model_for(): it loads the saved model, or trains one
+  when there is none, when it was trained on another scikit-learn or model
+  format, or when the store has changed enough since (see is_stale);
+- readers (`auto`: select.py, a search's cost model: guided.py) call
+  saved_model() / trained_model(): the model as saved, never trained here nor
+  checked against the store's growth.
 
 Files: <store>.models/<backend>-<sha256(device)[:12]>-<template hash>.pkl,
 written atomically (temp file + rename): two processes that train at once
@@ -11,6 +17,8 @@ trusted as the store beside it is (both are the user's own cache).
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import pathlib
 import pickle
 import threading
@@ -31,7 +39,10 @@ MIN_ROWS = 20
 GROWTH = 0.10
 GROWTH_MIN_ROWS = 10
 
-_memory: dict[str, PerfModel] = {}
+log = logging.getLogger(__name__)
+
+_memory: dict[str, PerfModel] = {}           # model file -> the model model_for last had
+_loaded: dict[str, tuple] = {}               # model file -> (its stamp, the model read from it)
 _lock = threading.Lock()
 _warned: set[str] = set()
 
@@ -39,6 +50,16 @@ _warned: set[str] = set()
 def model_path(store_path, backend: str, device: str, template_hash: str) -> pathlib.Path:
     dev = hashlib.sha256(device.encode()).hexdigest()[:12]
     return pathlib.Path(str(store_path) + ".models") / f"{backend}-{dev}-{template_hash}.pkl"
+
+
+def model_stamp(path) -> tuple | None:
+    """The model file's identity, size and modification time (None: no file).  save()
+    replaces the file, so a new model is a new file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def save(model: PerfModel, path) -> None:
@@ -135,8 +156,12 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
                           f"(a model needs {MIN_PROBLEMS} problems and {MIN_ROWS} results)")
         if not train:
             return m, "stale" if m is not None else "no learned model saved"
-        m = PerfModel.train(data, limits=device.limits, learner=learner, target=target)
         cost = backend.predict_ms if has_cost_model(backend, data) else None
+        log.info("training the learned model of %s on %s: %d verified results of %d problems%s",
+                 backend.name, device.key, len(data), len(problems),
+                 f", validated against the backend's analytical model ({folds} more fits)"
+                 if validate or cost is not None else "")
+        m = PerfModel.train(data, limits=device.limits, learner=learner, target=target)
         if validate or cost is not None:
             from .validate import guard_of, validate as run_validation
             v = run_validation(data, learner=learner, target=m.target, folds=folds,
@@ -147,6 +172,7 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
         _memory[key] = m
         try:
             save(m, path)
+            _loaded[key] = (model_stamp(path), m)
         except OSError as e:
             if key not in _warned:
                 _warned.add(key)
@@ -158,21 +184,61 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
 def trained_model(backend, store) -> PerfModel | None:
     """The model last trained for `backend`'s device and templates on `store`, as it
     was saved: never trained here, nor checked against the store's growth (one
-    file stat when there is none; a search must not wait for a training).  None
-    when none was saved or it cannot be loaded here."""
+    file stat; a model file replaced since is read again).  None when none was
+    saved or it cannot be loaded here."""
     device = backend.device()
     path = model_path(store.path, backend.name, device.key, backend.template_hash())
     key = str(path)
+    st = model_stamp(path)
     with _lock:
-        m = _memory.get(key)
-        if m is None and path.exists():
-            m = load(path)
-            if m is not None:
-                _memory[key] = m
+        kept = _loaded.get(key)
+        if kept is not None and kept[0] == st:
+            return kept[1]
+        m = load(path) if st is not None else None
+        if m is None:
+            _loaded.pop(key, None)
+        else:
+            _loaded[key] = (st, m)
     return m
+
+
+def saved_model(backend, store) -> tuple[PerfModel | None, str]:
+    """(model, note) for `auto`: the model saved for `backend`'s device and templates
+    beside `store` (trained_model), else None and why (for explanations): no
+    scikit-learn, too few verified results for a model, or none trained yet."""
+    try:
+        learners.sklearn()
+    except learners.ModelUnavailable as e:
+        return None, f"no learned model: {e}"
+    m = trained_model(backend, store)
+    if m is not None:
+        return m, "saved"
+    dev, th = backend.device().key, backend.template_hash()
+    problems = [p for p in store.tuned_problems(backend.name, dev, th) if min(p.M, p.N, p.K) >= 1]
+    counts = store.summary(("backend",), "backend = ? AND device = ? AND template_hash = ? AND "
+                           "M > 0 AND N > 0 AND K > 0", [backend.name, dev, th])
+    rows = int(counts[0]["correct"] or 0) if counts else 0
+    if len(problems) < MIN_PROBLEMS or rows < MIN_ROWS:
+        return None, (f"no learned model: the store has {rows} verified results of "
+                      f"{len(problems)} problems for {backend.name} on this device "
+                      f"(a model needs {MIN_PROBLEMS} problems and {MIN_ROWS} results)")
+    return None, ("no learned model saved for this device and templates (a search, first-use "
+                  "tuning or `python -m shadertune.perfmodel train` trains one)")
+
+
+def train_if_stale(backend, store) -> tuple[PerfModel | None, str]:
+    """What a writer calls when it has added results (a search's end): model_for, which
+    trains only when the store changed enough since the saved model (is_stale); any
+    failure to train is logged, never raised (the results are stored either way)."""
+    try:
+        return model_for(backend, store)
+    except (ShadertuneError, ValueError, OSError) as e:
+        log.warning("the learned model was not trained: %s", e)
+        return None, f"not trained: {e}"
 
 
 def forget() -> None:
     """Drop the models held in this process (the saved files stay)."""
     with _lock:
         _memory.clear()
+        _loaded.clear()

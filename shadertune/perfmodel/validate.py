@@ -6,7 +6,7 @@ of the best measured GFLOP/s of that problem:
 - top1: the config the model ranks first;
 - top8: the best of the 8 it ranks first;
 - nearest: what the nearest-shape rule would pick among the same configs: the
-  one fastest on the nearest other problem (select.shape_distance, same dtype
+  one fastest on the nearest other problem (problem.shape_distance, same dtype
   and layout), among the configs measured on both (None where none is).
 - cost_model (when a backend cost model is given, e.g. Backend.predict_ms):
   the config it predicts fastest, as top1 is scored.
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from ..problem import Problem
+from ..problem import Problem, shape_distance
 from . import learners
 from .data import TrainingData
 from .model import PerfModel, default_target
@@ -29,7 +29,6 @@ TOP = 8
 
 
 def _nearest(problem: Problem, pool: list[Problem]) -> Problem | None:
-    from ..select import shape_distance
     same = [q for q in pool if (q.dtype, q.trans_a, q.trans_b) == (problem.dtype, problem.trans_a, problem.trans_b)]
     return min(same, key=lambda q: (shape_distance(q, problem), q.M, q.N, q.K), default=None)
 

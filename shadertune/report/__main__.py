@@ -119,7 +119,7 @@ def cmd_roofline(args) -> int:
         if why:
             print(f"  {why}; reports hold no kernel against these numbers")
         for k, v in one["ceilings"].items():
-            print(f"  {k:22s} {fmt_gflops(v):>10s} {rl.UNITS.get(k, '')}")
+            print(f"  {k:22s} {fmt_gflops(v):>10s} {rl.unit_of(k)}")
     if args.out:
         rl.save(args.out, found[0] if len(found) == 1 else rl.merge(*found))
         print(f"saved: {args.out}")

@@ -4,16 +4,13 @@
 
 The views are chosen from the knobs present in the data (a knob with one value
 is listed as fixed, not drawn):
-- a line view: GFLOP/s against the pass depth np (log axis), one line per
-  family (mc, and the output path where the space has one); CUDA: against
-  split-K (KG), one line per kernel family (MMA);
-- a heat map per pair of knobs that shape a block (the MRT grid mrt_h x mrt_w,
-  the image block block_h x block_w; CUDA's block, warp and thread tiles),
-  one panel per family;
-- grouped bars for every other knob that varies (unroll, glsl, fetch, the
-  operand sources ...; CUDA's BK, ST, VEC ...), a bar per family.
+- a line view: GFLOP/s against the layout's line knob (log axis), one line
+  per family (the values of the layout's family knobs);
+- a heat map per pair of knobs that shape a block, one panel per family;
+- grouped bars for every other knob that varies, a bar per family.
 
-How the knobs a view does not show are held (the layout's `hold`):
+The layout is the backend's (Backend.knob_layout, in backends/<name>/knob_layout.py);
+how the knobs a view does not show are held (its `hold`):
 - "slice": at the family's best config (Jiang's landscape: the MRT grid at mc's
   best np and unroll); read off a dense, exhaustively searched subspace;
 - "best": the best config with the values shown, whatever its other knobs (a
@@ -24,11 +21,13 @@ have values; slow, wrong and failed ones are markers (knobs.Cell).
 """
 from __future__ import annotations
 
+import functools
 import math
 import pathlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..backends import KnobLayout, backend_class, registered_classes
 from .knobs import Cell, Knobs, finite, ordered
 from .schema import problem_label
 from .sources import Measured
@@ -42,38 +41,51 @@ class Layout:
     hold: str                               # "slice" | "best"
 
 
-# By the knobs present: GL's (Jiang's np, mc and MRT grid, and the image path's knobs)
-# and CUDA's (split-K, kernel family, tiles).  Data holding neither gets the generic
-# layout: no line view, no family, heat maps for *_h/*_w pairs, bars for the rest.
-LAYOUTS = (
-    Layout("np", ("out", "mc"), (("mrt_h", "mrt_w"), ("block_h", "block_w")), "slice"),
-    Layout("KG", ("MMA",), (("BM", "BN"), ("WM", "WN"), ("TM", "TN")), "best"),
-)
+# The layouts are the backends' (Backend.knob_layout): a report's backend gives its
+# own; data of a backend not registered here is matched to the registered layout
+# whose knobs it holds most of.  Data holding none of them gets the generic layout:
+# no line view, no family, heat maps for *_h/*_w pairs, bars for the rest.
 GENERIC = Layout(None, (), (), "best")
 
-KNOB_NAMES = {
-    "np": "np (k per pass)", "mc": "mc (channel packing)", "unroll": "unroll", "glsl": "glsl (compiler)",
-    "fetch": "fetch (profile)", "out": "output path", "a_src": "A read from", "b_src": "B read from",
-    "KG": "KG (split-K across the grid)", "MMA": "kernel family", "BK": "BK (k per stage)",
-    "ST": "ST (cp.async stages)", "VEC": "VEC (load width)", "KL": "KL (split-K in a block)",
-    "KR": "KR (split-K reduction)", "DB": "DB (double buffering)", "PAD": "PAD (shared-memory padding)",
-    "trans": "trans (A transposed in shared memory)",
-}
-PAIR_NAMES = {("mrt_h", "mrt_w"): "MRT grid", ("block_h", "block_w"): "image block",
-              ("BM", "BN"): "block tile", ("WM", "WN"): "warp tile", ("TM", "TN"): "thread tile"}
-VALUE_NAMES = {"MMA": {0: "FFMA", 3: "3xTF32 mma.sync", 4: "3xTF32 wgmma"}}
+
+def _as_layout(k: KnobLayout) -> Layout:
+    return Layout(k.line, tuple(k.family), tuple(tuple(p) for p in k.pairs), k.hold)
+
+
+@functools.lru_cache(maxsize=None)
+def _registered() -> tuple[KnobLayout, ...]:
+    """The knob layouts of the registered backends that say how to draw their knobs."""
+    return tuple(cls.knob_layout for cls in registered_classes()
+                 if cls.knob_layout.line or cls.knob_layout.family or cls.knob_layout.pairs)
+
+
+def layouts_for(backend: str | None = None) -> tuple[Layout, ...]:
+    """The layouts to choose from: the registered backend's own, else every registered one."""
+    try:
+        own = backend_class(backend).knob_layout if backend else None
+    except (ValueError, ImportError):
+        own = None
+    return (_as_layout(own),) if own is not None and own in _registered() \
+        else tuple(_as_layout(k) for k in _registered())
+
+
+def _names(attr: str) -> dict:
+    names: dict = {}
+    for k in _registered():
+        names.update(getattr(k, attr))
+    return names
 
 
 def knob_name(k: str) -> str:
-    return KNOB_NAMES.get(k, k)
+    return _names("knob_names").get(k, k)
 
 
 def pair_name(pair: tuple[str, str]) -> str:
-    return PAIR_NAMES.get(pair, f"{pair[0]} x {pair[1]}")
+    return _names("pair_names").get(tuple(pair), f"{pair[0]} x {pair[1]}")
 
 
 def value_name(k: str, v) -> str:
-    return VALUE_NAMES.get(k, {}).get(v, str(v))
+    return _names("value_names").get(k, {}).get(v, str(v))
 
 
 # --- the views, as data -------------------------------------------------------
@@ -142,13 +154,16 @@ class Landscape:
         return f"{m.backend} on {m.device}: {problem_label(m.problem)}"
 
 
-def choose_layout(names: Sequence[str], varying: Sequence[str]) -> Layout:
-    """The layout whose knobs the data holds most of, narrowed to the knobs that vary;
-    *_h/*_w pairs it does not name are added."""
+def choose_layout(names: Sequence[str], varying: Sequence[str],
+                  layouts: Sequence[Layout] | None = None) -> Layout:
+    """The layout (of `layouts`; None: every registered backend's) whose knobs the data
+    holds most of, narrowed to the knobs that vary; *_h/*_w pairs it does not name are
+    added."""
     def score(lay):
         return sum(k in names for k in ([lay.line] if lay.line else []) + list(lay.family)
                    + [k for p in lay.pairs for k in p])
-    best = max(LAYOUTS, key=score)
+    layouts = layouts_for() if layouts is None else layouts
+    best = max(layouts, key=score, default=GENERIC)
     lay = best if score(best) else GENERIC
     pairs = [p for p in lay.pairs if p[0] in varying and p[1] in varying]
     pairs += [(h, h[:-2] + "_w") for h in varying if h.endswith("_h") and h[:-2] + "_w" in varying
@@ -178,7 +193,7 @@ def landscape(m: Measured) -> Landscape:
     """The views of one problem's points (see the module's docstring)."""
     kn = Knobs(m.points)
     varying = kn.varying()
-    lay = choose_layout(kn.names, varying)
+    lay = choose_layout(kn.names, varying, layouts_for(m.backend))
     out = Landscape(m, lay, kn.fixed(), notes=list(m.notes))
     if not any(p.gflops is not None for p in m.points):
         out.notes.append("no verified config: nothing to draw")
@@ -217,8 +232,10 @@ def _families(kn: Knobs, lay: Layout) -> list[dict]:
 def _family_label(f: Mapping) -> str:
     if not f:
         return "all configs"
-    if list(f) == ["MMA"]:
-        return value_name("MMA", f["MMA"])
+    if len(f) == 1:                       # a family of one named knob: its values' names
+        (k, v), = f.items()
+        if value_name(k, v) != str(v):
+            return value_name(k, v)
     return " ".join(f"{k}={value_name(k, v)}" for k, v in f.items())
 
 
@@ -345,8 +362,8 @@ def _suptitle(fig, ls: Landscape, view) -> None:
     if ls.measured.complete:
         lines.append("exhaustive search of the pruned space: a place without a value is outside it")
     elif ls.measured.candidates:
-        lines.append(f"{len(ls.measured.points)} model-ranked candidates tuned by bench-cuda, "
-                     f"not a search: most places were never tried")
+        lines.append(f"{len(ls.measured.points)} model-ranked candidates tuned by a candidate-list "
+                     f"run, not a search: most places were never tried")
     if ls.unverified:
         lines.append(F.wrap("no verified config (every one slow, wrong or failed): "
                             + ", ".join(ls.unverified), width))

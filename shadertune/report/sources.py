@@ -2,7 +2,7 @@
 
     m = measured("tune.sqlite", "1024x1024x1024")          # a store
     m = measured("gl-1024.json", "1024x1024x1024")         # a search report (schema 1)
-    m = measured("bench-cuda.json", "256x256x60000 NT")    # scripts/bench-cuda's tuned candidates
+    m = measured("bench-cuda.json", "256x256x60000 NT")    # a tuned candidate list (scripts/bench-cuda)
 
 A problem is named as "MxNxK", optionally followed by the dtype (f32, f64,
 float32, float64) and the operation (NN, NT, TN, TT), separated by spaces or
@@ -54,7 +54,7 @@ class Measured:
     # every config of the pruned space was evaluated (a complete exhaustive search): a
     # place without a point is outside the space, not a place the search skipped
     complete: bool = False
-    candidates: bool = False        # a tuned candidate list (bench-cuda), not a search
+    candidates: bool = False        # a tuned candidate list, not a search
 
     @property
     def label(self) -> str:
@@ -119,7 +119,7 @@ def _few(names: Sequence[str], n: int = 8) -> str:
 
 def measured(path, problem: str | None = None, *, backend: str | None = None,
              device: str | None = None) -> Measured:
-    """The results of one problem in a store, a search report or a bench-cuda file."""
+    """The results of one problem in a store, a search report or a candidate-list file."""
     p = pathlib.Path(path)
     try:
         with open(p, "rb") as f:
@@ -133,12 +133,12 @@ def measured(path, problem: str | None = None, *, backend: str | None = None,
     if head == _SQLITE_MAGIC:
         return _from_store(p, problem, backend, device)
     from ..jsonio import read_json
-    doc = read_json(p, ReportError, "a report, a store or a bench-cuda file")
+    doc = read_json(p, ReportError, "a report, a store or a candidate-list file")
     if isinstance(doc, Mapping) and "schema" in doc:
         return _from_report(validate(doc, str(p)), str(p), problem, backend, device)
     if isinstance(doc, Mapping) and isinstance(doc.get("rows"), list) and "candidates_per_problem" in doc:
-        return _from_bench_cuda(doc, str(p), problem, backend, device)
-    raise ReportError(f"{p}: not a report (schema 1), a store or a bench-cuda file")
+        return _from_candidates(doc, str(p), problem, backend, device)
+    raise ReportError(f"{p}: not a report (schema 1), a store or a candidate-list file")
 
 
 def _check_backend(src: str, have: str, want: str | None) -> None:
@@ -192,24 +192,30 @@ def _problem_fields(p: Mapping) -> dict:
     return {k: p[k] for k in ("M", "N", "K", "dtype", "trans_a", "trans_b")}
 
 
-def _from_bench_cuda(doc: Mapping, src: str, problem, backend, device) -> Measured:
-    _check_backend(src, "cuda", backend)
-    renderer = str((doc.get("device") or {}).get("renderer", "CUDA device"))
+def _from_candidates(doc: Mapping, src: str, problem, backend, device) -> Measured:
+    """A tuned candidate list (scripts/bench-cuda writes them): per row a problem and
+    its timed trials; the backend and device are the file's own."""
+    dev = doc.get("device") or {}
+    have = dev.get("backend")
+    if not isinstance(have, str):
+        raise ReportError(f"{src}: not a candidate-list file: its device names no backend")
+    _check_backend(src, have, backend)
+    renderer = str(dev.get("renderer", f"{have} device"))
     _check_device(src, renderer, device)
     rows = [r for r in doc["rows"] if isinstance(r, Mapping) and isinstance(r.get("problem"), Mapping)
             and r.get("trials")]
     try:
         shapes = [{**Problem.from_dict(r["problem"]).to_dict(), "_row": r} for r in rows]
     except (KeyError, TypeError, ValueError) as e:
-        raise ReportError(f"{src}: not a bench-cuda file: a row's problem is unreadable ({e})") from None
+        raise ReportError(f"{src}: not a candidate-list file: a row's problem is unreadable ({e})") from None
     row = pick_problem(shapes, problem, src)["_row"]
     flops = Problem.from_dict(row["problem"]).flops
     try:
         points = [_point(t["config"], t["status"], t.get("median_ms"), flops) for t in row["trials"]]
     except (KeyError, TypeError) as e:
-        raise ReportError(f"{src}: not a bench-cuda file: a trial lacks {e}") from None
-    return Measured(src, "cuda", renderer, Problem.from_dict(row["problem"]).to_dict(), points,
-                    [f"{len(points)} model-ranked candidates of bench-cuda, not a search"],
+        raise ReportError(f"{src}: not a candidate-list file: a trial lacks {e}") from None
+    return Measured(src, have, renderer, Problem.from_dict(row["problem"]).to_dict(), points,
+                    [f"{len(points)} model-ranked candidates of a candidate-list run, not a search"],
                     candidates=True)
 
 

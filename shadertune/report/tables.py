@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..roofline import UNITS
+from ..backends import backend_class
+from ..roofline import unit_of
 from .rooflines import ceilings_of, fraction, no_roofline, roofline_of
 from .schema import problem_label
 
-# Knobs folded into one column entry (mrt_h=4, mrt_w=2 -> mrt=4x2).
-_PAIRS = (("mrt_h", "mrt_w", "mrt"),)
 
 
 def fmt_gflops(v: float | None) -> str:
@@ -28,12 +27,22 @@ def fmt_pct(v: float | None) -> str:
     return "—" if v is None else f"{100 * v:.0f}%"
 
 
-def fmt_config(config: Mapping | None) -> str:
+def folded_pairs(backend: str) -> tuple:
+    """The knob pairs a table shows as one entry for `backend` (its knob_layout.folded:
+    GL's mrt_h=4, mrt_w=2 as mrt=4x2); none for a backend not registered here."""
+    try:
+        return tuple(backend_class(backend).knob_layout.folded)
+    except (ValueError, ImportError):
+        return ()
+
+
+def fmt_config(config: Mapping | None, folded: tuple = ()) -> str:
+    """'k=v ...' sorted by knob, with each (h, w, name) of `folded` as name=HxW last."""
     if not config:
         return "—"
     d = dict(config)
     parts = []
-    for h, w, name in _PAIRS:
+    for h, w, name in folded:
         if h in d and w in d:
             parts.append(f"{name}={d.pop(h)}x{d.pop(w)}")
     parts = [f"{k}={d[k]}" for k in sorted(d)] + parts
@@ -74,6 +83,7 @@ def problem_table(report: Mapping, ceilings: Mapping | None = None) -> str:
     """One row per problem; no roofline column where none may be claimed (software renderer)."""
     names = baseline_names(report)
     roofed = no_roofline(report, ceilings) is None
+    folded = folded_pairs(report["backend"])
     header = (["problem", "best config", "GFLOP/s"] + (["% of roofline"] if roofed else [])
               + [f"x {n}" for n in names] + ["searched"])
     rows = []
@@ -82,7 +92,7 @@ def problem_table(report: Mapping, ceilings: Mapping | None = None) -> str:
         g = best["gflops"] if best else None
         roof = [roof_cell(g, roofline_of(report, p, ceilings))] if roofed else []
         searched = f"{p['evaluated']}/{p['space_size']} in {p['seconds']:.0f} s"
-        rows.append([problem_label(p), fmt_config(best["config"] if best else None), fmt_gflops(g)]
+        rows.append([problem_label(p), fmt_config(best["config"] if best else None, folded), fmt_gflops(g)]
                     + roof + [fmt_ratio(ratio(g, baseline_gflops(p, n))) for n in names] + [searched])
     return _md(header, rows, right_from=2)
 
@@ -99,7 +109,7 @@ def ceilings_lines(ceilings: Mapping | None, why_not: str | None = None) -> str:
 
 
 def _ceiling_parts(ceilings: Mapping) -> str:
-    return ", ".join(f"{k} = {fmt_gflops(v)} {UNITS.get(k, '')}".rstrip()
+    return ", ".join(f"{k} = {fmt_gflops(v)} {unit_of(k)}".rstrip()
                      for k, v in ceilings.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 

@@ -3,14 +3,14 @@
 A measurement is a dict:
     {"schema": 1, "kind": "roofline", "created": ISO time,
      "device": {"backend", "vendor", "renderer", "driver", ...},
-     "ceilings": {name: positive number, ...},   # e.g. fragment_fma_gflops
+     "ceilings": {name: positive number, ...},   # named by the backend, ending in a unit
      "details": {benchmark: {how it was measured}}}
-GL and CUDA measurements can be merged into one file (merge()), so a report
-of either backend finds its ceilings in the same place; the merged device is
+The measurements of several backends can be merged into one file (merge()), so a
+report of any of them finds its ceilings in the same place; the merged device is
 {"backends": {backend: device}}.
 
 device["software_renderer"] (optional, false when absent): the numbers were
-measured on a CPU rasteriser (Mesa llvmpipe and kin).  They are throughput
+measured on a CPU rasteriser (a software renderer, as the backend reports it).  They are throughput
 figures of one run, not a roofline: the shaders run on CPU threads, a kernel
 can beat a microbenchmark that keeps fewer threads busy, and a --quick run
 differs from a full one by up to 3x.  Reports hold no kernel against such
@@ -25,18 +25,22 @@ from collections.abc import Mapping
 
 SCHEMA = 1
 
-# Every ceiling key the models read, with its unit, for tables and checks.
+# A ceiling's name ends in its unit (fetch_gtexels_quad: G texel fetches/s); the
+# backends name what they measure, and every file, table and check reads the unit here.
 UNITS = {
-    "fragment_fma_gflops": "GFLOP/s",
-    "fetch_gtexels": "G texel fetches/s",
-    "fetch_gtexels_distinct": "G texel fetches/s",
-    "fetch_gtexels_quad": "G texel fetches/s",
-    "ssbo_gloads": "G storage-buffer vec4 loads/s",
-    "compute_fma_gflops": "GFLOP/s",
-    "cuda_fma_gflops": "GFLOP/s",
-    "cuda_fma64_gflops": "GFLOP/s",
-    "cuda_dram_gbs": "GB/s",
+    "gflops": "GFLOP/s",
+    "gbs": "GB/s",
+    "gtexels": "G texel fetches/s",
+    "gloads": "G vec4 loads/s",
 }
+
+
+def unit_of(name: str) -> str:
+    """The unit of the ceiling `name` by the last of its words that names one ('' if none)."""
+    for word in reversed(name.split("_")):
+        if word in UNITS:
+            return UNITS[word]
+    return ""
 
 
 class CeilingsError(ValueError):

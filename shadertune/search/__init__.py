@@ -9,8 +9,8 @@ from .evaluate import Evaluator, make_inputs, make_operands, relative_error
 from .options import SearchOptions
 from .registry import STRATEGIES, get_strategy
 from .report_json import make_report, write_report
-from .tune import tune
+from .tune import ProblemCostModel, tune
 
 __all__ = ["BaseEvaluator", "Budget", "BudgetExhausted", "Evaluator", "FunctionEvaluator",
-           "STRATEGIES", "SearchOptions", "Tracker", "get_strategy", "make_inputs",
+           "ProblemCostModel", "STRATEGIES", "SearchOptions", "Tracker", "get_strategy", "make_inputs",
            "make_operands", "make_report", "relative_error", "tune", "write_report"]

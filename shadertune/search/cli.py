@@ -8,6 +8,7 @@ import pathlib
 import sys
 
 from .. import cli_args as ca
+from .._version import __version__
 from ..cluster.cli import check_args, clustered   # imports no Dask
 from ..db.location import store_files
 from ..errors import ContextError, ShadertuneError
@@ -17,7 +18,6 @@ from .budget import Budget
 from .progress import Progress
 from .registry import DESCRIPTIONS, STRATEGIES
 from .report_json import make_report, problem_entry, write_report
-from .tune import tune
 
 TOOL = "search"
 PROG = "shadertune.search"
@@ -369,6 +369,10 @@ def _open_store(args, Store):
 
 
 def _search(args, problems, Store, StoreError) -> int:
+    # the command line is the top layer: it searches with the learned model saved
+    # beside the store (perfmodel.guided) and trains it when the search has written
+    from ..perfmodel.guided import tune
+    from ..perfmodel.saved import train_if_stale
     runs: list[DeviceRun] = []           # one per device, in the order of their tables
     notes: list[str] = []                # lines after the tables (a cluster's per-worker counts)
     store = None
@@ -380,7 +384,7 @@ def _search(args, problems, Store, StoreError) -> int:
                                  "cluster's workers (leave out --workers / --gpus / --cluster)")
             from ..cluster.cli import tune_on_cluster
             store = _open_store(args, Store)
-            tune_on_cluster(args, problems, store, runs, notes)
+            tune_on_cluster(args, problems, store, runs, notes, DeviceRun, _budget)
         else:
             backend = load_backend(args.backend)
             if args.fix:
@@ -402,6 +406,8 @@ def _search(args, problems, Store, StoreError) -> int:
                              on_phase=progress.phase)
                 run.finish(pr, entry, store)
                 progress.close()
+            if not store.readonly:
+                train_if_stale(backend, store)       # tuning writes: the learned model follows
     except KeyboardInterrupt:
         code, reason = 130, "interrupted; results measured so far are in the store, rerun to resume"
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:

@@ -3,14 +3,18 @@
 On a terminal: a tqdm bar (count of evaluations out of the budget with its ETA;
 with a time limit alone, the time out of the limit), the problem's place in the
 table (2/3), the current phase, evaluations replayed from the store and the best
-GFLOP/s so far.  Elsewhere (CI logs, notebooks, pipes): the same facts as plain
-lines, one when a problem starts, one every `interval` seconds and one when it
-ends.  mode "off" (the CLI's -q) writes nothing.  A cluster's progress (a table
+GFLOP/s so far.  The bar itself is BAR_WIDTH characters whatever the text beside
+it (a phase label that grows or shrinks does not move it), and each line is cut at
+the terminal's width.  Elsewhere (CI logs, notebooks, pipes, and a terminal that
+reports no width: a pseudo-terminal of a container or a CI runner): the same facts
+as plain lines, one when a problem starts, one every `interval` seconds and one
+when it ends.  mode "off" (the CLI's -q) writes nothing.  A cluster's progress (a table
 on several workers) names the worker of each evaluation: the bar and the lines
 then count evaluations per worker too.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
@@ -18,6 +22,18 @@ from collections import Counter
 from tqdm import tqdm
 
 PREFIX = "shadertune.search"
+BAR_WIDTH = 24          # characters of the bar itself, fixed while the text beside it changes
+
+
+def terminal_width(stream) -> int:
+    """The width of the terminal `stream` writes to; 0 when it is none or reports none."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        if isatty is None or not isatty():
+            return 0
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def fmt_seconds(s: float) -> str:
@@ -30,8 +46,7 @@ class Progress:
                  interval: float = 10.0, clock=time.monotonic):
         self.stream = stream or sys.stderr
         if mode is None:
-            isatty = getattr(self.stream, "isatty", None)
-            mode = "bar" if isatty is not None and isatty() else "lines"
+            mode = "bar" if terminal_width(self.stream) > 0 else "lines"
         if mode not in ("bar", "lines", "off"):
             raise ValueError(f"progress mode must be bar, lines or off, got {mode!r}")
         self.mode = mode
@@ -50,10 +65,13 @@ class Progress:
         self._bar = None
         if mode == "bar":
             by_time = total is None and time_limit is not None
+            # a bar of fixed width ({bar:N}); the line is cut at the terminal's width
+            # (ncols, followed as the terminal is resized: dynamic_ncols)
             self._bar = tqdm(total=time_limit if by_time else total, desc=self.label,
                              file=self.stream, leave=True, dynamic_ncols=True, mininterval=0.1,
-                             unit="eval", bar_format=("{l_bar}{bar}| {elapsed}<{remaining} {postfix}"
-                                                      if by_time else None))
+                             unit="eval",
+                             bar_format=(f"{{l_bar}}{{bar:{BAR_WIDTH}}}| {{elapsed}}<{{remaining}} {{postfix}}"
+                                         if by_time else f"{{l_bar}}{{bar:{BAR_WIDTH}}}{{r_bar}}"))
             self._by_time = by_time
         elif mode == "lines":
             limits = [f"budget {total} evaluations" if total else "",

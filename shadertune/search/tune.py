@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Callable
 
+from ..config import Config
 from ..db.spaces import space_sizes
 from ..problem import Problem
 from ..result import Result
@@ -14,26 +17,37 @@ from .registry import get_strategy
 from .report_json import problem_entry
 
 
+@dataclass(frozen=True)
+class ProblemCostModel:
+    """A cost model a search ranks by instead of the backend's own (Backend.predict_ms):
+    predict(problem, configs) -> milliseconds per config (or None: no prediction).
+    The search layer takes it as given; the learned one comes from above it
+    (perfmodel.guided.search_cost_model)."""
+    name: str                                   # what the entry's 'cost_model' says
+    predict: Callable[[Problem, Sequence[Config]], "Sequence[float] | None"]
+    rank_limit: int | None = None               # configs it ranks at most (a sample beyond)
+
+
 def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budget | None = None,
          store=None, retune: bool = False, repeats: int = 10, warmup: int = 2, seed: int = 0,
          tolerance: float | None = None,
          on_result: Callable[[Result, bool], None] | None = None,
          on_phase: Callable[[str], None] | None = None,
-         evaluator: RecordingEvaluator | None = None) -> dict:
+         evaluator: RecordingEvaluator | None = None,
+         cost_model: ProblemCostModel | None = None) -> dict:
     """Search `problem` on `backend`; return its report entry (see report_json).
 
     `strategy` None is the backend's default_strategy.  The strategy gets a cost
     model as a function of configs and the backend's candidate list
-    (Backend.candidates) as seeds, never the backend.  The cost model is the
-    learned one saved beside `store` for this backend, device and templates
-    (shadertune.perfmodel) where there is one, else the backend's own
-    (Backend.predict_ms, None for GL); the entry's 'cost_model' says which
-    ('learned' or 'backend').  Results go to `store` as they are measured;
+    (Backend.candidates) as seeds, never the backend.  The cost model is
+    `cost_model` where given (shadertune.perfmodel.guided.tune passes the learned
+    one saved beside the store), else the backend's own (Backend.predict_ms, None
+    for GL); the entry's 'cost_model' says which ('learned' or 'backend').
+    Results go to `store` as they are measured;
     on_phase hears the strategy's phase names; ContextError propagates.
     `evaluator` replaces the local Evaluator that the arguments from `retune` to
     `on_phase` make: a cluster's, which measures on its workers (shadertune.cluster)
     and was made with those settings itself."""
-    from ..perfmodel.guided import RANK_LIMIT, learned_cost_model
     if problem.batch > 1 and not backend.batched:
         raise ValueError(f"the {backend.name} backend tunes single products, not a batch of "
                          f"{problem.batch} ({problem.key}): batched problems are the CUDA backend's")
@@ -42,10 +56,9 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     evaluate = evaluator if evaluator is not None else Evaluator(
         backend, problem, store=store, retune=retune, tolerance=tolerance, repeats=repeats,
         warmup=warmup, seed=seed, on_result=on_result, on_phase=on_phase)
-    learned = learned_cost_model(backend, store, problem)
-    predict = learned or backend.predict_ms
-    # the learned model predicts about 25,000 configs a second: it ranks a smaller sample
-    limit = {"rank_limit": RANK_LIMIT} if learned else {}
+    predict = cost_model.predict if cost_model is not None else backend.predict_ms
+    # a slower model (the learned one: about 25,000 configs a second) ranks a smaller sample
+    limit = {"rank_limit": cost_model.rank_limit} if cost_model is not None and cost_model.rank_limit else {}
     options = SearchOptions(seed=seed, cost_model=lambda configs: predict(problem, configs),
                             seeds=backend.candidates(problem, SearchOptions.top), **limit)
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
@@ -59,6 +72,6 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     entry = problem_entry(problem, results, space_size=size, full_space_size=full,
                           measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
                           stage_seconds=evaluate.stage_seconds)
-    entry["cost_model"] = "learned" if learned else "backend"
+    entry["cost_model"] = cost_model.name if cost_model is not None else "backend"
     return entry
 

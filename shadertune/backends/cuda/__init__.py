@@ -7,9 +7,8 @@ with NVRTC through CuPy, cuBLAS as the baseline.
     driver.py    load, launch, CUDA-event timing
     baseline.py  cuBLAS (TF32 off) timing and operands
     tuning.py    short model-ranked candidate lists (default config, quick tuning)
-    api.py       matmul() for backend="cuda"
+    api.py       run_call: shadertune.matmul(..., backend="cuda") on this backend
 """
 from .backend import CUDABackend
-from .api import matmul
 
-__all__ = ["CUDABackend", "matmul"]
+__all__ = ["CUDABackend"]

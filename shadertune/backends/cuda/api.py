@@ -114,8 +114,3 @@ def _forget_after_fork() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
-
-def matmul(A, B, out=None, **options):
-    """shadertune.matmul(..., backend='cuda')."""
-    from ...api import matmul as _matmul
-    return _matmul(A, B, out, **{"backend": "cuda", **options})

@@ -8,6 +8,8 @@ from ...errors import ContextError, InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
 from . import baseline, codegen, device
+from .features import CUDA_MODEL_FEATURES
+from .knob_layout import CUDA_KNOB_LAYOUT
 from .space import make_space
 from .tuning import candidates
 
@@ -18,6 +20,8 @@ class CUDABackend(Backend):
     batched = True        # a stack of products is one strided-batched launch
     # the cost model ranks the space (tuning.model_cycles): search.model uses it
     default_strategy = "model"
+    knob_layout = CUDA_KNOB_LAYOUT
+    model_features = CUDA_MODEL_FEATURES
 
     def __init__(self, device_id: int = 0):
         self.device_id = device_id
@@ -102,15 +106,15 @@ class CUDABackend(Backend):
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
         """min(FMA peak, DRAM bandwidth x the problem's intensity)."""
-        from ...roofline.model import cuda_problem_roofline
+        from .roofline import cuda_problem_roofline
         return cuda_problem_roofline(problem, ceilings)
 
     def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
-        from ...roofline.model import cuda_ceiling_lines
+        from .roofline import cuda_ceiling_lines
         return cuda_ceiling_lines(ceilings)
 
     def measure_ceilings(self, preset: str = "full") -> dict:
-        from ...roofline import measure_cuda
+        from .microbench import measure_cuda
         return measure_cuda(preset=preset)
 
     def precompile_many(self, problem_configs, workers: int | None = None) -> list:
@@ -133,6 +137,11 @@ class CUDABackend(Backend):
         from .api import run_call
         return run_call(self, call, plan)
 
+    def problem_of(self, call):
+        """The launch's problem: trans flags from the layouts, a stack as one batch (call.py)."""
+        from .call import prepare
+        return prepare(call).problem or call.problem, None
+
     def express_lane(self, door):
         """Repeated calls on device arrays skip the front door's analysis (express.py)."""
         from .express import Express
@@ -145,8 +154,3 @@ class CUDABackend(Backend):
     def preset_config(self, name: str, problem: Problem):
         from .api import preset_config
         return preset_config(self, name, problem)
-
-    def matmul(self, A, B, out=None, **options):
-        """shadertune.matmul on this backend (its kernel cache is matmul's)."""
-        from ...api import matmul
-        return matmul(A, B, out, backend=self, **options)

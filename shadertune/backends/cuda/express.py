@@ -17,7 +17,7 @@ again each call, or the call takes the regular path:
 - the current device must be the backend's (the regular path switches to it);
 - the kernel must still be in matmul's kernel cache (it releases what it
   drops): KernelCache.touch also keeps it recently used;
-- config='auto': the selection (select.select, kept while the store and model
+- config='auto': the selection (the door's auto_config, kept while the store and model
   files are unchanged) must still name the kept config;
 - the process must not be a child forked after CUDA was used (check_not_forked);
 - `out` must share no memory with A or B this call (else the regular path
@@ -149,9 +149,7 @@ class Express:
         return out
 
     def _still_selected(self, plan: _Plan, db) -> bool:
-        """Whether config='auto' still picks the kept config (the selection is
-        kept while the store and model files are unchanged: select_memo.py)."""
-        select = sys.modules.get("shadertune.select")
-        if select is None:
-            from ... import select
-        return select.select(self.backend, plan.problem, db).config == plan.config
+        """Whether config='auto' still picks the kept config: the door asks the selection
+        (api.Door.auto_config; kept while the store and model are unchanged), which
+        sits above the backends."""
+        return self.door.auto_config(plan.problem, db) == plan.config

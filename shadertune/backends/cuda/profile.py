@@ -1,7 +1,9 @@
 """Which 3xTF32 kernel to study, and Nsight Compute around it: what
 scripts/profile-cuda and scripts/accuracy-3xtf32 share, kept here so that the
-parts that need no GPU (the config choice from --config, the ncu command lines,
-the csv parsing, the summary) are tested without one (tests/test_cuda_profile.py).
+parts that need no GPU (the 3xTF32 kernels, run U's winner, the ncu command
+lines, the csv parsing, the summary) are tested without one
+(tests/test_cuda_profile.py).  The pick from a store (which reads `auto`'s
+selection, a layer above the backends) is shadertune/profile_configs.py.
 
 ncu's csv (`ncu --import REPORT --page raw --csv --print-units base`): one
 header row of metric names (after the launch columns "ID", "Process ID",
@@ -15,12 +17,8 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import shlex
-
-from ...config import Config
-from ...errors import InvalidConfig
 
 # Run U's winner at 4096^3 NN (BENCHMARKS.md, run U; notes/cuda.md): the wgmma
 # kernel, 128 x 128 x 16 tiles, two warpgroups of 64 x 128, 4 stages, no split-K.
@@ -32,39 +30,6 @@ TF32X3 = (3, 4)                # MMA values of the 3xTF32 kernels: mma.sync, wgm
 
 def is_3xtf32(config) -> bool:
     return config.get("MMA", 0) in TF32X3
-
-
-def pick_config(be, problem, store=None, config=None) -> tuple[Config, str]:
-    """(config, how): `config` (a JSON string or a mapping) if given, checked
-    against the space; else the fastest correct 3xTF32 config `store` holds for
-    `problem` on this device and templates (store.ranked), else what
-    config="auto" would take from it (select_config; it may not be 3xTF32:
-    `how` says so); with neither, run U's 4096 winner where it is valid for
-    `problem`, else the backend's default config."""
-    space = be.space(problem)
-    if config is not None:
-        cfg = Config(json.loads(config) if isinstance(config, str) else config)
-        why = space.why_invalid(cfg)
-        if why:
-            raise InvalidConfig(f"--config is not valid for {problem.key}: {why}")
-        return cfg, "given (--config)"
-    if store is not None:
-        from ...db import Store
-        from ...select import select_config
-        with Store(store, readonly=True) as s:
-            ranked = s.ranked(be.name, be.device().key, problem, be.template_hash())
-            mine = [r for r in ranked if is_3xtf32(r.config)]
-            if mine:
-                return mine[0].config, (f"the store's fastest 3xTF32 config for {problem.key} "
-                                        f"({mine[0].median_ms:.4f} ms; {len(ranked)} correct configs ranked)")
-            cfg, how = select_config(be, problem, s)
-        kind = "3xTF32" if is_3xtf32(cfg) else f"NOT 3xTF32 (MMA = {cfg.get('MMA', 0)})"
-        return cfg, f"the store has no 3xTF32 result for {problem.key}; config='auto' picks ({how}), {kind}"
-    cfg = Config(RUN_U_4096)
-    if not space.why_invalid(cfg):
-        return cfg, "run U's 4096 winner (BENCHMARKS.md)"
-    cfg = be.default_config(problem)
-    return cfg, "the backend's default config (run U's 4096 winner is not valid here)"
 
 
 def describe(config) -> str:

@@ -12,7 +12,9 @@ from .compute_codegen import compute_source, reduce_source
 from .compute_driver import ComputeKernel
 from .compute_layout import ComputeLayout
 from .driver import GLKernel
+from .features import GL_MODEL_FEATURES
 from .image_driver import ImageKernel
+from .knob_layout import GL_KNOB_LAYOUT
 from .pool import default_pool_bytes
 from .timing import clock_of
 
@@ -27,6 +29,8 @@ class GLBackend(Backend):
     name = "gl"
     shared_by_threads = False     # its context is current in one thread (context.py)
     batched = True                # stacked products: one dispatch of the compute family
+    knob_layout = GL_KNOB_LAYOUT
+    model_features = GL_MODEL_FEATURES
 
     def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
         self.device_index = device_index
@@ -143,13 +147,11 @@ class GLBackend(Backend):
         return templates_hash()
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
-        """The bound of one config: a fragment config's fetch or ALU bound
-        (roofline.model.gl_config_roofline), a compute config's FMA peak or operand
-        traffic (compute_model.compute_roofline)."""
+        """The bound of one config: a fragment config's fetch or ALU bound, a compute
+        config's FMA peak or operand traffic (roofline.py)."""
+        from .roofline import compute_roofline, gl_config_roofline
         if is_compute(config):
-            from .compute_model import compute_roofline
             return compute_roofline(problem, config, ceilings)
-        from ...roofline.model import gl_config_roofline
         return gl_config_roofline(with_defaults(config), ceilings, problem.K)
 
     def predict_ms(self, problem: Problem, configs):
@@ -169,17 +171,22 @@ class GLBackend(Backend):
         return first[:n]
 
     def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
-        from ...roofline.model import gl_ceiling_lines
+        from .roofline import gl_ceiling_lines
         return gl_ceiling_lines(ceilings)
 
     def measure_ceilings(self, preset: str = "full") -> dict:
-        from ...roofline import measure_gl
+        from .microbench import measure_gl
         return measure_gl(self.ctx, preset=preset)
 
     def run_call(self, call, plan):
         """Host arrays in float32, tiled under the texture limit (calls.py)."""
         from .calls import run_call
         return run_call(self, call, plan)
+
+    def problem_of(self, call):
+        """The main tile of a product larger than the texture limit (calls.py)."""
+        from .calls import problem_of
+        return problem_of(self, call)
 
     def presets(self) -> dict[str, str]:
         from .calls import PRESETS

@@ -91,6 +91,17 @@ def main_tile(M: int, N: int, K: int, limit: int) -> Problem:
     return Problem(min(M, limit), min(N, limit), min(K, limit))
 
 
+def problem_of(backend, call):
+    """(the main tile's problem, a note when the product is tiled): what run_call
+    resolves a config for."""
+    lim = int(backend.device().limits.get("max_texture_size", 4096))
+    p = main_tile(call.M, call.N, call.K, lim)
+    if p == call.problem:
+        return p, None
+    return p, (f"matmul tiles {call.M}x{call.N}x{call.K} under the texture limit {lim}: "
+               f"the main tile shown")
+
+
 def _product(plan, call, limit: int, A, B, C, dest) -> None:
     """dest = alpha * A @ B + beta * C for one 2-D product."""
     M, K = A.shape

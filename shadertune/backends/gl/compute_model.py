@@ -92,7 +92,7 @@ def compute_cycles(problem: Problem, config: Mapping, limits: Mapping) -> float:
 def fragment_cycles(problem: Problem, config: Mapping, limits: Mapping) -> float:
     """Predicted cycles of a fragment config: its roofline bound at the fragment rates
     relative to the compute peak (the module docstring), plus a draw per pass."""
-    from ...roofline.model import gl_config_roofline
+    from .roofline import gl_config_roofline
     units = max(1, int(limits.get("compute_units", 1)))
     peak = units * LANES * 2 * CLOCK_HZ / 1e9                    # compute GFLOP/s
     scale = SOFTWARE_FRAGMENT_GAIN if limits.get("software_renderer") else 1.0
@@ -115,20 +115,3 @@ def predict_ms(problem: Problem, configs: Sequence[Mapping], limits: Mapping) ->
             cycles = math.inf
         out.append(cycles / CLOCK_HZ * 1e3)
     return out
-
-
-def compute_roofline(problem: Problem, config: Mapping, ceilings: Mapping) -> dict:
-    """The bound of a compute config given measured ceilings: the compute FMA peak, or
-    the operand traffic its tiles cause at the measured bandwidth where one was
-    measured ('compute_fma_gflops', 'cuda_dram_gbs'); flops per byte moved."""
-    L = ComputeLayout.plan(problem, config)
-    c = ceilings.get("ceilings", ceilings)
-    alu = c.get("compute_fma_gflops")
-    if not isinstance(alu, (int, float)) or alu <= 0:
-        raise KeyError("ceilings lack a positive 'compute_fma_gflops'")
-    moved = 4 * L.batch * (L.tiles_n * L.M * L.K + L.tiles_m * L.K * L.N) + 4 * L.c_floats
-    intensity = problem.flops / moved
-    bw = c.get("cuda_dram_gbs")
-    if isinstance(bw, (int, float)) and bw > 0 and bw * intensity < alu:
-        return {"gflops": bw * intensity, "bound": "memory", "flops_per_byte": intensity}
-    return {"gflops": float(alu), "bound": "alu", "flops_per_byte": intensity}

@@ -1,4 +1,5 @@
-"""CUDA microbenchmarks through CuPy: FP32/FP64 FMA peak and device-memory bandwidth.
+"""CUDA microbenchmarks through CuPy: FP32/FP64 FMA peak and device-memory bandwidth,
+the ceilings of the CUDA roofline (roofline.py).
 
 Skips cleanly: available() says why not when CuPy or a GPU is absent, and
 measure_cuda() raises CudaUnavailable (a ContextError) with that reason.
@@ -7,8 +8,9 @@ from __future__ import annotations
 
 import statistics
 
-from ..errors import ContextError
-from . import store
+from ...errors import ContextError
+from ...roofline import store
+from .timing import event_times
 
 # CHAINS independent FMA chains per thread (ILP, Volkov); `iters` is a kernel
 # argument so nvcc cannot fold the loop; every chain reaches the output.
@@ -71,7 +73,6 @@ def device_info() -> dict:
 
 def _time(fn, repeats) -> list[float]:
     """One warm-up call (module load, first touch), then `repeats` event-timed calls."""
-    from ..backends.cuda.timing import event_times
     return event_times(fn, repeats, warmup=1)
 
 

@@ -1,18 +1,22 @@
-"""Roofline models: which measured ceiling bounds a config or a problem.
+"""The GL roofline model: which measured ceiling bounds a fragment-shader config.
 
-GL (Brook-style, Jiang/seeds 002): a fragment shader is bound by
-min(fragment ALU peak, texel-fetch rate x flops per fetch of its blocking);
-on the image path, where an operand may come from a storage buffer, also by
-the storage-buffer load rate x flops per load (the two paths are separate
-units, so the slower of the two times bounds the fragment).
-CUDA: min(FMA peak, DRAM bandwidth x the problem's arithmetic intensity).
+Brook-style (Jiang, seeds/002): a fragment shader of the render-target (MRT)
+path is bound by min(fragment ALU peak, texel-fetch rate x flops per fetch of
+its blocking).  On the image path, where an operand may come from a storage
+buffer, it is also bound by the storage-buffer load rate x flops per load (the
+two paths are separate units, so the slowest one bounds the fragment).
+
+The ceilings are measured by microbench.py (`report roofline`); GLBackend's
+roofline() and ceiling_lines() hooks call the functions here.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 
-MC_SHAPES = {"1x1": (1, 1), "1x2": (1, 2), "1x3": (1, 3), "1x4": (1, 4), "2x2": (2, 2)}
+from ...roofline.bounds import flat, need, peak_line
+from .compute_layout import ComputeLayout
+from .layout import MC_SHAPES
 
 
 def _mc(config: Mapping) -> tuple[int, int]:
@@ -22,6 +26,12 @@ def _mc(config: Mapping) -> tuple[int, int]:
     except KeyError:
         raise ValueError(f"unknown mc {mc!r}; expected one of {sorted(MC_SHAPES)}") from None
 
+
+def _is_image(config: Mapping) -> bool:
+    return config.get("out", "mrt") == "image"
+
+
+# --- the render-target (MRT) path ------------------------------------------------
 
 def gl_fetch_counts(config: Mapping, K: int | None = None) -> tuple[float, float]:
     """(flops, fetches) of one fragment over one pass of `np` k-values.
@@ -49,9 +59,7 @@ def gl_fetch_counts(config: Mapping, K: int | None = None) -> tuple[float, float
     return 2.0 * np_ * outputs, float(steps * fetch_per_step + mrt_h * mrt_w)
 
 
-def _is_image(config: Mapping) -> bool:
-    return config.get("out", "mrt") == "image"
-
+# --- the image path ----------------------------------------------------------------
 
 def gl_image_load_counts(config: Mapping, K: int | None = None) -> tuple[float, float, float]:
     """(flops, texture fetches, storage-buffer loads) of one image-path fragment over one
@@ -83,6 +91,24 @@ def gl_image_load_counts(config: Mapping, K: int | None = None) -> tuple[float, 
             float(steps * per_step["ssbo"]))
 
 
+def _gl_image_roofline(config: Mapping, c: Mapping, K: int | None) -> dict:
+    """The image path's bound: a fragment's flops over the longest of its ALU time,
+    texture-fetch time and storage-buffer load time (separate units, so the slowest
+    one bounds it)."""
+    flops, fetches, loads = gl_image_load_counts(config, K)
+    times = {"alu": flops / need(c, "fragment_fma_gflops")}
+    if fetches:
+        times["fetch"] = fetches / need(c, "fetch_gtexels")
+    if loads:
+        times["ssbo"] = loads / need(c, "ssbo_gloads")
+    bound = max(times, key=times.get)
+    return {"gflops": flops / times[bound], "bound": bound,
+            "flops_per_fetch": flops / fetches if fetches else math.inf,
+            "flops_per_load": flops / loads if loads else math.inf}
+
+
+# --- the fragment family's bound -----------------------------------------------------
+
 def flops_per_fetch(config: Mapping, K: int | None = None) -> float:
     """Flops a fragment does per RGBA32F texel it fetches (the GL arithmetic intensity;
     on the image path per texture fetch, inf when it fetches none)."""
@@ -93,67 +119,20 @@ def flops_per_fetch(config: Mapping, K: int | None = None) -> float:
     return flops / fetches if fetches else math.inf
 
 
-def _flat(ceilings: Mapping) -> Mapping:
-    """Accept a stored measurement ({'ceilings': {...}, ...}) or the flat ceilings map."""
-    inner = ceilings.get("ceilings")
-    return inner if isinstance(inner, Mapping) else ceilings
-
-
-def _need(c: Mapping, key: str) -> float:
-    v = c.get(key)
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
-        raise KeyError(f"ceilings lack a positive {key!r} (have {sorted(c)})")
-    return float(v)
-
-
 def gl_config_roofline(config: Mapping, ceilings: Mapping, K: int | None = None) -> dict:
     """{'gflops', 'bound': 'fetch'|'alu', 'flops_per_fetch'} for one GL config; an
     image-path config adds 'flops_per_load' (per storage-buffer load) and may be
     bound by 'ssbo' (the measured storage-buffer load rate, `ssbo_gloads`)."""
-    c = _flat(ceilings)
+    c = flat(ceilings)
     if _is_image(config):
         return _gl_image_roofline(config, c, K)
-    alu = _need(c, "fragment_fma_gflops")
-    rate = _need(c, "fetch_gtexels")                      # G fetches/s
+    alu = need(c, "fragment_fma_gflops")
+    rate = need(c, "fetch_gtexels")                       # G fetches/s
     fpf = flops_per_fetch(config, K)
     fetch_bound = rate * fpf                              # G fetches/s x flops/fetch = GFLOP/s
     if fetch_bound < alu:
         return {"gflops": fetch_bound, "bound": "fetch", "flops_per_fetch": fpf}
     return {"gflops": alu, "bound": "alu", "flops_per_fetch": fpf}
-
-
-def _gl_image_roofline(config: Mapping, c: Mapping, K: int | None) -> dict:
-    """The image path's bound: a fragment's flops over the longest of its ALU time,
-    texture-fetch time and storage-buffer load time (separate units, so the slowest
-    one bounds it)."""
-    flops, fetches, loads = gl_image_load_counts(config, K)
-    times = {"alu": flops / _need(c, "fragment_fma_gflops")}
-    if fetches:
-        times["fetch"] = fetches / _need(c, "fetch_gtexels")
-    if loads:
-        times["ssbo"] = loads / _need(c, "ssbo_gloads")
-    bound = max(times, key=times.get)
-    return {"gflops": flops / times[bound], "bound": bound,
-            "flops_per_fetch": flops / fetches if fetches else math.inf,
-            "flops_per_load": flops / loads if loads else math.inf}
-
-
-def cuda_problem_roofline(problem, ceilings: Mapping) -> dict:
-    """{'gflops', 'bound': 'memory'|'alu', 'intensity'}: min(FMA peak, BW x flops/byte).
-
-    `problem` is a Problem or its dict; bytes are the fewest a kernel must move."""
-    from ..problem import Problem
-    p = problem if isinstance(problem, Problem) else Problem.from_dict(problem)
-    c = _flat(ceilings)
-    # FP64 problems are bound by the FP64 peak where it was measured.
-    alu_key = "cuda_fma64_gflops" if p.dtype == "float64" and "cuda_fma64_gflops" in c else "cuda_fma_gflops"
-    alu = _need(c, alu_key)
-    bw = _need(c, "cuda_dram_gbs")
-    intensity = p.flops / p.bytes if p.bytes else math.inf
-    mem = bw * intensity
-    if mem < alu:
-        return {"gflops": mem, "bound": "memory", "intensity": intensity}
-    return {"gflops": alu, "bound": "alu", "intensity": intensity}
 
 
 def best_gl_roofline(ceilings: Mapping, max_targets: int = 8) -> dict:
@@ -170,17 +149,10 @@ def best_gl_roofline(ceilings: Mapping, max_targets: int = 8) -> dict:
     return best
 
 
-def _peak_line(c: Mapping, key: str, label: str) -> list[tuple[str, float]]:
-    v = c.get(key)
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-        return [(f"{label} {v:,.0f}", float(v))]
-    return []
-
-
 def gl_ceiling_lines(ceilings: Mapping) -> list[tuple[str, float]]:
     """The fragment FMA peak, and the fetch roofline of the best blocking (within 8 targets)."""
-    c = _flat(ceilings)
-    lines = _peak_line(c, "fragment_fma_gflops", "fragment FMA peak")
+    c = flat(ceilings)
+    lines = peak_line(c, "fragment_fma_gflops", "fragment FMA peak")
     try:
         top = best_gl_roofline(c)
     except KeyError:
@@ -189,6 +161,16 @@ def gl_ceiling_lines(ceilings: Mapping) -> list[tuple[str, float]]:
                      top["gflops"])]
 
 
-def cuda_ceiling_lines(ceilings: Mapping) -> list[tuple[str, float]]:
-    """The CUDA FMA peak (FP32)."""
-    return _peak_line(_flat(ceilings), "cuda_fma_gflops", "CUDA FMA peak")
+def compute_roofline(problem: Problem, config: Mapping, ceilings: Mapping) -> dict:
+    """The bound of a compute config given measured ceilings: the compute FMA peak, or
+    the operand traffic its tiles cause at the measured bandwidth where one was
+    measured ('compute_fma_gflops', 'cuda_dram_gbs'); flops per byte moved."""
+    L = ComputeLayout.plan(problem, config)
+    c = flat(ceilings)
+    alu = need(c, "compute_fma_gflops")
+    moved = 4 * L.batch * (L.tiles_n * L.M * L.K + L.tiles_m * L.K * L.N) + 4 * L.c_floats
+    intensity = problem.flops / moved
+    bw = c.get("cuda_dram_gbs")
+    if isinstance(bw, (int, float)) and bw > 0 and bw * intensity < alu:
+        return {"gflops": bw * intensity, "bound": "memory", "flops_per_byte": intensity}
+    return {"gflops": float(alu), "bound": "alu", "flops_per_byte": intensity}

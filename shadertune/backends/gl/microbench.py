@@ -1,4 +1,5 @@
-"""GL microbenchmarks: fragment FMA peak, fragment texelFetch rate, compute FMA peak.
+"""GL microbenchmarks: fragment FMA peak, fragment texelFetch and storage-buffer load
+rates, compute FMA peak: the ceilings of the GL roofline (roofline.py).
 
 Each benchmark doubles a uniform loop count until one draw takes `target_ms`
 (so one code path serves llvmpipe and an H200), then reports the median of
@@ -11,42 +12,33 @@ import statistics
 
 import numpy as np
 
-from ..backends.gl.timing import timed
-
-from .. import templates
-from . import store
+from ... import templates
+from ...roofline import store
+from .context import get_context
+from .driver import parking_framebuffer
+from .timing import software_renderer, timed
 
 _A = (0.999, 0.9995, 0.9999, 0.99995)   # x*a + b stays finite however long the loop runs
 _B = (1e-4, 2e-4, 3e-4, 4e-4)
 
 
 def context(device_index=None):
-    """The shared headless context (the GL backend's), or a standalone EGL one before it lands."""
-    try:
-        from ..backends.gl.context import get_context
-    except ImportError:
-        import moderngl
-        return moderngl.create_context(standalone=True, backend="egl")
+    """The shared headless context of this thread (the GL backend's)."""
     return get_context(device_index)
 
 
 def device_of(ctx) -> dict:
     """The measured device; `software_renderer` marks a CPU rasteriser, whose ceilings
     are no roofline (roofline.store.software_reason)."""
-    from ..backends.gl.timing import software_renderer
     info = ctx.info
     return {"backend": "gl", "vendor": info.get("GL_VENDOR", ""),
             "renderer": info.get("GL_RENDERER", ""), "driver": info.get("GL_VERSION", ""),
             "software_renderer": bool(software_renderer(ctx))}
 
 
-_timed = timed  # shared with the matmul driver
-
-
 def _park(ctx):
     """Bind a framebuffer that outlives this one before releasing it: moderngl binds the
     last used framebuffer again when it makes the next, and a released one is an error."""
-    from ..backends.gl.driver import parking_framebuffer
     parking_framebuffer(ctx).use()
 
 
@@ -57,15 +49,15 @@ def _calibrate_and_time(ctx, set_iters, fn, iters, target_ms, max_iters, repeats
     fn()                                   # warm-up: compile, allocate, first-use costs
     ctx.finish()
     while True:
-        ms, _ = _timed(ctx, query, fn)
+        ms, _ = timed(ctx, query, fn)
         if ms >= target_ms or iters * 2 > max_iters:
             break
         iters *= 2 if ms * 8 > target_ms else 8   # far below target: jump faster
         iters = min(iters, max_iters)
         set_iters(iters)
-    timed = [_timed(ctx, query, fn) for _ in range(repeats)]
-    times = [t for t, _ in timed]
-    return iters, times, timed[-1][1]
+    runs = [timed(ctx, query, fn) for _ in range(repeats)]
+    times = [t for t, _ in runs]
+    return iters, times, runs[-1][1]
 
 
 def _set_ab(prog):
@@ -73,17 +65,17 @@ def _set_ab(prog):
     prog["b"].value = _B
 
 
-def fragment_fma_peak(ctx, size=1024, chains=8, unroll=8, iters=1, target_ms=20.0,
-                      max_iters=1 << 16, repeats=5, return_output=False) -> dict:
-    """GFLOP/s of a fullscreen fragment shader of independent vec4 multiply-add chains.
-
-    return_output adds the framebuffer (size, size, 4) so a test can check that
-    the shader really did the flops counted (see fma_reference)."""
+def _time_fragment_shader(ctx, shader, params, size, iters, target_ms, max_iters, repeats,
+                          bind=lambda prog: (), read=True):
+    """Time fullscreen draws of the fragment shader `shader` (rendered with `params`)
+    into a size^2 RGBA32F framebuffer, its `iters` loop count doubled until one draw
+    takes `target_ms`: (iters, times_ms, timer, the framebuffer (size, size, 4) or None
+    without `read`).  bind(prog) sets the shader's inputs before the framebuffer is
+    made and returns the objects to release with it."""
     import moderngl
     prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
-                       fragment_shader=templates.render("gl/roofline/fma.frag",
-                                                        chains=chains, unroll=unroll))
-    _set_ab(prog)
+                       fragment_shader=templates.render(shader, **params))
+    held = tuple(bind(prog))
     tex = ctx.texture((size, size), 4, dtype="f4")
     fbo = ctx.framebuffer([tex])
     vao = ctx.vertex_array(prog, [])
@@ -93,12 +85,28 @@ def fragment_fma_peak(ctx, size=1024, chains=8, unroll=8, iters=1, target_ms=20.
         draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
         it, times, timer = _calibrate_and_time(ctx, lambda n: _set(prog, n), draw,
                                                iters, target_ms, max_iters, repeats)
-        out = np.frombuffer(tex.read(), dtype=np.float32).reshape(size, size, 4)
-        if not np.isfinite(out).all():
-            raise RuntimeError("fragment FMA benchmark produced non-finite values")
+        out = np.frombuffer(tex.read(), dtype=np.float32).reshape(size, size, 4) if read else None
     finally:
         _park(ctx)
-        vao.release(); fbo.release(); tex.release(); prog.release()
+        for obj in (vao, fbo, tex, *held, prog):
+            obj.release()
+    return it, times, timer, out
+
+
+def fragment_fma_peak(ctx, size=1024, chains=8, unroll=8, iters=1, target_ms=20.0,
+                      max_iters=1 << 16, repeats=5, return_output=False) -> dict:
+    """GFLOP/s of a fullscreen fragment shader of independent vec4 multiply-add chains.
+
+    return_output adds the framebuffer (size, size, 4) so a test can check that
+    the shader really did the flops counted (see fma_reference)."""
+    def bind(prog):
+        _set_ab(prog)
+        return ()
+    it, times, timer, out = _time_fragment_shader(
+        ctx, "gl/roofline/fma.frag", dict(chains=chains, unroll=unroll), size, iters, target_ms,
+        max_iters, repeats, bind)
+    if not np.isfinite(out).all():
+        raise RuntimeError("fragment FMA benchmark produced non-finite values")
     ms = statistics.median(times)
     flops = size * size * it * unroll * chains * 4 * 2
     r = {"gflops": flops / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times,
@@ -157,27 +165,13 @@ def _fragment_loads(ctx, shader, make_source, params, size, tex_size, fetches, i
                     max_iters, repeats, return_output) -> dict:
     """Time `shader` (fetches from a tex_size^2 source of random vec4s, which
     make_source(texels) uploads and binds) over a size^2 framebuffer: G loads/s as 'rate'."""
-    import moderngl
     if tex_size & (tex_size - 1):
         raise ValueError(f"tex_size must be a power of two (addresses wrap by masking), got {tex_size}")
-    prog = ctx.program(vertex_shader=templates.read("gl/roofline/quad.vert"),
-                       fragment_shader=templates.render(shader, tex_size=tex_size, fetches=fetches, **params))
     rng = np.random.default_rng(0)
     texels = rng.random((tex_size, tex_size, 4), dtype=np.float32)
-    src = make_source(texels)
-    tex = ctx.texture((size, size), 4, dtype="f4")
-    fbo = ctx.framebuffer([tex])
-    vao = ctx.vertex_array(prog, [])
-    try:
-        fbo.use()
-        ctx.viewport = (0, 0, size, size)
-        draw = lambda: vao.render(moderngl.TRIANGLES, vertices=3)  # noqa: E731
-        it, times, timer = _calibrate_and_time(ctx, lambda n: _set(prog, n), draw,
-                                               iters, target_ms, max_iters, repeats)
-        out = np.frombuffer(tex.read(), dtype=np.float32).reshape(size, size, 4) if return_output else None
-    finally:
-        _park(ctx)
-        vao.release(); fbo.release(); tex.release(); src.release(); prog.release()
+    it, times, timer, out = _time_fragment_shader(
+        ctx, shader, dict(tex_size=tex_size, fetches=fetches, **params), size, iters, target_ms,
+        max_iters, repeats, lambda prog: (make_source(texels),), read=return_output)
     ms = statistics.median(times)
     n = size * size * it * fetches
     r = {"rate": n / (ms * 1e-3) / 1e9, "median_ms": ms, "times_ms": times, "timer": timer,
