@@ -1,8 +1,9 @@
+{% extends "cuda/gemm_base.cu" %}
+{% block needs %}
 // shadertune: needs sm_90a (wgmma)
-// shadertune generated GEMM (CUDA, Hopper warpgroup MMA, 3xTF32 on pre-split operands): C = alpha * op(A) * op(B) + beta * C
-// row-major float; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
-// config: {{ config_text }}
-//
+{% endblock %}
+{% block kind %}Hopper warpgroup MMA, 3xTF32 on pre-split operands{% endblock %}
+{% block about %}
 // The arithmetic of gemm_wgmma.cu (3xTF32: per k-step of 8 the products
 // small_a * big_b, big_a * small_b, big_a * big_b into a temporary started
 // from zero each stage, added to the float32 sums once per stage), with the
@@ -15,6 +16,8 @@
 // or stores an operand, so the warps only issue wgmmas and add the sums.
 // {{ ST }} stages in flight; a stage's buffer is refilled once every warpgroup's
 // wgmmas on it are done. {{ "PS = 2: the sum is added once every two stages." if PS == 2 else "PS = 1: each stage's wgmmas are waited for, then its sum is added." }}
+{% endblock %}
+{% block constants %}
 typedef float T;
 
 constexpr int BM = {{ BM }}, BN = {{ BN }}, BK = {{ BK }}, ST = {{ ST }};
@@ -27,6 +30,8 @@ constexpr int TILE_A = 2 * BM * BK, TILE_B = 2 * BN * BK, STAGE = TILE_A + TILE_
 constexpr unsigned LBO = 128, SBO = KC * 128;
 static_assert(BM % 64 == 0 && BN % WN == 0 && WN % 8 == 0 && WN <= 256 && BK % 8 == 0 && KG == 1, "wgmma tiles, no split-K");
 
+{% endblock %}
+{% block helpers %}
 {% include "cuda/wgmma_ops.cu" %}
 {% include "cuda/pack_split.cu" %}
 
@@ -58,9 +63,9 @@ __device__ __forceinline__ void bulk_copy(const unsigned dst, const void* src, c
 }
 
 // A and B are the packed operands (PA, PB of {{ kernel }}_pack).
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-{% include "cuda/signature.cu" %}
-{
+{% endblock %}
+{% block bounds %}, 1{% endblock %}
+{% block prologue %}
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const unsigned stages = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     const unsigned bars = stages + ST * STAGE * 4;      // ST mbarriers of 8 bytes after the stages
@@ -97,6 +102,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             if (s < ntiles) issue(s, s);
     }
 
+{% endblock %}
+{% block main_loop %}
     // One stage's 3 * BK/8 wgmmas into t (from zero where a chain starts); the small terms first.
     const unsigned a_off = (wg / WG_N) * 8 * SBO, b_off = wn0 / 8 * SBO;
     auto compute = [&](const int s, float (&t)[NI][4], const bool start) {
@@ -160,5 +167,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     }
 {% endif %}
 
+{% endblock %}
+{% block epilogue %}
 {% include "cuda/mma_epilogue.cu" %}
-}
+{% endblock %}

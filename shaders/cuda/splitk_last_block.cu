@@ -1,6 +1,6 @@
-{# The in-launch K_G reduction (KR = 1): the tail of the main kernel of
-   gemm.cu and gemm_mma.cu. Needs tid, m0, n0, M, N, BM, BN, THREADS, FV,
-   frag_t, W, C, counters, alpha, beta in scope. #}
+{# The in-launch K_G reduction (KR = 1): the tail of every GEMM kernel
+   (gemm_base.cu puts it after the epilogue). Needs tid, m0, n0, M, N, BM, BN,
+   THREADS, FV, frag_t, W, C, counters, alpha, beta in scope. #}
 
     // In-launch K_G reduction (threadFenceReduction pattern): publish this
     // split's partial, count the tile's finished splits; the last block to

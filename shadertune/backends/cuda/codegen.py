@@ -1,7 +1,9 @@
 """Config -> CUDA source: derived constants are computed here, the templates
 (shaders/cuda/gemm.cu, FFMA; gemm_dmma.cu, float64 DMMA mma.sync; gemm_mma.cu,
 3xTF32 mma.sync; gemm_wgmma.cu, 3xTF32 warpgroup MMA; gemm_wgmma_ps.cu, the same on
-operands split and packed by a first kernel) stay readable CUDA."""
+operands split and packed by a first kernel) stay readable CUDA. Each fills the
+blocks of one frame, gemm_base.cu (title, constants, helpers, prologue, main
+loop, epilogue), which adds the K_G split's tail they share."""
 from __future__ import annotations
 
 from ...config import Config
@@ -10,7 +12,7 @@ from ...templates import render, template_hash as _template_hash
 from . import dmma
 from .space import batch_regs, complete, derive, scatters
 
-TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_wgmma_ps.cu", "cuda/gemm_dmma.cu",
+TEMPLATES = ["cuda/gemm_base.cu", "cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_wgmma_ps.cu", "cuda/gemm_dmma.cu",
              "cuda/wgmma_ops.cu", "cuda/wgmma_threads.cu", "cuda/pack_split.cu", "cuda/signature.cu",
              "cuda/block_range.cu", "cuda/mma_prologue.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu",
              "cuda/mma_pipeline.cu", "cuda/dmma_pipeline.cu", "cuda/cp_async.cu", "cuda/cp_async_pinned.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
@@ -142,7 +144,7 @@ def params_mma(problem: Problem, config: Config) -> dict:
     d = derive(problem, c)
     rx, rz = reduce_shape(problem, c)
     return {
-        "kernel": KERNEL, "config_text": Config(c).key,
+        "kernel": KERNEL, "config_text": Config(c).key, "T": "float" if problem.dtype == "float32" else "double",
         "trans_a": problem.trans_a, "trans_b": problem.trans_b,
         **{k: c[k] for k in ("BM", "BN", "BK", "WM", "WN", "VEC", "ST", "KG", "KR")},
         "warps_n": d.warps_n, "threads": d.threads,
