@@ -226,7 +226,7 @@ def fake_kernel(cp, p, cfg):
     k.d = derive(p, cfg)
     k._main = fake_cupy.FakeFunction(p, cfg, k.d)
     k._reduce = fake_cupy.FakeFunction(p, cfg, k.d, reduce=True) if cfg["KG"] > 1 and not cfg["KR"] else None
-    k._pack = None        # the pre-split kernels (PS > 0) are launched on a GPU only (tests/test_cuda_gpu.py)
+    k._pack = fake_cupy.FakeFunction(p, cfg, k.d, pack=True) if cfg.get("PS", 0) else None
     k._args = k._keep = None
     k._cnt, k._ws = {}, {}
     k._launch_constants()
