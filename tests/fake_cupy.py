@@ -392,6 +392,15 @@ class FakeFunction:
         sa, sb = (int(args[11]), int(args[12])) if p.batch > 1 else (0, 0)
         assert (int(M), int(N), int(K)) == (p.M, p.N, p.K) and len(args) == (13 if p.batch > 1 else 11)
         mtiles = -(-p.M // self.c["BM"])
+        if self.c.get("SK", 0):
+            # stream-K: a persistent grid (streamk.py), partials in 2 G slots, a counter a tile
+            from shadertune.backends.cuda import streamk
+            tiles, _, units = streamk.shape(p, self.c["BM"], self.c["BN"], self.d.KT)
+            assert grid[1:] == (1, 1) and grid[0] == streamk.grid(units, self.c["SK"], 132) and p.batch == 1
+            assert alive(_ptr(W), streamk.workspace(grid[0], self.c["BM"], self.c["BN"]) * dt.itemsize), \
+                "the stream-K workspace was freed before its launch"
+            assert alive(_ptr(cnt), 4 * tiles), "the stream-K counters were freed before the launch"
+            grid = (-(-p.N // self.c["BN"]), mtiles, 1)      # computed below as one launch of the tiles
         assert grid[0] == -(-p.N // self.c["BN"]) and grid[1] % mtiles == 0 and grid[2] == self.c["KG"]
         assert grid[1] <= 65535
         nb = grid[1] // mtiles

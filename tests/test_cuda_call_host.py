@@ -229,6 +229,7 @@ def fake_kernel(cp, p, cfg):
     k._pack = fake_cupy.FakeFunction(p, cfg, k.d, pack=True) if cfg.get("PS", 0) else None
     k._args = k._keep = None
     k._cnt, k._ws = {}, {}
+    k._sms = L["num_sms"]
     k._launch_constants()
     return k
 

@@ -50,6 +50,8 @@ CASES = [
     (Problem(45, 37, 3000, "float32", False, True), MMA3.replace(KR=1)),   # in-launch reduction: counters
     (Problem(130, 70, 200), PS),                                     # the pack kernel, then the GEMM
     (Problem(40, 24, 40, batch=3), FFMA),                            # one launch of a batch
+    (Problem(130, 72, 1000), MMA3.replace(KG=1, VEC=4, SK=1)),       # stream-K: the persistent grid, counters
+    (Problem(130, 72, 1000), PS.replace(SK=1)),                      # ... after the pack
 ]
 
 

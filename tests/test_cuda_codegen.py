@@ -33,7 +33,7 @@ def test_space_is_a_space_with_a_phase_plan():
     assert isinstance(s, Space)
     assert s.phases == PHASES
     assert BIG in s
-    assert 1000 < len(s) < 50000          # pruned, but rich
+    assert 1000 < len(s) < 60000          # pruned, but rich (55,041 with stream-K, 47,351 before it)
 
 
 def _filtered_product(s):
@@ -102,7 +102,7 @@ def test_enumeration_equals_filtered_product_on_narrowed_domains():
             for rule, ok in zip(sub._rules, verdicts):
                 rejected[rule.source.__name__] = rejected.get(rule.source.__name__, 0) + (not ok)
         assert len(got) == len(set(got)) and set(got) == valid, p.key
-    assert len(rejected) == 17 and all(rejected.values()), rejected
+    assert len(rejected) == 18 and all(rejected.values()), rejected
 
 
 def _passes(rule, cfg, constants):

@@ -16,7 +16,10 @@
    After the epilogue, the K_G dispatch tail: with KR the last block of each
    tile reduces the partials in this launch (splitk_last_block.cu), else a
    split config (KG > 1) gets the reduce kernel after this one
-   (splitk_reduce.cu). Needs T, trans_a, trans_b, config_text, KG, KR. #}
+   (splitk_reduce.cu). With stream-K (SK > 0) the prologue .. epilogue run
+   once per segment of this block's work units, in a loop that
+   streamk_loop.cu opens and streamk_fixup.cu (the partials' sum) closes.
+   Needs T, trans_a, trans_b, config_text, KG, KR, SK. #}
 {% block needs %}{% endblock %}
 // shadertune generated GEMM (CUDA, {% block kind %}{% endblock %}): C = alpha * op(A) * op(B) + beta * C
 // row-major {{ T }}; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
@@ -28,11 +31,17 @@
 extern "C" __global__ void __launch_bounds__(THREADS{% block bounds %}{% endblock %})
 {% include "cuda/signature.cu" %}
 {
+{% if SK %}
+{% include "cuda/streamk_loop.cu" %}
+{% endif %}
 {% block prologue %}{% endblock %}
 {% block main_loop %}{% endblock %}
 {% block epilogue %}{% endblock %}
 {% if KR %}
 {% include "cuda/splitk_last_block.cu" %}
+{% endif %}
+{% if SK %}
+{% include "cuda/streamk_fixup.cu" %}
 {% endif %}
 }
 {% if KG > 1 and not KR %}

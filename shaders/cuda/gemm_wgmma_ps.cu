@@ -90,7 +90,14 @@ __device__ __forceinline__ void bulk_copy(const unsigned dst, const void* src, c
         bulk_copy(dst, pa + (size_t)kt * TILE_A, TILE_A * 4, bar);
         bulk_copy(dst + TILE_A * 4, pb + (size_t)kt * TILE_B, TILE_B * 4, bar);
     };
+{% if SK %}
+    // Stream-K: the mbarriers are made once (the first segment), their phases go
+    // on across segments; stage and phase follow the block's stage count
+    // sk_stage + it, and k tiles start at this segment's first, sk_k0 (KT = BK).
+    if (tid == 0 && sk_stage == 0) {
+{% else %}
     if (tid == 0) {
+{% endif %}
 #pragma unroll
         for (int s = 0; s < ST; ++s) mbar_init(bars + 8 * s, 1);
         mbar_init_fence();
@@ -99,7 +106,7 @@ __device__ __forceinline__ void bulk_copy(const unsigned dst, const void* src, c
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < ST; ++s)
-            if (s < ntiles) issue(s, s);
+            if (s < ntiles) issue({{ "sk_k0 + s, (sk_stage + s) % ST" if SK else "s, s" }});
     }
 
 {% endblock %}
@@ -133,7 +140,7 @@ __device__ __forceinline__ void bulk_copy(const unsigned dst, const void* src, c
     // every warpgroup is done with stage it: refill it with k tile it + ST
     auto release = [&](const int it) {
         __syncthreads();
-        if (tid == 0 && it + ST < ntiles) issue(it + ST, it % ST);
+        if (tid == 0 && it + ST < ntiles) issue({{ "sk_k0 + it + ST, (sk_stage + it) % ST" if SK else "it + ST, it % ST" }});
     };
 {% if PS == 2 %}
     // Stages in pairs: the second stage's wgmmas go on summing into the first
@@ -142,13 +149,14 @@ __device__ __forceinline__ void bulk_copy(const unsigned dst, const void* src, c
     // as its wgmmas are done. (A second temporary, added while the next
     // stage's wgmmas run, makes ptxas serialize the wgmmas: warning C7514.)
     for (int it = 0; it < ntiles; it += 2) {
-        mbar_wait(bars + 8 * (it % ST), (it / ST) & 1);
+{% set g0, g1 = ("(sk_stage + it)", "(sk_stage + it + 1)") if SK else ("it", "(it + 1)") %}
+        mbar_wait(bars + 8 * ({{ g0 }} % ST), ({{ g0 }} / ST) & 1);
         fence_regs(t);
-        compute(it % ST, t, true);
+        compute({{ g0 }} % ST, t, true);
         const bool pair = it + 1 < ntiles;
         if (pair) {
-            mbar_wait(bars + 8 * ((it + 1) % ST), ((it + 1) / ST) & 1);
-            compute((it + 1) % ST, t, false);
+            mbar_wait(bars + 8 * ({{ g1 }} % ST), ({{ g1 }} / ST) & 1);
+            compute({{ g1 }} % ST, t, false);
             wgmma_wait<1>();    // the first stage's wgmmas are done
             release(it);
         }
@@ -158,9 +166,10 @@ __device__ __forceinline__ void bulk_copy(const unsigned dst, const void* src, c
     }
 {% else %}
     for (int it = 0; it < ntiles; ++it) {
-        mbar_wait(bars + 8 * (it % ST), (it / ST) & 1);
+{% set g0 = "(sk_stage + it)" if SK else "it" %}
+        mbar_wait(bars + 8 * ({{ g0 }} % ST), ({{ g0 }} / ST) & 1);
         fence_regs(t);
-        compute(it % ST, t, true);
+        compute({{ g0 }} % ST, t, true);
         wgmma_wait<0>();
         merge(t);
         release(it);
