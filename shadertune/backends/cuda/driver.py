@@ -64,10 +64,26 @@ class CUDAKernel(Kernel):
                 self._main.max_dynamic_shared_size_bytes = self.d.smem_bytes
             except _cuda_errors(cupy) as e:
                 raise InvalidConfig(f"cannot opt in to {self.d.smem_bytes} B of shared memory: {e}") from None
+        self._init_state(limits["num_sms"])
+
+    @classmethod
+    def from_functions(cls, cp, problem: Problem, config: Config, main, reduce=None, pack=None,
+                       sms: int = 132) -> "CUDAKernel":
+        """A kernel over compiled functions given as they are (stand-ins for a
+        module: the tests' fake CuPy, bench-host-overhead's stubs): the launch
+        path, no compile and no device."""
+        k = object.__new__(cls)
+        k._cp, k.problem, k.config, k.source = cp, problem, config, ""
+        k.d = derive(problem, config)
+        k._main, k._reduce, k._pack = main, reduce, pack
+        k._init_state(sms)
+        return k
+
+    def _init_state(self, sms: int) -> None:
         self._args = self._keep = None
         self._cnt = {}    # stream handle -> KR / SK counters
         self._ws = {}     # stream handle -> K_G workspace
-        self._sms = limits["num_sms"]
+        self._sms = sms   # the stream-K grid's SMs
         self._launch_constants()
 
     # --- device-side -----------------------------------------------------
