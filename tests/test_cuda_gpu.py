@@ -458,7 +458,9 @@ def test_stream_k_every_family(be, ta, tb):
     from shadertune.backends.cuda import emulate
     rng = np.random.default_rng(200 + ta * 2 + tb)
     jobs = stream_k_jobs(be.space, ta, tb)
-    be.precompile_many(jobs)
+    small = Problem(150, 100, 800, "float32", ta, tb)
+    emulated = [cfg for _, cfg in jobs if cfg["MMA"] in (3, 4) and cfg in be.space(small)]
+    be.precompile_many(jobs + [(small, cfg) for cfg in emulated])
     for q, cfg in jobs:
         _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
         A, B = _stored(q, rng)
@@ -472,15 +474,14 @@ def test_stream_k_every_family(be, ta, tb):
         finally:
             k.release()
         assert np.array_equal(first, again), (q.key, cfg.key, float(np.abs(first - again).max()))
-    small = Problem(150, 100, 800, "float32", ta, tb)
-    for _, cfg in jobs:
-        if cfg["MMA"] in (3, 4) and cfg in be.space(small):
-            A, B = _stored(small, rng)
-            got = _run(be, small, cfg, A, B)
-            kw = emulate.for_config(small, cfg, be.limits()["num_sms"])
-            assert "streamk" in kw
-            want = emulate.emulate_3xtf32(A.T if ta else A, B.T if tb else B, **kw)
-            assert np.array_equal(got, want), (small.key, cfg.key, float(np.abs(got - want).max()))
+    assert len(emulated) >= 4
+    for cfg in emulated:
+        A, B = _stored(small, rng)
+        got = _run(be, small, cfg, A, B)
+        kw = emulate.for_config(small, cfg, be.limits()["num_sms"])
+        assert "streamk" in kw
+        want = emulate.emulate_3xtf32(A.T if ta else A, B.T if tb else B, **kw)
+        assert np.array_equal(got, want), (small.key, cfg.key, float(np.abs(got - want).max()))
 
 
 def test_stream_k_through_matmul_on_two_streams(be):
