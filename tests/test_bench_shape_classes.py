@@ -7,7 +7,6 @@ The device side is a host stand-in (numpy arrays, a fixed timer) and the backend
 the fake one (tests/fake_backend.py) with its cost model; the GPU run is the
 lead's (BENCHMARKS.md)."""
 import json
-import pathlib
 
 import numpy as np
 import pytest

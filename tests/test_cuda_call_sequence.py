@@ -15,21 +15,13 @@ import pytest
 import fake_cupy
 import shadertune
 import shadertune.api
-from shadertune.backends.cuda import CUDABackend, api, call, driver, express
+from shadertune.backends.cuda import CUDABackend, driver, express
 from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
 from shadertune.backends.cuda.space import make_space
 from shadertune.config import Config
 from shadertune.problem import Problem
 from test_cuda_call_host import FFMA, _ref, fake_kernel
-
-
-@pytest.fixture
-def cp(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
-    monkeypatch.setattr(call, "_STREAMS", {})
-    monkeypatch.setitem(api._visible, 0, True)
-    fake_cupy._STACK[:] = [fake_cupy._NULL]
-    return fake_cupy
+from test_host_overhead import cp  # noqa: F401  (fixture: the CuPy stand-in)
 
 
 class Backend(CUDABackend):

@@ -328,11 +328,12 @@ def _nvcc(job, tmp):
     return p, cfg, r
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_sample_compiles_with_nvcc_without_spills(tmp_path):
-    jobs = list(enumerate(_sample()))
+def compile_without_spills(jobs, tmp):
+    """nvcc + ptxas -v on every (problem, config) of jobs (4 at a time): each
+    compiles, spills nothing, keeps its wgmmas pipelined (no C7514) and uses no
+    more registers than a block of its threads may."""
     with ThreadPoolExecutor(max_workers=4) as ex:
-        results = list(ex.map(lambda j: _nvcc(j, tmp_path), jobs))
+        results = list(ex.map(lambda j: _nvcc(j, tmp), enumerate(jobs)))
     for p, cfg, r in results:
         log = r.stdout + r.stderr
         assert r.returncode == 0, f"{p.key} {cfg.key}\n{log}"
@@ -342,6 +343,11 @@ def test_sample_compiles_with_nvcc_without_spills(tmp_path):
         regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
         d = derive(p, cfg)
         assert max(regs) <= min(255, 65536 // d.threads), (p.key, cfg.key, regs)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_sample_compiles_with_nvcc_without_spills(tmp_path):
+    compile_without_spills(_sample(), tmp_path)
 
 
 # Measured DeepBench winners (N = 16 and N = 64; their history: notes/cuda.md)

@@ -10,10 +10,8 @@ spills; the driver launches the persistent grid with its workspace and counters.
 The GPU tests (test_cuda_gpu.py) run the kernels."""
 import itertools
 import random
-import re
 import shutil
 import subprocess
-import sys
 
 import jinja2
 import numpy as np
@@ -21,13 +19,14 @@ import pytest
 
 import fake_cupy
 from shadertune.backends.cuda import codegen, streamk
-from shadertune.backends.cuda.compiler import arch_for
 from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
 from shadertune.backends.cuda.space import derive, make_space
 from shadertune.config import Config
 from shadertune.problem import Problem
 from shadertune.templates import render
 from test_cuda_call_host import _ref, fake_kernel
+from test_cuda_codegen import compile_without_spills
+from test_host_overhead import cp  # noqa: F401  (fixture: the CuPy stand-in)
 
 SMS = L["num_sms"]
 MMA3 = Config(AR=0, BK=16, BM=64, BN=32, DB=1, KG=1, KL=1, KR=0, MMA=3, PAD=4, ST=3, TM=4, TN=4, VEC=1,
@@ -94,7 +93,8 @@ using std::min;
 struct Dim { unsigned x; };
 static Dim blockIdx, gridDim;
 typedef {{ T }} T;
-constexpr int BM = {{ BM }}, BN = {{ BN }}, KT = {{ KT }}, WM = {{ WM }}, WN = {{ WN }};
+constexpr int BM = {{ BM }}, BN = {{ BN }}, KT = {{ KT }}, WM = {{ WM }}, WN = {{ WN }}, FV = 16 / sizeof(T);
+typedef {{ "float4" if T == "float" else "double2" }} frag_t;
 constexpr int MI = WM / 16, NI = WN / 8, WARPS_N = BN / WN, REAL_THREADS = 32 * (BM / WM) * WARPS_N;
 constexpr int THREADS = 1;      // one thread does the block's fixup: the barriers are no-ops here
 
@@ -251,79 +251,10 @@ def _sk_sample():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_stream_k_kernels_compile_with_nvcc_without_spills(tmp_path):
-    from concurrent.futures import ThreadPoolExecutor
-
-    def nvcc(job):
-        i, (p, cfg) = job
-        src = codegen.source(p, cfg)
-        (tmp_path / f"k{i}.cu").write_text(src)
-        arch = arch_for(src, "sm_90")
-        r = subprocess.run(["nvcc", f"-gencode=arch=compute_{arch[3:]},code={arch}", "-cubin", "-Xptxas", "-v",
-                            "-o", str(tmp_path / f"k{i}.cubin"), str(tmp_path / f"k{i}.cu")],
-                           capture_output=True, text=True)
-        return p, cfg, r
-    with ThreadPoolExecutor(max_workers=4) as ex:
-        results = list(ex.map(nvcc, enumerate(_sk_sample())))
-    for p, cfg, r in results:
-        log = r.stdout + r.stderr
-        assert r.returncode == 0, f"{p.key} {cfg.key}\n{log[-3000:]}"
-        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
-        assert spills and all(s == ("0", "0") for s in spills), f"{p.key} {cfg.key} spills:\n{log}"
-        assert "C7514" not in log, f"{p.key} {cfg.key}: ptxas serialized the wgmmas\n{log}"
-
-
-def stream_k_jobs(space, ta, tb):
-    """Stream-K configs of every tensor-core family on ragged shapes (valid: a
-    partial last wave, more work units than blocks), for the GPU tests
-    (test_cuda_gpu.py); `space`: a backend's space of a problem."""
-    f32 = Problem(301, 203, 517, "float32", ta, tb)
-    f64 = Problem(301, 203, 517, "float64", ta, tb)
-    mma = Config(AR=0, BK=16, BM=64, BN=32, DB=1, KG=1, KL=1, KR=0, MMA=3, PAD=4, ST=3, TM=4, TN=4, VEC=1,
-                 WM=32, WN=16, trans=1, SK=1)
-    wg = Config(AR=0, BK=16, BM=64, BN=64, DB=1, KG=1, KL=1, KR=0, MMA=4, PAD=4, ST=3, TM=4, TN=4, VEC=1,
-                WM=64, WN=32, trans=1, SK=1)
-    dm = Config(BM=64, BN=64, BK=16, TM=2, TN=2, WM=32, WN=32, trans=1, VEC=1, PAD=2, DB=1, ST=3,
-                KG=1, KL=1, KR=0, MMA=1, SK=1)
-    deep = Problem(301, 203, 1517, "float32", ta, tb)                  # 6 tiles of 128 x 128
-    even = Problem(302, 204, 516, "float64", ta, tb)                   # VEC = 2
-    jobs = [(f32, mma), (f32, mma.replace(SK=2, ST=4)), (f32, wg), (f32, wg.replace(SK=2)),
-            (f32, wg.replace(AR=1)), (f32, wg.replace(PS=1, BK=32)), (f32, wg.replace(PS=2, ST=4, SK=2)),
-            (deep, wg.replace(BM=128, BN=128, WN=128, PS=2, BK=32)), (f64, dm), (f64, dm.replace(SK=2, ST=4)),
-            (even, dm.replace(BM=128, BN=64, WM=64, WN=32, VEC=2))]
-    bad = [(q.key, c.key, space(q).why_invalid(c)) for q, c in jobs if space(q).why_invalid(c)]
-    assert not bad, bad
-    return jobs
-
-
-@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
-def test_the_gpu_tests_configs_are_valid_and_emulated(ta, tb):
-    """The GPU tests' stream-K configs lie in the space (the GPU run would fail on
-    them otherwise), and the emulator's stream-K tiles compute A B (its segments
-    summed as the fixup sums them) within float32 accuracy of float64."""
-    from shadertune.backends.cuda import emulate
-    jobs = stream_k_jobs(lambda q: make_space(q, L), ta, tb)
-    assert {c["MMA"] for _, c in jobs} == {1, 3, 4} and {c.get("PS", 0) for _, c in jobs} == {0, 1, 2}
-    small = Problem(150, 100, 800, "float32", ta, tb)
-    emulated = [c for _, c in jobs if c["MMA"] in (3, 4) and make_space(small, L).why_invalid(c) is None]
-    assert len(emulated) >= 4
-    if (ta, tb) != (False, False):
-        return
-    rng = np.random.default_rng(5)
-    A, B = rng.uniform(-1, 1, (small.M, small.K)).astype("float32"), rng.uniform(-1, 1, (small.K, small.N)).astype("float32")
-    ref = A.astype(np.float64) @ B
-    kw = emulate.for_config(small, emulated[-1], SMS)
-    got = emulate.emulate_3xtf32(A, B, model="exact-rz", **kw)
-    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-6
+    compile_without_spills(_sk_sample(), tmp_path)
 
 
 # --- the driver -----------------------------------------------------------------------------
-
-@pytest.fixture
-def cp(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
-    fake_cupy._STACK[:] = [fake_cupy._NULL]
-    return fake_cupy
-
 
 @pytest.mark.parametrize("cfg", [MMA3.replace(VEC=4), MMA3.replace(VEC=4, SK=2), WGMMA.replace(PS=1)])
 def test_the_driver_launches_the_persistent_grid(cp, rng, cfg):

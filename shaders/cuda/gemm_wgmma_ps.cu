@@ -24,6 +24,10 @@ constexpr int BM = {{ BM }}, BN = {{ BN }}, BK = {{ BK }}, ST = {{ ST }};
 constexpr int WN = {{ WN }}, MI = 1, NI = WN / 8, WG_N = BN / WN, THREADS = {{ threads }};
 constexpr int KT = BK;
 constexpr int KGRAN = {{ kgran }}, KG = {{ KG }};
+{% if SK %}
+constexpr int FV = 4;
+typedef float4 frag_t;        // stream-K's fixup: 16-byte accesses
+{% endif %}
 constexpr int KC = BK / 4, KS = BK / 8;
 // A packed stage: A's big and small halves (BM x BK each), then B's (BN x BK).
 constexpr int TILE_A = 2 * BM * BK, TILE_B = 2 * BN * BK, STAGE = TILE_A + TILE_B;

@@ -1,6 +1,7 @@
 {# Stream-K (SK > 0): after the epilogue, the tile's fixup, and the end of the
-   segment loop streamk_loop.cu opened. Needs tid, m0, n0, M, N, BM, BN,
-   THREADS, W, C, counters, alpha, beta, sk_* in scope. #}
+   segment loop streamk_loop.cu opened; the partials' sum is partials_sum.cu's.
+   Needs tid, m0, n0, M, N, BM, BN, THREADS, FV, frag_t, W, C, counters,
+   alpha, beta, sk_* in scope. #}
         if (!sk_whole) {
             // Publish this segment's partial (slot sk_slot, written by the
             // epilogue), count the tile's segments that have; the last sums the
@@ -24,36 +25,15 @@
             __syncthreads();
             if (sk_last) {
                 __threadfence();
-{% if c_vec %}
-                constexpr int RV = {{ FV }};     // N % {{ FV }} == 0: a 16-byte vector is all in or all out
-                typedef {{ "float4" if T == "float" else "double2" }} rv_t;
-{% else %}
-                constexpr int RV = 1;
-                typedef T rv_t;
-{% endif %}
-                for (int e = tid * RV; e < BM * BN; e += THREADS * RV) {
-                    const int gm = m0 + e / BN, gn = n0 + e % BN;
-                    if (gm >= M || gn >= N) continue;
-                    T s[RV];
-#pragma unroll
-                    for (int v = 0; v < RV; ++v) s[v] = T(0);
+{% set partial_loop %}
 #pragma unroll 1
-                    for (int b = b_lo; b <= b_hi; ++b) {   // (not unrolled: loads in flight would hold registers)
-                        const int slot = 2 * b + ((sk_t)b * sk_work / gridDim.x < t0);
-                        const rv_t w = __ldcg(reinterpret_cast<const rv_t*>(W + (size_t)slot * (BM * BN) + e));
-{% if c_vec %}
-{% for v in range(FV) %}
-                        s[{{ v }}] += w{{ fcomp[v] }};
-{% endfor %}
-{% else %}
-                        s[0] += w;
-{% endif %}
-                    }
-                    const size_t o = (size_t)gm * N + gn;
-#pragma unroll
-                    for (int v = 0; v < RV; ++v)
-                        C[o + v] = alpha * s[v] + (beta != T(0) ? beta * C[o + v] : T(0));
-                }
+        for (int b = b_lo; b <= b_hi; ++b) {   // (not unrolled: loads in flight would hold registers)
+            const int slot = 2 * b + ((sk_t)b * sk_work / gridDim.x < t0);
+{%- endset %}
+{% set partial_at = "W + (size_t)slot * (BM * BN) + e" %}
+{% filter indent(12, first=True) %}
+{% include "cuda/partials_sum.cu" %}
+{% endfilter %}
             }
         }
 {% if PS %}

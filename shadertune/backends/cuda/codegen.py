@@ -15,7 +15,8 @@ from .space import complete, derive, extra_regs, scatters
 TEMPLATES = ["cuda/gemm_base.cu", "cuda/streamk_loop.cu", "cuda/streamk_fixup.cu", "cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_wgmma_ps.cu", "cuda/gemm_dmma.cu",
              "cuda/wgmma_ops.cu", "cuda/wgmma_threads.cu", "cuda/pack_split.cu", "cuda/signature.cu",
              "cuda/block_range.cu", "cuda/mma_prologue.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu",
-             "cuda/mma_pipeline.cu", "cuda/dmma_pipeline.cu", "cuda/cp_async.cu", "cuda/cp_async_pinned.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
+             "cuda/mma_pipeline.cu", "cuda/dmma_pipeline.cu", "cuda/cp_async.cu", "cuda/cp_async_pinned.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu",
+             "cuda/partials_sum.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
