@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 import threading
 import warnings
 import weakref
@@ -299,14 +300,15 @@ def matmul(A: ArrayLike, B: ArrayLike, out: ArrayLike | None = None, *, backend:
     if type(out) is tuple:
         out = single_out(out)
     # The express lane: a call like one this door ran before (same array kinds,
-    # shapes, strides, dtypes, alignment, device, config string and store), without
+    # shapes, strides, dtypes, alignment, device, config and store), without
     # tune, repeats that launch without the analysis below (backends/cuda/express.py).
     d = door(backend, device_index)
-    lane_call = (d.express is not None and tune is None and type(config) is str and type(alpha) in _REAL
+    lane_call = (d.express is not None and tune is None and type(alpha) in _REAL
                  and type(beta) in _REAL and (out is not None or beta == 0)
-                 and (db is None or type(db) is str or isinstance(db, pathlib.PurePath)))
+                 and (lane_config := _lane_config(config)) is not None
+                 and (db is None or type(db) is str or isinstance(db, pathlib.PurePath) or _is_store(db)))
     if lane_call:
-        r = d.express.run(A, B, out, config, float(alpha), float(beta), db)
+        r = d.express.run(A, B, out, lane_config, float(alpha), float(beta), db)
         if r is not None:
             return r
     be = d.backend
@@ -319,7 +321,7 @@ def matmul(A: ArrayLike, B: ArrayLike, out: ArrayLike | None = None, *, backend:
     plan = CallPlan(d, request, call, db)
     result = be.run_call(call, plan)
     if lane_call and plan.repeat is not None:
-        d.express.learn(A, B, out, config, db, call, *plan.repeat, auto=request.kind == "auto")
+        d.express.learn(A, B, out, lane_config, db, call, *plan.repeat, auto=request.kind == "auto")
     return _numpy_result(call, result)
 
 
@@ -341,6 +343,26 @@ def _warn_narrowed(be: Backend, call: MatmulCall) -> None:
 
 
 _REAL = (float, int)   # alpha and beta types the express lane takes as they are
+
+
+def _is_store(db) -> bool:
+    """Whether db is a Store (a Store exists only once its module is imported:
+    the check imports nothing)."""
+    store = sys.modules.get("shadertune.db.store")
+    return store is not None and isinstance(db, store.Store)
+
+
+def _lane_config(config):
+    """The express lane's key for a config request: a name or JSON text as it is, a
+    Config (hashable), a dict as its items (knobs resolve alike for one problem
+    whatever their order; a dict in another order is only a first call again);
+    None (the regular path) for anything else."""
+    t = type(config)
+    if t is str or t is Config:
+        return config
+    if t is dict:
+        return ("knobs",) + tuple(config.items())
+    return None
 
 
 def _logical(call: MatmulCall, d: Door, request, db):

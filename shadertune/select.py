@@ -26,10 +26,11 @@ The chain, first rule that gives a config wins (`how`):
   config="default", which runs that list's head untuned (first-use tuning,
   `tune="first-use"`, times and verifies picks from the whole space instead;
   docs/perfmodel.md says why).
-- 'analytical': instead of 'model', where the learned model scored lower than
-  the backend's analytical cost model (backend.predict_ms) in the leave-
-  problems-out validation saved with it (the guard, PerfModel.guard): the
-  analytical model ranks the same candidates.
+- 'analytical': instead of 'model', where the learned model's picks were not
+  reliably at least as fast as the backend's default config (its analytical
+  cost model's pick, what config='default' runs) on held-out problems of the
+  leave-problems-out validation saved with it (the guard, PerfModel.guard;
+  perfmodel.validate.guard_of): the default config.
 - 'nearest': else, among stored problems with the same backend, device,
   template hash, dtype and trans flags, the one nearest in shape by
       d = |log2(M'/M)| + |log2(N'/N)| + |log2(K'/K)| + |log2(B'/B)|
@@ -112,8 +113,9 @@ class Selection:
             g = self.guard
             lines.append(f"  guard: leave-problems-out top-1 on {g['problems']} stored problems "
                          f"({g['folds']}-fold): learned model {100 * g['learned']:.1f}%, analytical "
-                         f"model {100 * g['analytical']:.1f}%: ranked by the "
-                         f"{'analytical' if g['use'] == 'analytical' else 'learned'} model")
+                         f"model {100 * g['analytical']:.1f}%: "
+                         + ("the default config" if g["use"] == "analytical" else "ranked by the learned model")
+                         + ("" if "scored" not in g else f" ({_guard_text(g)})"))
         if len(self.ranked) > 1:
             by = "the analytical model" if self.how == "analytical" else "the model"
             lines.append(f"  ranked by {by} (predicted GFLOP/s):")
@@ -282,21 +284,17 @@ def _from_model(backend, problem: Problem, store, device: str, tolerance,
              f"{fresh} more from the backend's analytical candidate list)")
     guard = model.guard
     if model.prefers_analytical():
-        ms = backend.predict_ms(problem, cands)
-        if ms is not None:
-            order = sorted(range(len(cands)), key=lambda i: ms[i])
-            top = tuple((problem.flops / (ms[i] * 1e6) if ms[i] > 0 else math.inf, cands[i])
-                        for i in order[:TOP])
-            g, cfg = top[0]
-            return Selection(cfg, "analytical", problem, backend.name, device,
-                             reason=f"predicted fastest ({g:.3f} GFLOP/s) by the backend's analytical "
-                                    f"model among {among}{_origin(cfg, known)}: the learned model "
-                                    f"validated worse on this store's problems (leave-problems-out "
-                                    f"top-1 {100 * guard['learned']:.1f}% against the analytical "
-                                    f"model's {100 * guard['analytical']:.1f}%, {guard['problems']} "
-                                    f"problems)",
-                             predicted_gflops=g, ranked=top, model=model.summary(), guard=guard,
-                             passed_over=tuple(passed))
+        # the fallback is the config the guard validated the learned picks against
+        cfg = backend.default_config(problem)
+        ms = backend.predict_ms(problem, [cfg])
+        g = problem.flops / (ms[0] * 1e6) if ms and ms[0] > 0 else math.inf
+        return Selection(cfg, "analytical", problem, backend.name, device,
+                         reason=f"the backend's default config (its analytical model's pick, "
+                                f"predicted {g:.3f} GFLOP/s), not the learned model's among {among}: "
+                                f"on this store's held-out problems the learned picks were not "
+                                f"reliably at least the default's speed ({_guard_text(guard)})",
+                         predicted_gflops=g, ranked=((g, cfg),), model=model.summary(), guard=guard,
+                         passed_over=tuple(passed))
     top = tuple(model.rank(problem, cands)[:TOP])
     g, cfg = top[0]
     return Selection(cfg, "model", problem, backend.name, device,
@@ -304,6 +302,16 @@ def _from_model(backend, problem: Problem, store, device: str, tolerance,
                             f"{among}{_origin(cfg, known)}",
                      predicted_gflops=g, ranked=top, model=model.summary(), guard=guard,
                      passed_over=tuple(passed))
+
+
+def _guard_text(g: dict) -> str:
+    if "scored" not in g:        # a guard saved before the default was its measure
+        return (f"leave-problems-out top-1 {100 * g['learned']:.1f}% against the analytical model's "
+                f"{100 * g['analytical']:.1f}%, {g['problems']} problems")
+    if g["scored"] < 2:
+        return f"{g['scored']} of {g['problems']} held-out problems could be scored, 2 are needed"
+    return (f"{g['vs_default_mean']:.3f}x the default on average, {g['vs_default_min']:.3f}x at least, "
+            f"on {g['scored']} held-out problems")
 
 
 def _origin(cfg: Config, verified: set) -> str:

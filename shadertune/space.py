@@ -463,12 +463,14 @@ class UnionSpace(Space):
     """
 
     def __init__(self, branch: str, parts: Sequence[tuple[Any, Space, Mapping]],
-                 phases: PhasePlan | None = None):
+                 phases: PhasePlan | None = None, domain_order: Sequence | None = None):
+        """`parts` in the order enumeration and the branch knob's domain take them;
+        `domain_order` (branch values) the order in which the parts' knobs and values
+        make the union's knob order and domains (default: the parts' order)."""
         if not parts:
             raise ValueError("a UnionSpace needs at least one part")
         self.branch = branch
         self.parts: dict = {}
-        knobs: dict[str, tuple] = {branch: ()}
         for value, space, fixed in parts:
             if value in self.parts:
                 raise ValueError(f"{branch}={value!r} names two parts")
@@ -478,7 +480,11 @@ class UnionSpace(Space):
                 raise ValueError(f"part {branch}={value!r} both varies and fixes "
                                  f"{sorted(set(space.knobs) & set(fixed))}")
             self.parts[value] = (space, dict(fixed))
-            knobs[branch] += (value,)
+        self.domain_order = tuple(v for v in (domain_order or ()) if v in self.parts)
+        self.domain_order += tuple(v for v in self.parts if v not in self.domain_order)
+        knobs: dict[str, tuple] = {branch: tuple(self.parts)}
+        for value in self.domain_order:
+            space, fixed = self.parts[value]
             for k, dom in [*space.knobs.items(), *((k, (v,)) for k, v in fixed.items())]:
                 have = knobs.setdefault(k, ())
                 knobs[k] = have + tuple(v for v in dom if v not in have)
@@ -551,11 +557,13 @@ class UnionSpace(Space):
             if value not in domains.get(self.branch, (value,)) or any(
                     v not in domains.get(k, (v,)) for k, v in fixed.items()):
                 continue
-            parts.append((value, space.narrowed({k: d for k, d in domains.items() if k in space.knobs}), fixed))
+            own = {k: tuple(v for v in space.knobs[k] if v in domains[k]) for k in space.knobs if k in domains}
+            if all(own.values()):            # a knob left with none of the part's values drops it
+                parts.append((value, space.narrowed(own), fixed))
         if not parts:
             raise ValueError(f"no {self.branch} is left: its values {list(self.parts)} all fall outside "
                              "the knob values asked for")
-        return type(self)(self.branch, parts)
+        return type(self)(self.branch, parts, domain_order=self.domain_order)
 
     def binding_order(self) -> list[str]:
         return [self.branch] + [k for k in self.knobs if k != self.branch]

@@ -8,6 +8,13 @@ FakeFunction stands in for a compiled GEMM: it computes, in numpy, exactly
 what the CUDA kernels' contract says they compute from the pointers, element
 strides, trans flags and grid they are launched with, so the tests check that
 contract between call.py, driver.enqueue and the kernels.
+
+Inside `with recording() as log:` the list `log` receives what reaches the
+'device', in order: every launch (any FakeFunction, the RawKernel of hold.py),
+every allocation (empty, zeros, full and what builds on them) with the stream
+current at the time, and every event recorded: tests compare the sequences two
+paths enqueue. Outside it nothing is kept (the host-overhead script times the
+stand-in's calls).
 """
 from __future__ import annotations
 
@@ -45,6 +52,26 @@ def _from_address(addr: int, shape, dtype, strides_bytes):
 
 _LIVE = weakref.WeakValueDictionary()    # allocation number -> its memory, while alive
 _ALLOCS = itertools.count()
+LOG = None          # while recording(): ('launch', name, grid, block, shared_mem, stream, args)
+                    # | ('alloc', bytes, stream, ptr) | ('event', stream), in order
+
+
+class recording:
+    """`with recording() as log:` log lists what reaches the device meanwhile."""
+
+    def __enter__(self):
+        global LOG
+        LOG = []
+        return LOG
+
+    def __exit__(self, *exc):
+        global LOG
+        LOG = None
+
+
+def _log(entry) -> None:
+    if LOG is not None:
+        LOG.append(entry)
 
 
 def _aligned_empty(shape, dtype):
@@ -53,6 +80,7 @@ def _aligned_empty(shape, dtype):
     raw = np.empty(n + ALIGN, np.uint8)
     _LIVE[next(_ALLOCS)] = raw
     off = (-raw.ctypes.data) % ALIGN
+    _log(("alloc", n, get_current_stream().ptr, raw.ctypes.data + off))
     return raw[off:off + n].view(dtype).reshape(shape)
 
 
@@ -199,6 +227,24 @@ class Event:
 
     def record(self, stream=None):
         self.stream_ptr = (stream or get_current_stream()).ptr
+        _log(("event", self.stream_ptr))
+
+
+def get_elapsed_time(start, stop):
+    """Milliseconds between two recorded events: a fixed positive time here."""
+    assert start.stream_ptr is not None and stop.stream_ptr is not None, "an event never recorded"
+    return 1.0
+
+
+class RawKernel:
+    """A kernel compiled from source (hold.py's spin kernel): its launches are logged."""
+
+    def __init__(self, code, name, **kw):
+        self.name = name
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        _log(("launch", self.name, tuple(grid), tuple(block), shared_mem,
+              (stream or get_current_stream()).ptr, tuple(args)))
 
 
 class Device:
@@ -229,6 +275,10 @@ class _Runtime:
     def memGetInfo():
         return 1 << 30, 1 << 30
 
+    @staticmethod
+    def getDeviceProperties(device_id):
+        return {"clockRate": 1980000, "multiProcessorCount": 132}
+
 
 def launchKernel(f, gx, gy, gz, bx, by, bz, shared_mem, stream, kernel_params, extra):
     """cupy.cuda.driver.launchKernel (cuLaunchKernel) on a FakeFunction's
@@ -254,6 +304,7 @@ _READ = {"P": _read(ctypes.c_uint64, int), "i": _read(ctypes.c_int32, np.int32),
 
 cuda = types.SimpleNamespace(
     Stream=Stream, ExternalStream=ExternalStream, get_current_stream=get_current_stream, Event=Event,
+    get_elapsed_time=get_elapsed_time,
     Device=Device, UnownedMemory=_Mem, MemoryPointer=_MemPtr, runtime=_Runtime,
     driver=types.SimpleNamespace(CUDADriverError=type("CUDADriverError", (Exception,), {}),
                                  launchKernel=launchKernel),
@@ -277,6 +328,7 @@ def _ptr(x) -> int:
 
 _FUNCTIONS = weakref.WeakValueDictionary()   # handle -> FakeFunction
 _HANDLES = itertools.count(0x7000)
+PACKED: dict = {}     # a packed buffer's address -> the operand's address the pack read
 
 
 class FakeFunction:
@@ -287,10 +339,14 @@ class FakeFunction:
     M tiles x products, grid.z = K_G. With K_G > 1 and the separate
     reduction, each split's partial goes to W (split z's slice M * N *
     products apart; here all of the sum in split 0) and the reduce launch
-    applies alpha, beta."""
+    applies alpha, beta. The pack kernel of a pre-split config (pack=True,
+    st_gemm_pack(A, B, PA, PB, M, N, K)) stands for what it writes by noting
+    which operand each packed buffer holds (PACKED); the GEMM reads A, B
+    through that note, so a GEMM given buffers no pack wrote fails."""
 
-    def __init__(self, problem, config, d, reduce=False):
-        self.p, self.c, self.d, self.reduce = problem, config, d, reduce
+    def __init__(self, problem, config, d, reduce=False, pack=False):
+        self.p, self.c, self.d, self.reduce, self.pack = problem, config, d, reduce, pack
+        self.name = "st_gemm_reduce" if reduce else "st_gemm_pack" if pack else "st_gemm"
         self.calls = []
         handle = next(_HANDLES)
         _FUNCTIONS[handle] = self
@@ -302,6 +358,8 @@ class FakeFunction:
         t = {"float32": "f", "float64": "d"}[self.p.dtype]
         if self.reduce:       # W, C, long long MN, alpha, beta
             return "PPq" + t + t
+        if self.pack:         # A, B, PA, PB, int M, N, K (pack_split.cu)
+            return "PPPPiii"
         # A, B, C, W, counters, int M, N, K, k_units, alpha, beta [, long long sA, sB]
         return "PPPPPiiii" + t + t + ("qq" if self.p.batch > 1 else "")
 
@@ -312,7 +370,13 @@ class FakeFunction:
     def launch(self, grid, block, args, shared_mem, stream_ptr, via):
         self.calls.append({"grid": grid, "block": block, "args": args, "stream": stream_ptr, "via": via,
                            "shared_mem": shared_mem})
+        _log(("launch", self.name, tuple(grid), tuple(block), shared_mem, stream_ptr, tuple(args)))
         p, dt = self.p, np.dtype(self.p.dtype)
+        if self.pack:
+            A, B, PA, PB = (_ptr(x) for x in args[:4])
+            assert alive(PA, 4) and alive(PB, 4), "the packed operands' workspace was freed before the pack"
+            PACKED[PA], PACKED[PB] = A, B
+            return
         if self.reduce:
             W, C, mn, alpha, beta = args
             kg = self.c["KG"]
@@ -322,9 +386,21 @@ class FakeFunction:
             c[...] = alpha * w.sum(0) + (beta * c if beta != 0 else 0)
             return
         A, B, C, W, cnt, M, N, K, k_units, alpha, beta = args[:11]
+        if self.c.get("PS", 0):      # the packed operands: what the pack wrote there
+            assert alive(_ptr(A), 4) and alive(_ptr(B), 4), "the packed operands were freed before the GEMM"
+            A, B = PACKED[_ptr(A)], PACKED[_ptr(B)]
         sa, sb = (int(args[11]), int(args[12])) if p.batch > 1 else (0, 0)
         assert (int(M), int(N), int(K)) == (p.M, p.N, p.K) and len(args) == (13 if p.batch > 1 else 11)
         mtiles = -(-p.M // self.c["BM"])
+        if self.c.get("SK", 0):
+            # stream-K: a persistent grid (streamk.py), partials in 2 G slots, a counter a tile
+            from shadertune.backends.cuda import streamk
+            tiles, _, units = streamk.shape(p, self.c["BM"], self.c["BN"], self.d.KT)
+            assert grid[1:] == (1, 1) and grid[0] == streamk.grid(units, self.c["SK"], 132) and p.batch == 1
+            assert alive(_ptr(W), streamk.workspace(grid[0], self.c["BM"], self.c["BN"]) * dt.itemsize), \
+                "the stream-K workspace was freed before its launch"
+            assert alive(_ptr(cnt), 4 * tiles), "the stream-K counters were freed before the launch"
+            grid = (-(-p.N // self.c["BN"]), mtiles, 1)      # computed below as one launch of the tiles
         assert grid[0] == -(-p.N // self.c["BN"]) and grid[1] % mtiles == 0 and grid[2] == self.c["KG"]
         assert grid[1] <= 65535
         nb = grid[1] // mtiles

@@ -92,7 +92,10 @@ def test_config_json_and_list_space(capsys):
     assert rc == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     image_knobs = {"out", "block_h", "block_w", "a_src", "b_src"}
-    assert len(lines) > 10 and all(set(c) == set(cfg) | image_knobs for c in lines)
+    compute_knobs = {"family", "bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks",
+                     "shuffle"}
+    assert len(lines) > 10 and all(set(c) == set(cfg) | image_knobs | compute_knobs for c in lines)
+    assert {c["family"] for c in lines} == {"compute", "fragment"}
     assert all(c["np"] <= 8 and c["mrt_h"] * c["mrt_w"] <= 8 for c in lines)
     assert "valid of" in err
 
@@ -102,7 +105,9 @@ def test_list_knobs(capsys):
     assert rc == 0
     lines = {l.split()[0]: l for l in out.splitlines()}
     assert set(lines) == {"--glsl", "--fetch", "--unroll", "--np", "--mc", "--mrt_h", "--mrt_w",
-                          "--out", "--block_h", "--block_w", "--a_src", "--b_src"}
+                          "--out", "--block_h", "--block_w", "--a_src", "--b_src", "--family", "--bm",
+                          "--bn", "--bk", "--tm", "--tn", "--lanes_n", "--vec", "--pad", "--a_t", "--db",
+                          "--ks", "--shuffle"}
     assert "1, 2, 4, 8, full" in lines["--unroll"] and "(default 1)" in lines["--unroll"]   # image default
 
 
@@ -121,9 +126,10 @@ def test_cuda_knobs_by_name_without_a_gpu(capsys):
     (["--size", "32", "-m", "4", "-n", "4"], "max_draw_buffers"),
     (["--size", "3,x"], "size must be"),
     (["--size", "32", "--config", "{not json"], "not valid JSON"),
-    (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: out, glsl, fetch, "
-                                       "unroll, np, mc, mrt_h, mrt_w, block_h, block_w, a_src, b_src); "
-                                       "did you mean --unroll?"),
+    (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: family, out, glsl, "
+                                       "fetch, unroll, np, mc, mrt_h, mrt_w, block_h, block_w, a_src, "
+                                       "b_src, bm, bn, bk, tm, tn, lanes_n, vec, pad, a_t, db, ks, "
+                                       "shuffle); did you mean --unroll?"),
     (["--size", "32", "--config", '{"unrol": 4}'], "did you mean --unroll?"),
     (["--size", "32", "--mc", "3x3"], "--mc 3x3: not in its domain for this problem (1x1, 1x2, 1x3, 1x4, 2x2)"),
     (["--size", "32", "--unroll", "16"], "--unroll 16: not in its domain"),

@@ -221,16 +221,11 @@ def fake_kernel(cp, p, cfg):
     """A CUDAKernel whose compiled functions are fake_cupy.FakeFunction."""
     from shadertune.backends.cuda.driver import CUDAKernel
     from shadertune.backends.cuda.space import derive
-    k = object.__new__(CUDAKernel)
-    k._cp, k.problem, k.config, k.source = cp, p, cfg, ""
-    k.d = derive(p, cfg)
-    k._main = fake_cupy.FakeFunction(p, cfg, k.d)
-    k._reduce = fake_cupy.FakeFunction(p, cfg, k.d, reduce=True) if cfg["KG"] > 1 and not cfg["KR"] else None
-    k._pack = None        # the pre-split kernels (PS > 0) are launched on a GPU only (tests/test_cuda_gpu.py)
-    k._args = k._keep = None
-    k._cnt, k._ws = {}, {}
-    k._launch_constants()
-    return k
+    d = derive(p, cfg)
+    return CUDAKernel.from_functions(
+        cp, p, cfg, fake_cupy.FakeFunction(p, cfg, d),
+        reduce=fake_cupy.FakeFunction(p, cfg, d, reduce=True) if cfg["KG"] > 1 and not cfg["KR"] else None,
+        pack=fake_cupy.FakeFunction(p, cfg, d, pack=True) if cfg.get("PS", 0) else None, sms=L["num_sms"])
 
 
 def _ref(p, A, B):

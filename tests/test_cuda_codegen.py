@@ -33,7 +33,7 @@ def test_space_is_a_space_with_a_phase_plan():
     assert isinstance(s, Space)
     assert s.phases == PHASES
     assert BIG in s
-    assert 1000 < len(s) < 50000          # pruned, but rich
+    assert 1000 < len(s) < 60000          # pruned, but rich (55,041 with stream-K, 47,351 before it)
 
 
 def _filtered_product(s):
@@ -102,7 +102,7 @@ def test_enumeration_equals_filtered_product_on_narrowed_domains():
             for rule, ok in zip(sub._rules, verdicts):
                 rejected[rule.source.__name__] = rejected.get(rule.source.__name__, 0) + (not ok)
         assert len(got) == len(set(got)) and set(got) == valid, p.key
-    assert len(rejected) == 17 and all(rejected.values()), rejected
+    assert len(rejected) == 18 and all(rejected.values()), rejected
 
 
 def _passes(rule, cfg, constants):
@@ -328,11 +328,12 @@ def _nvcc(job, tmp):
     return p, cfg, r
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_sample_compiles_with_nvcc_without_spills(tmp_path):
-    jobs = list(enumerate(_sample()))
+def compile_without_spills(jobs, tmp):
+    """nvcc + ptxas -v on every (problem, config) of jobs (4 at a time): each
+    compiles, spills nothing, keeps its wgmmas pipelined (no C7514) and uses no
+    more registers than a block of its threads may."""
     with ThreadPoolExecutor(max_workers=4) as ex:
-        results = list(ex.map(lambda j: _nvcc(j, tmp_path), jobs))
+        results = list(ex.map(lambda j: _nvcc(j, tmp), enumerate(jobs)))
     for p, cfg, r in results:
         log = r.stdout + r.stderr
         assert r.returncode == 0, f"{p.key} {cfg.key}\n{log}"
@@ -342,6 +343,11 @@ def test_sample_compiles_with_nvcc_without_spills(tmp_path):
         regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
         d = derive(p, cfg)
         assert max(regs) <= min(255, 65536 // d.threads), (p.key, cfg.key, regs)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_sample_compiles_with_nvcc_without_spills(tmp_path):
+    compile_without_spills(_sample(), tmp_path)
 
 
 # Measured DeepBench winners (N = 16 and N = 64; their history: notes/cuda.md)

@@ -153,6 +153,32 @@ def test_auto_follows_the_store(cp, rng, be, checks, tmp_path, monkeypatch):
     assert len(checks) == 2 and len(be.built[-1].calls) == 2
 
 
+def test_knob_configs_and_store_objects_take_the_lane(cp, rng, be, checks, tmp_path, monkeypatch):
+    """A tuned config passed as knobs (a dict, a Config) and a store passed as an
+    object repeat through the lane like a config name: after one regular call,
+    the same launch, no analysis. A dict is keyed by its items (another order is
+    a first call again) and one whose values cannot be hashed stays regular."""
+    p = Problem(16, 8, 16)
+    other = next(c for c in be.candidates(p, 8) if c != be.default_config(p))
+    A, B = dev(cp, rng.uniform(-1, 1, (16, 16))), dev(cp, rng.uniform(-1, 1, (16, 8)))
+    ref = np.asarray(A, np.float64) @ np.asarray(B, np.float64)
+    for n, config in enumerate([other.to_dict(), other, dict(reversed(list(other.items())))], 1):
+        for _ in range(3):
+            close(mm(be, A, B, config=config), ref, 1e-4)
+        assert len(checks) == n and be.built[-1].built_for == other
+    odd = {**other.to_dict(), "ST": [other["ST"]]}             # not a knob value: matmul refuses it
+    for _ in range(2):
+        with pytest.raises(TypeError, match="must be a JSON scalar"):
+            mm(be, A, B, config=odd)
+    assert len(checks) == 5
+    monkeypatch.setattr(be, "device", lambda: type("D", (), {"key": "x"})())
+    with Store(tmp_path / "t.sqlite") as s:
+        s.put(Result("cuda", "x", p, other, "ok", times_ms=[2.0], error=0.0), be.template_hash())
+        for _ in range(3):
+            close(mm(be, A, B, config="auto", db=s), ref, 1e-4)
+        assert len(checks) == 6 and be.built[-1].built_for == other
+
+
 def test_the_lane_keeps_a_bounded_number_of_plans(cp, rng, be, checks, monkeypatch):
     from shadertune.backends.cuda import express
     monkeypatch.setattr(express, "KEEP", 3)

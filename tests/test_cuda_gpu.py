@@ -18,6 +18,7 @@ import shadertune  # noqa: E402
 
 # the front door on the CUDA backend
 matmul = functools.partial(shadertune.matmul, backend="cuda")
+from test_streamk import stream_k_jobs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -443,3 +444,69 @@ def test_default_strategy_tunes_into_the_store_that_auto_reads(be, tmp_path):
         cfg, how = select_config(be, p, s)
         timed = {Config(r["config"]): r["median_ms"] for r in e["results"] if r["status"] == "ok"}
         assert how == "exact" and timed[cfg] == e["best"]["median_ms"]      # (ties: any of them)
+
+
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_stream_k_every_family(be, ta, tb):
+    """Stream-K (SK = 1, 2: a persistent grid of one or two blocks an SM, tiles
+    split across blocks and summed by the last to finish) in the mma.sync,
+    wgmma (A from shared memory, from registers, pre-split PS = 1, 2) and DMMA
+    kernels: within tolerance of float64 on ragged shapes of every layout, with
+    alpha/beta; launched three more times on the same buffers, the same bits
+    (the tiles' counters reset, the partials summed in a fixed order); the
+    3xTF32 ones bit-equal to the emulator's Hopper model with the same segments
+    (emulate._streamk_tiles) on a smaller problem."""
+    if be.arch() != "sm_90":
+        pytest.skip(f"the wgmma and DMMA kernels need sm_90, the device is {be.arch()}")
+    from shadertune.backends.cuda import emulate
+    rng = np.random.default_rng(200 + ta * 2 + tb)
+    jobs = stream_k_jobs(be.space, ta, tb)
+    small = Problem(150, 100, 800, "float32", ta, tb)
+    emulated = [cfg for _, cfg in jobs if cfg["MMA"] in (3, 4) and cfg in be.space(small)]
+    be.precompile_many(jobs + [(small, cfg) for cfg in emulated])
+    for q, cfg in jobs:
+        _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
+        A, B = _stored(q, rng)
+        k = be.build(q, cfg)
+        try:
+            first = k.run(A, B)
+            for _ in range(3):
+                k.launch()
+            k._sync()
+            again = cupy.asnumpy(k._keep[2])
+        finally:
+            k.release()
+        assert np.array_equal(first, again), (q.key, cfg.key, float(np.abs(first - again).max()))
+    assert len(emulated) >= 4
+    for cfg in emulated:
+        A, B = _stored(small, rng)
+        got = _run(be, small, cfg, A, B)
+        kw = emulate.for_config(small, cfg, be.limits()["num_sms"])
+        assert "streamk" in kw
+        want = emulate.emulate_3xtf32(A.T if ta else A, B.T if tb else B, **kw)
+        assert np.array_equal(got, want), (small.key, cfg.key, float(np.abs(got - want).max()))
+
+
+def test_stream_k_through_matmul_on_two_streams(be):
+    """An SK config passed to matmul on CuPy arrays: the regular path, the express
+    lane, and a second stream (its own workspace and counters) give the same
+    result, within tolerance of float64."""
+    if be.arch() != "sm_90":
+        pytest.skip(f"wgmma needs sm_90, the device is {be.arch()}")
+    import shadertune
+    p = Problem(700, 900, 1100)
+    cfg = Config(AR=0, BK=32, BM=128, BN=128, DB=1, KG=1, KL=1, KR=0, MMA=4, PAD=4, ST=3, TM=4, TN=4, VEC=1,
+                 WM=64, WN=128, trans=1, PS=2, SK=1)
+    assert cfg in be.space(p)
+    rs = cupy.random.RandomState(3)
+    A, B = rs.uniform(-1, 1, (p.M, p.K)).astype("float32"), rs.uniform(-1, 1, (p.K, p.N)).astype("float32")
+    ref = A.astype(cupy.float64) @ B.astype(cupy.float64)
+    outs = [shadertune.matmul(A, B, backend="cuda", config=cfg.to_dict()) for _ in range(3)]
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        outs.append(shadertune.matmul(A, B, backend="cuda", config=cfg.to_dict()))
+        s.synchronize()
+    for out in outs:
+        err = float(cupy.linalg.norm(out.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
+        assert err < TOL["float32"], err
+        assert bool((out == outs[0]).all())

@@ -140,7 +140,7 @@ def test_space_is_pruned_and_reported(gl_backend):
     assert 0 < len(s) < s.full_size
     assert all(c["mrt_h"] * c["mrt_w"] <= 8 for c in s)
     assert all(c["np"] <= 132 for c in s)
-    assert s.phases.refine == "np"
+    assert s.phases.plan_for("fragment").refine == "np"
 
 
 @pytest.mark.parametrize("mrt", [(4, 2), (2, 4), (1, 1)], ids=lambda m: f"mrt{m[0]}x{m[1]}")

@@ -28,8 +28,9 @@ def image_start(space, unroll=1):
     """Where the phased search starts the image path (its first valid config in domain order)."""
     from shadertune.search.budget import Tracker
     from shadertune.search.phased import _start
-    fixed = {"out": "image", "glsl": space.constants["image_glsl"], "fetch": "texelFetch", "unroll": unroll}
-    return _start(space, Tracker(lambda c: None), fixed)
+    fixed = {"family": "fragment", "out": "image", "glsl": space.constants["image_glsl"],
+             "fetch": "texelFetch", "unroll": unroll}
+    return _start(space, Tracker(lambda c: None), fixed, space.phases.plan_for("fragment"))
 
 
 def test_without_image_limits_the_knobs_drop_out_and_mrt_stays():
@@ -39,7 +40,7 @@ def test_without_image_limits_the_knobs_drop_out_and_mrt_stays():
     assert cfgs and all(c["out"] == "mrt" for c in cfgs)
     start = default_config(P, s)
     assert start["out"] == "mrt" and (start["mc"], start["mrt_h"], start["mrt_w"]) == ("1x4", 4, 2)
-    assert s.phases.start == start
+    assert s.phases.plan_for("fragment").start == start     # the fragment family's plan starts there
     # the same MRT configs as a device with image support has
     full_mrt = [c for c in gl_space(P, dict(FULL, max_texture_units=16, max_texture_size=16384))
                 if c["out"] == "mrt" and c["glsl"] == "330"]
@@ -120,21 +121,22 @@ def test_old_configs_read_as_mrt_configs():
 def test_phased_starts_the_image_path_at_a_16x8_block_and_mrt_at_the_default():
     p = Problem(4096, 4096, 32)
     s = gl_space(p, FULL)
-    assert s.phases.outer[0] == "out" and s.knobs["out"][0] == "image"
-    assert ("block_h", "block_w") in s.phases.groups and ("a_src", "b_src") in s.phases.groups
+    plan = s.phases.plan_for("fragment")
+    assert plan.outer[0] == "out" and s.knobs["out"][0] == "image"
+    assert ("block_h", "block_w") in plan.groups and ("a_src", "b_src") in plan.groups
     start = image_start(s)
     assert start in s and (start["block_h"], start["block_w"]) == (16, 8)   # the H200's best block
     assert (start["a_src"], start["b_src"]) == ("texture", "ssbo") and start["np"] == 4
     default = mrt_default_config(p, s)
-    assert default["out"] == "mrt" and s.phases.start == default
+    assert default["out"] == "mrt" and plan.start == default
     # what matmul runs untuned is the image path's start block where the device has it
     image = default_config(p, s)
     assert image["out"] == "image" and (image["block_h"], image["block_w"], image["b_src"]) == (16, 8, "ssbo")
     # where no image config has the outer values, there is no start (and no scan of the product)
     from shadertune.search.budget import Tracker
     from shadertune.search.phased import _start
-    assert _start(s, Tracker(lambda c: None), {"out": "image", "glsl": "330", "fetch": "texelFetch",
-                                                "unroll": 1}) is None
+    assert _start(s, Tracker(lambda c: None), {"family": "fragment", "out": "image", "glsl": "330",
+                                                "fetch": "texelFetch", "unroll": 1}, plan) is None
 
 
 @pytest.mark.parametrize("K", [29, 30, 33, 34])

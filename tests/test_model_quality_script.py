@@ -162,3 +162,27 @@ def test_same_kernels_compares_the_rendered_cuda_sources(mq, tmp_path, capsys):
         c.execute("UPDATE results SET template_hash = ?", [edited])
     assert mq.main(args + [edited]) == 1
     assert "0 render the same kernels" in capsys.readouterr().out
+
+
+def test_same_kernels_samples_every_family_byte_for_byte(mq, tmp_path, capsys):
+    """--sample: configs of every kernel family drawn from the earlier tree's spaces
+    (here a copy of today's), compared byte for byte; an edit of the reduce kernel
+    in the copy shows in the reduce family only."""
+    import shutil
+    root = SCRIPT.parent.parent
+    tree = tmp_path / "tree"
+    for d in ("shadertune", "shaders"):
+        shutil.copytree(root / d, tree / d, ignore=shutil.ignore_patterns("__pycache__"))
+    args = ["same-kernels", "--sample", "2", "--exact", "--tree", str(tree),
+            "--problems", "64x64x256:float32:TN:b1,64x64x64:float32:NN:b2,45x37x3001:float64:NT:b1"]
+    assert mq.main(args) == 0
+    out = capsys.readouterr().out
+    assert "16 sampled configs (ffma 2, mma.sync 2, dmma 2, wgmma 2, wgmma pre-split + pack 2, " in out
+    assert "16 render the same kernels" in out and "(byte-identical sources), 0 do not" in out
+    red = tree / "shaders/cuda/splitk_reduce.cu"
+    red.write_text(red.read_text().replace("C[e] = alpha * s", "C[e] = alpha * (s)"))
+    assert mq.main(args) == 1
+    differ = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  differs: ")]
+    assert len(differ) >= 2                 # the reduce family's two, and any other that drew one
+    assert all('"KR":0' in line and '"KG":1,' not in line for line in differ)
+    assert mq.main(["same-kernels", "--tree", str(tree)]) == 2               # a store or --sample

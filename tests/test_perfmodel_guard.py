@@ -123,29 +123,35 @@ def test_first_use_ranks_a_space_seeded_with_the_analytical_list(store, monkeypa
 
 # --- the guard -----------------------------------------------------------------------
 
-def test_guard_prefers_the_analytical_model_where_the_learned_one_validates_worse(store):
+def test_guard_falls_back_to_the_default_where_auto_loses_to_it_on_held_out_problems(store):
+    """The guard judges auto's picks (the fold's model over auto's candidates) against
+    the default config on held-out problems (the default's own measurement, else the
+    cost model's pick in its place): a perfect cost model's pick beats them, so auto
+    takes the default config."""
     be = PerfectCostBackend()
     model, note = model_for(be, store)
     assert note == "trained"
-    g = model.guard
+    g, v = model.guard, model.meta["validation"]
     assert g["analytical"] == pytest.approx(1.0) and g["learned"] < 1.0
     assert g["use"] == "analytical" and model.prefers_analytical()
     assert g["problems"] == len(TRAIN) and g["folds"] == 5
-    assert model.meta["validation"]["cost_model"] == g["analytical"]
+    assert g["scored"] == v["auto_scored"] >= 2 and g["vs_default_min"] < 1 - 0.03
+    assert (g["learned"], g["analytical"]) == (v["auto"], v["default"])
+    for r in v["per_problem"]:                # each held-out problem's pick is one auto may take
+        if r["auto"] is not None:
+            assert r["auto_vs_default"] == pytest.approx(r["auto"] / r["default"])
     sel = select(be, NEW, store)
     assert sel.how == "analytical" and sel.guard == g
-    valid = [c for c in model.verified_configs("float32") if be.space(NEW).why_invalid(c) is None]
-    cands = list(dict.fromkeys(valid + be.candidates(NEW)))
-    assert sel.config == min(cands, key=lambda c: true_ms(NEW, c))      # the analytical ranking
+    assert sel.config == be.default_config(NEW)              # what config="default" runs
     assert sel.predicted_gflops == pytest.approx(true_gflops(NEW, sel.config))
-    assert "by the backend's analytical model" in sel.reason
-    assert (f"leave-problems-out top-1 {100 * g['learned']:.1f}% against the analytical model's "
-            f"{100 * g['analytical']:.1f}%") in sel.reason
+    assert "the backend's default config (its analytical model's pick" in sel.reason
+    assert (f"{g['vs_default_mean']:.3f}x the default on average, {g['vs_default_min']:.3f}x at least, "
+            f"on {g['scored']} held-out problems") in sel.reason
     text = str(sel)
-    assert "config (analytical):" in text and "ranked by the analytical model" in text
+    assert "config (analytical):" in text
     assert (f"guard: leave-problems-out top-1 on {len(TRAIN)} stored problems (5-fold): learned model "
-            f"{100 * g['learned']:.1f}%, analytical model 100.0%: ranked by the analytical model") in text
-    assert "worse than the analytical model: auto ranks by the analytical model" in sel.model
+            f"{100 * g['learned']:.1f}%, analytical model 100.0%: the default config") in text
+    assert "auto takes the default config" in sel.model
     d = json.loads(json.dumps(sel.to_dict()))
     assert d["how"] == "analytical" and d["guard"]["use"] == "analytical"
     # a search and first use do not rank by it either
@@ -159,6 +165,7 @@ def test_guard_keeps_the_learned_model_where_it_validates_better(store):
     model, _ = model_for(be, store)
     g = model.guard
     assert g["use"] == "learned" and g["learned"] > g["analytical"] and not model.prefers_analytical()
+    assert g["vs_default_mean"] >= 1 and g["vs_default_min"] >= 1 - 0.03
     sel = select(be, NEW, store)
     assert sel.how == "model" and sel.guard == g and "by the learned model" in sel.reason
     text = str(sel)
@@ -199,6 +206,13 @@ def test_guard_of_a_validation():
     assert guard_of(dict(v, top1=0.93))["use"] == "learned"      # a tie keeps the learned model
     assert guard_of(dict(v, cost_model=None)) is None
     assert guard_of({"problems": 0}) is None
+    # validated against the default config: better on average and within noise on each problem
+    d = dict(v, auto_scored=5, auto=0.95, default=0.9, auto_vs_default_mean=1.06, auto_vs_default_min=0.98)
+    assert guard_of(d)["use"] == "learned" and guard_of(d)["learned"] == 0.95
+    assert guard_of(dict(d, auto_vs_default_min=0.96))["use"] == "analytical"   # one problem lost
+    assert guard_of(dict(d, auto_vs_default_mean=0.99))["use"] == "analytical"  # worse on average
+    assert guard_of(dict(d, auto_vs_default_mean=1.0, auto_vs_default_min=0.97))["use"] == "learned"
+    assert guard_of(dict(d, auto_scored=1))["use"] == "analytical"              # nothing validated
 
 
 def test_a_store_with_no_verified_results_takes_the_default(tmp_path):

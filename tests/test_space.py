@@ -6,6 +6,8 @@ import random
 import pytest
 
 from shadertune.config import Config
+from shadertune.problem import Problem
+from shadertune.result import OK, Result
 from shadertune.space import PhasePlan, Space, restriction
 
 
@@ -201,8 +203,77 @@ def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
     for c in s.configs():
         assert c["mrt_h"] * c["mrt_w"] <= lim["max_draw_buffers"]
         assert c["np"] <= 20
-    assert (s.phases.outer, s.phases.refine, s.phases.groups) == (
+    # one plan a family: Jiang's order for the fragment family, the compute family's own
+    assert s.phases.branch == "family" and s.knobs["family"] == ("compute", "fragment")
+    fragment = s.phases.plan_for("fragment")
+    assert (fragment.outer, fragment.refine, fragment.groups) == (
         ("out", "glsl", "fetch", "unroll"), "np",
         (("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
-    if s.phases.start is not None:             # an optional start point must be in the space
-        assert s.why_invalid(s.phases.start) is None
+    compute = s.phases.plan_for("compute")
+    assert compute.groups[0] == ("bm", "bn") and compute.refine == "ks"
+    for start in s.phases.starts():              # every start point is in the space, its family's
+        assert s.why_invalid(start) is None
+    assert {st["family"] for st in s.phases.starts()} == {"compute", "fragment"}
+
+
+# --- a union of spaces told apart by one knob (GL: its compute and fragment families) ---
+
+def _union():
+    from shadertune.space import UnionSpace
+    a = Space({"x": (1, 2, 4), "shared": ("s", "t")}, ["x * 2 <= 8"])
+    b = Space({"y": (10, 20), "shared": ("t", "u")}, ["y > 10 or shared == 'u'"])
+    return UnionSpace("kind", [("a", a, {"y": 0}), ("b", b, {"x": 0})],
+                      phases=PhasePlan(branch="kind", branches=(
+                          ("a", PhasePlan(refine="x", start={"kind": "a", "x": 1, "shared": "s", "y": 0})),
+                          ("b", PhasePlan(groups=(("y", "shared"),))))),
+                      domain_order=("b", "a"))
+
+
+def test_a_union_holds_each_part_with_its_fixed_values():
+    u = _union()
+    # knob order and domains read in domain_order; the branch knob in the parts' order
+    assert list(u.knobs) == ["kind", "y", "shared", "x"] and u.knobs["kind"] == ("a", "b")
+    assert u.knobs["shared"] == ("t", "u", "s") and u.knobs["x"] == (0, 1, 2, 4)
+    cfgs = u.configs()
+    assert len(cfgs) == len(u) == 6 + 3 and u.full_size == 6 + 4
+    assert {c["kind"] for c in cfgs[:6]} == {"a"} and all(c["y"] == 0 for c in cfgs[:6])
+    assert Config(kind="b", y=10, shared="u", x=0) in u
+    assert "y=10: kind=a holds y=0" in u.why_invalid(Config(kind="a", x=1, shared="s", y=10))
+    assert "not in ['a', 'b']" in u.why_invalid(Config(kind="c", x=1, shared="s", y=0))
+    assert "restriction" in u.why_invalid(Config(kind="b", y=10, shared="t", x=0))
+    assert u.why_invalid({"kind": "a", "x": 1}) .startswith("missing knobs")
+
+
+def test_a_union_finds_first_configs_narrows_and_draws_per_part():
+    import random
+    u = _union()
+    assert u.first({"shared": "u"}, ["y"]) == Config(kind="b", y=10, shared="u", x=0)
+    assert u.first({"x": 4, "shared": "u"}, []) is None      # a has no 'u', and b holds x = 0
+    only_b = u.narrowed({"kind": ("b",)})
+    assert list(only_b.parts) == ["b"] and {c["kind"] for c in only_b.configs()} == {"b"}
+    assert u.narrowed({"x": (1,)}).configs() == [c for c in u.configs() if c["x"] == 1]
+    with pytest.raises(ValueError, match="no kind is left"):
+        u.narrowed({"kind": ("b",), "y": (0,)})
+    draws = [u.random_config(random.Random(s)) for s in range(200)]
+    assert {d["kind"] for d in draws} == {"a", "b"}
+    assert all(d["y"] == 0 for d in draws if d["kind"] == "a")
+
+
+def test_a_branched_plan_walks_each_part_in_its_own_order():
+    from shadertune.search.phased import search as phased
+    u = _union()
+    seen = []
+
+    def evaluate(cfg):
+        seen.append(cfg)
+        ms = (cfg["x"] if cfg["kind"] == "a" else 3 + cfg["y"] / 100)
+        return Result(backend="t", device="d", problem=Problem(1, 1, 1), config=cfg, times_ms=[ms],
+                      status=OK)
+    phased(u, evaluate)
+    kinds = [c["kind"] for c in seen]
+    assert kinds[0] == "a" and "b" in kinds and kinds.index("b") > kinds.index("a")
+    assert seen[0] == Config(kind="a", x=1, shared="s", y=0)               # branch a's start
+    assert {c["x"] for c in seen if c["kind"] == "a"} == {1, 2, 4}          # its refine knob
+    assert {(c["y"], c["shared"]) for c in seen if c["kind"] == "b"} >= {(20, "t"), (10, "u")}
+    assert u.phases.for_config(seen[-1]).branch is None
+    assert u.phases.start_point == seen[0]

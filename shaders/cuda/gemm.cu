@@ -1,7 +1,6 @@
-// shadertune generated GEMM (CUDA, SIMT): C = alpha * op(A) * op(B) + beta * C
-// row-major {{ T }}; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
-// config: {{ config_text }}
-//
+{% extends "cuda/gemm_base.cu" %}
+{% block kind %}SIMT{% endblock %}
+{% block about %}
 // Structure: a block computes a BM x BN tile of C with THREADS threads; warps
 // tile it WM x WN; a lane owns TM x TN outputs as (TM/FV) x (TN/FV) fragments
 // of FV x FV, strided so that a warp's 16-byte shared loads are conflict-free.
@@ -16,6 +15,8 @@
 // KL thread groups split a stage's k (ISAAC's K_L) and meet in shared memory;
 // blockIdx.z splits K across the grid (ISAAC's K_G) into a workspace W; the
 // partials are summed {{ "in this launch by the last block of each tile to finish (KR)" if KR else "by a second kernel" }}.
+{% endblock %}
+{% block constants %}
 typedef {{ T }} T;
 typedef {{ vec_t }} vec_t;    // one global load: VEC elements
 typedef {{ frag_t }} frag_t;  // one 16-byte shared-memory fragment load
@@ -39,14 +40,15 @@ constexpr int RA = {{ ra }}, PA = {{ pa }}, RB = {{ rb }}, PB = {{ pb }};
 static_assert((LOADS_A * THREADS) % (RA * PA) == 0 && (LOADS_B * THREADS) % (RB * PB) == 0, "load map");
 constexpr int KGRAN = {{ kgran }}, KG = {{ KG }};                        // K_G split grain, splits
 constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements per stage
+{% endblock %}
+{% block helpers %}
 {% if ST %}
 
 {% include "cuda/cp_async.cu" %}
 {% endif %}
 
-extern "C" __global__ void __launch_bounds__(THREADS)
-{% include "cuda/signature.cu" %}
-{
+{% endblock %}
+{% block prologue %}
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* const As = reinterpret_cast<T*>(smem_raw);
     T* const Bs = As + {{ nbuf }} * STAGE_A;
@@ -210,6 +212,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
         }
     };
 
+{% endblock %}
+{% block main_loop %}
 {% if ST %}
     // {{ ST }}-stage pipeline: the cp.async operands run {{ ST - 1 }} stages ahead (stages
     // t+1 .. t+{{ ST - 1 }} in flight while stage t is computed); the others, if any,
@@ -260,6 +264,8 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     }
 {% endif %}
 
+{% endblock %}
+{% block epilogue %}
 {% if KL > 1 %}
     // K_L: groups 1..KL-1 park their partial tiles in shared memory (the stage
     // buffers are free now), group 0 adds them up and writes C.
@@ -350,10 +356,4 @@ extern "C" __global__ void __launch_bounds__(THREADS)
             }
         }
     }
-{% if KR %}
-{% include "cuda/splitk_last_block.cu" %}
-{% endif %}
-}
-{% if KG > 1 and not KR %}
-{% include "cuda/splitk_reduce.cu" %}
-{% endif %}
+{% endblock %}

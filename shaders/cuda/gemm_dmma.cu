@@ -1,7 +1,6 @@
-// shadertune generated GEMM (CUDA, FP64 tensor cores, DMMA): C = alpha * op(A) * op(B) + beta * C
-// row-major double; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
-// config: {{ config_text }}
-//
+{% extends "cuda/gemm_base.cu" %}
+{% block kind %}FP64 tensor cores, DMMA{% endblock %}
+{% block about %}
 // float64 from Hopper's FP64 tensor cores: mma.sync m16n8k{{ MMA_K }} .f64 (sm_90+),
 // every product and sum in IEEE double (no splitting, no lower-precision
 // step); verified against a float64 reference like any other config.
@@ -12,6 +11,8 @@
 // {{ ST }} buffers deep ({{ ST - 1 }} stages ahead), each operand in its stored
 // orientation. {{ "The main loop keeps the next k step's fragments in flight\n// across the stage boundary (dmma_pipeline.cu)." if FP else "The main loop reads a stage's fragments after its\n// barrier (mma_pipeline.cu)." }} blockIdx.z splits K across the grid (ISAAC's K_G) into a
 // workspace W; the partials are summed {{ "in this launch by the last block of each tile to finish (KR)" if KR else "by a second kernel" }}.
+{% endblock %}
+{% block constants %}
 typedef double T;
 typedef double2 frag_t;       // the K_G reduction's 16-byte accesses
 
@@ -32,6 +33,8 @@ constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements p
 static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % MMA_K == 0, "mma tiles");
 static_assert(LDA_S % 16 == 4 && LDB_S % 16 == 4, "conflict-free fragment reads");
 
+{% endblock %}
+{% block helpers %}
 {% include "cuda/cp_async.cu" %}
 {% include "cuda/cp_async_pinned.cu" %}
 {% if FP %}
@@ -74,13 +77,15 @@ __device__ __forceinline__ void mma_f64(double* d, const double* a, const double
 {% endif %}
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-{% include "cuda/signature.cu" %}
-{
+{% endblock %}
+{% block bounds %}, 1{% endblock %}
+{% block prologue %}
 {% include "cuda/mma_prologue.cu" %}
 
 {% include "cuda/mma_copy.cu" %}
 
+{% endblock %}
+{% block main_loop %}
 {% if FP %}
 {% include "cuda/dmma_pipeline.cu" %}
 {% else %}
@@ -116,11 +121,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 {% include "cuda/mma_pipeline.cu" %}
 {% endif %}
 
+{% endblock %}
+{% block epilogue %}
 {% include "cuda/mma_epilogue.cu" %}
-{% if KR %}
-{% include "cuda/splitk_last_block.cu" %}
-{% endif %}
-}
-{% if KG > 1 and not KR %}
-{% include "cuda/splitk_reduce.cu" %}
-{% endif %}
+{% endblock %}

@@ -1,7 +1,6 @@
-// shadertune generated GEMM (CUDA, tensor cores, 3xTF32): C = alpha * op(A) * op(B) + beta * C
-// row-major float; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
-// config: {{ config_text }}
-//
+{% extends "cuda/gemm_base.cu" %}
+{% block kind %}tensor cores, 3xTF32{% endblock %}
+{% block about %}
 // float32 accuracy from TF32 tensor cores (the "3xTF32" of CUTLASS): each
 // operand x is split into big = tf32(x) and small = tf32(x - big); the product
 // is small_a * big_b + big_a * small_b + big_a * big_b in float32 accumulators
@@ -15,6 +14,8 @@
 // orientation (no transposes; pads chosen so fragment reads are conflict-free).
 // blockIdx.z splits K across the grid (ISAAC's K_G) into a workspace W; the
 // partials are summed {{ "in this launch by the last block of each tile to finish (KR)" if KR else "by a second kernel" }}.
+{% endblock %}
+{% block constants %}
 typedef float T;
 typedef float4 frag_t;        // the K_G reduction's 16-byte accesses
 
@@ -32,6 +33,8 @@ constexpr int KGRAN = {{ kgran }}, KG = {{ KG }};                        // K_G 
 constexpr int STAGE_A = {{ stage_a }}, STAGE_B = {{ stage_b }};    // elements per stage
 static_assert(WM % 16 == 0 && WN % 8 == 0 && BK % 8 == 0, "mma tiles");
 
+{% endblock %}
+{% block helpers %}
 {% include "cuda/cp_async.cu" %}
 {% include "cuda/cp_async_pinned.cu" %}
 
@@ -60,13 +63,14 @@ __device__ __forceinline__ void mma_tf32(float* d, const unsigned* a, const unsi
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
-{% include "cuda/signature.cu" %}
-{
+{% endblock %}
+{% block prologue %}
 {% include "cuda/mma_prologue.cu" %}
 
 {% include "cuda/mma_copy.cu" %}
 
+{% endblock %}
+{% block main_loop %}
     // One stage: BK / 8 steps of (WM/16) x (WN/8) fragments, three mma each.
     auto compute = [&](const int s) {
         const T* const as = As + s * STAGE_A;
@@ -110,11 +114,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 
 {% include "cuda/mma_pipeline.cu" %}
 
+{% endblock %}
+{% block epilogue %}
 {% include "cuda/mma_epilogue.cu" %}
-{% if KR %}
-{% include "cuda/splitk_last_block.cu" %}
-{% endif %}
-}
-{% if KG > 1 and not KR %}
-{% include "cuda/splitk_reduce.cu" %}
-{% endif %}
+{% endblock %}

@@ -1,8 +1,9 @@
+{% extends "cuda/gemm_base.cu" %}
+{% block needs %}
 // shadertune: needs sm_90a (wgmma)
-// shadertune generated GEMM (CUDA, Hopper warpgroup MMA, 3xTF32): C = alpha * op(A) * op(B) + beta * C
-// row-major float; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
-// config: {{ config_text }}
-//
+{% endblock %}
+{% block kind %}Hopper warpgroup MMA, 3xTF32{% endblock %}
+{% block about %}
 // float32 accuracy from TF32 tensor cores, as gemm_mma.cu (3xTF32: x = big +
 // small, product small_a * big_b + big_a * small_b + big_a * big_b), issued as
 // wgmma.mma_async (sm_90a): a warpgroup of 128 threads multiplies a 64 x WN
@@ -22,6 +23,8 @@
 // ~{{ 3 * BK // 8 }} * 2^-24 of the stage's partial sum.
 // blockIdx.z splits K across the grid (ISAAC's K_G) into a workspace W; the
 // partials are summed {{ "in this launch by the last block of each tile to finish (KR)" if KR else "by a second kernel" }}.
+{% endblock %}
+{% block constants %}
 typedef float T;
 typedef float4 frag_t;        // the K_G reduction's 16-byte accesses
 
@@ -44,6 +47,8 @@ constexpr int SPL_A = {{ "0" if AR else "BM * BK" }}, SPL_B = BN * BK, SPL = 2 *
 constexpr unsigned LBO = 128, SBO = KC * 128;
 static_assert(BM % 64 == 0 && BN % WN == 0 && WN % 8 == 0 && WN <= 256 && BK % 8 == 0, "wgmma tiles");
 
+{% endblock %}
+{% block helpers %}
 {% include "cuda/cp_async.cu" %}
 {% include "cuda/cp_async_pinned.cu" %}
 {% include "cuda/wgmma_ops.cu" %}
@@ -76,9 +81,9 @@ __device__ __forceinline__ void fence_a(AFrag& a)
 // Generic-proxy stores (the split) made visible to the async proxy (wgmma).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-{% include "cuda/signature.cu" %}
-{
+{% endblock %}
+{% block bounds %}, 1{% endblock %}
+{% block prologue %}
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T* const Spl = reinterpret_cast<T*>(smem_raw);     // 2 split buffers
     T* const As = Spl + 2 * SPL;                        // {{ ST }} stored stages of A, then of B
@@ -181,6 +186,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     AFrag a0, a1;
 {% endif %}
 
+{% endblock %}
+{% block main_loop %}
     // Pipeline: stored stages t+1 .. t+{{ ST - 1 }} in flight by cp.async; split
     // buffer t&1 holds stage t for the tensor cores while the threads split
     // stage t+1 into the other one{{ " (and load its A fragments into the other register set)" if AR }}.
@@ -240,11 +247,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 {% endif %}
     cp_async_wait<0>();   // only empty groups are left
 
+{% endblock %}
+{% block epilogue %}
 {% include "cuda/mma_epilogue.cu" %}
-{% if KR %}
-{% include "cuda/splitk_last_block.cu" %}
-{% endif %}
-}
-{% if KG > 1 and not KR %}
-{% include "cuda/splitk_reduce.cu" %}
-{% endif %}
+{% endblock %}

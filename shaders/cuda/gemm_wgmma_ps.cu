@@ -1,8 +1,9 @@
+{% extends "cuda/gemm_base.cu" %}
+{% block needs %}
 // shadertune: needs sm_90a (wgmma)
-// shadertune generated GEMM (CUDA, Hopper warpgroup MMA, 3xTF32 on pre-split operands): C = alpha * op(A) * op(B) + beta * C
-// row-major float; A stored {{ "K x M (op = T)" if trans_a else "M x K (op = N)" }}, B stored {{ "N x K (op = T)" if trans_b else "K x N (op = N)" }}.
-// config: {{ config_text }}
-//
+{% endblock %}
+{% block kind %}Hopper warpgroup MMA, 3xTF32 on pre-split operands{% endblock %}
+{% block about %}
 // The arithmetic of gemm_wgmma.cu (3xTF32: per k-step of 8 the products
 // small_a * big_b, big_a * small_b, big_a * big_b into a temporary started
 // from zero each stage, added to the float32 sums once per stage), with the
@@ -15,18 +16,26 @@
 // or stores an operand, so the warps only issue wgmmas and add the sums.
 // {{ ST }} stages in flight; a stage's buffer is refilled once every warpgroup's
 // wgmmas on it are done. {{ "PS = 2: the sum is added once every two stages." if PS == 2 else "PS = 1: each stage's wgmmas are waited for, then its sum is added." }}
+{% endblock %}
+{% block constants %}
 typedef float T;
 
 constexpr int BM = {{ BM }}, BN = {{ BN }}, BK = {{ BK }}, ST = {{ ST }};
 constexpr int WN = {{ WN }}, MI = 1, NI = WN / 8, WG_N = BN / WN, THREADS = {{ threads }};
 constexpr int KT = BK;
 constexpr int KGRAN = {{ kgran }}, KG = {{ KG }};
+{% if SK %}
+constexpr int FV = 4;
+typedef float4 frag_t;        // stream-K's fixup: 16-byte accesses
+{% endif %}
 constexpr int KC = BK / 4, KS = BK / 8;
 // A packed stage: A's big and small halves (BM x BK each), then B's (BN x BK).
 constexpr int TILE_A = 2 * BM * BK, TILE_B = 2 * BN * BK, STAGE = TILE_A + TILE_B;
 constexpr unsigned LBO = 128, SBO = KC * 128;
 static_assert(BM % 64 == 0 && BN % WN == 0 && WN % 8 == 0 && WN <= 256 && BK % 8 == 0 && KG == 1, "wgmma tiles, no split-K");
 
+{% endblock %}
+{% block helpers %}
 {% include "cuda/wgmma_ops.cu" %}
 {% include "cuda/pack_split.cu" %}
 
@@ -58,9 +67,9 @@ __device__ __forceinline__ void bulk_copy(const unsigned dst, const void* src, c
 }
 
 // A and B are the packed operands (PA, PB of {{ kernel }}_pack).
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-{% include "cuda/signature.cu" %}
-{
+{% endblock %}
+{% block bounds %}, 1{% endblock %}
+{% block prologue %}
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const unsigned stages = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
     const unsigned bars = stages + ST * STAGE * 4;      // ST mbarriers of 8 bytes after the stages
@@ -85,7 +94,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         bulk_copy(dst, pa + (size_t)kt * TILE_A, TILE_A * 4, bar);
         bulk_copy(dst + TILE_A * 4, pb + (size_t)kt * TILE_B, TILE_B * 4, bar);
     };
+{% if SK %}
+    // Stream-K: the mbarriers are made once (the first segment), their phases go
+    // on across segments; stage and phase follow the block's stage count
+    // sk_stage + it, and k tiles start at this segment's first, sk_k0 (KT = BK).
+    if (tid == 0 && sk_stage == 0) {
+{% else %}
     if (tid == 0) {
+{% endif %}
 #pragma unroll
         for (int s = 0; s < ST; ++s) mbar_init(bars + 8 * s, 1);
         mbar_init_fence();
@@ -94,9 +110,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < ST; ++s)
-            if (s < ntiles) issue(s, s);
+            if (s < ntiles) issue({{ "sk_k0 + s, (sk_stage + s) % ST" if SK else "s, s" }});
     }
 
+{% endblock %}
+{% block main_loop %}
     // One stage's 3 * BK/8 wgmmas into t (from zero where a chain starts); the small terms first.
     const unsigned a_off = (wg / WG_N) * 8 * SBO, b_off = wn0 / 8 * SBO;
     auto compute = [&](const int s, float (&t)[NI][4], const bool start) {
@@ -126,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // every warpgroup is done with stage it: refill it with k tile it + ST
     auto release = [&](const int it) {
         __syncthreads();
-        if (tid == 0 && it + ST < ntiles) issue(it + ST, it % ST);
+        if (tid == 0 && it + ST < ntiles) issue({{ "sk_k0 + it + ST, (sk_stage + it) % ST" if SK else "it + ST, it % ST" }});
     };
 {% if PS == 2 %}
     // Stages in pairs: the second stage's wgmmas go on summing into the first
@@ -135,13 +153,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // as its wgmmas are done. (A second temporary, added while the next
     // stage's wgmmas run, makes ptxas serialize the wgmmas: warning C7514.)
     for (int it = 0; it < ntiles; it += 2) {
-        mbar_wait(bars + 8 * (it % ST), (it / ST) & 1);
+{% set g0, g1 = ("(sk_stage + it)", "(sk_stage + it + 1)") if SK else ("it", "(it + 1)") %}
+        mbar_wait(bars + 8 * ({{ g0 }} % ST), ({{ g0 }} / ST) & 1);
         fence_regs(t);
-        compute(it % ST, t, true);
+        compute({{ g0 }} % ST, t, true);
         const bool pair = it + 1 < ntiles;
         if (pair) {
-            mbar_wait(bars + 8 * ((it + 1) % ST), ((it + 1) / ST) & 1);
-            compute((it + 1) % ST, t, false);
+            mbar_wait(bars + 8 * ({{ g1 }} % ST), ({{ g1 }} / ST) & 1);
+            compute({{ g1 }} % ST, t, false);
             wgmma_wait<1>();    // the first stage's wgmmas are done
             release(it);
         }
@@ -151,14 +170,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     }
 {% else %}
     for (int it = 0; it < ntiles; ++it) {
-        mbar_wait(bars + 8 * (it % ST), (it / ST) & 1);
+{% set g0 = "(sk_stage + it)" if SK else "it" %}
+        mbar_wait(bars + 8 * ({{ g0 }} % ST), ({{ g0 }} / ST) & 1);
         fence_regs(t);
-        compute(it % ST, t, true);
+        compute({{ g0 }} % ST, t, true);
         wgmma_wait<0>();
         merge(t);
         release(it);
     }
 {% endif %}
 
+{% endblock %}
+{% block epilogue %}
 {% include "cuda/mma_epilogue.cu" %}
-}
+{% endblock %}

@@ -5,7 +5,12 @@
     T* const As = reinterpret_cast<T*>(smem_raw);
     T* const Bs = As + {{ ST }} * STAGE_A;
 
+{% if SK %}
+    // (read again each segment: what derives from it is not held across segments)
+    const int tid = opaque(threadIdx.x);
+{% else %}
     const int tid = threadIdx.x;
+{% endif %}
     const int warp = tid / 32, lane = tid % 32;
     const int gid = lane / 4, tig = lane % 4;        // the mma fragment's row group, column
     const int wm0 = (warp / WARPS_N) * WM, wn0 = (warp % WARPS_N) * WN;

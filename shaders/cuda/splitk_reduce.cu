@@ -1,5 +1,5 @@
-{# The K_G reduction kernel (KG > 1, KR = 0), shared by gemm.cu and
-   gemm_mma.cu: the second launch of a split config. #}
+{# The K_G reduction kernel (KG > 1, KR = 0), after every GEMM kernel of a
+   split config (gemm_base.cu): the second launch of a split config. #}
 
 // K_G reduction: C = alpha * sum_z W[z] + beta * C over the {{ KG }} splits.
 // A block is RX elements x RZ lanes of z ({{ rx * rz }} threads); lane y sums

@@ -24,7 +24,8 @@ from . import learners
 from .data import TrainingData
 from .features import Featurizer
 
-FORMAT = 6            # bump when a saved model can no longer be read as written (6: the guard)
+FORMAT = 7            # bump when a saved model can no longer be read as written (6: the guard;
+                      # 7: the guard validated against the default config on held-out problems)
 TARGETS = ("log_gflops", "log_ms", "residual")
 # the target where the backend has no analytical model among its derived features;
 # where it has one (CUDA), the residual (default_target; measured in notes/perfmodel.md)
@@ -133,8 +134,9 @@ class PerfModel:
         return self.meta.get("guard")
 
     def prefers_analytical(self) -> bool:
-        """Whether the learned model validated worse than the backend's analytical model
-        on its store: then `auto` (and a search, and first use) rank by the analytical one."""
+        """Whether the learned model's picks validated below the backend's default config
+        on its store's held-out problems (validate.guard_of): then `auto` takes the default
+        config, and a search and first use rank by the analytical model."""
         g = self.meta.get("guard")
         return bool(g) and g.get("use") == "analytical"
 
@@ -189,6 +191,11 @@ class PerfModel:
                      f"{100 * v['top8']:.1f}%")
             if v.get("cost_model") is not None:
                 line += f", the backend's analytical model's top-1 at {100 * v['cost_model']:.1f}%"
+            if v.get("auto_scored"):
+                line += (f"; auto's pick against the default config on {v['auto_scored']} of them: "
+                         f"{v['auto_vs_default_mean']:.3f}x on average, {v['auto_vs_default_min']:.3f}x "
+                         f"at least")
         if self.prefers_analytical():
-            line += " (worse than the analytical model: auto ranks by the analytical model)"
+            line += (" (not reliably at least the default config on held-out problems: auto takes the "
+                     "default config)")
         return line

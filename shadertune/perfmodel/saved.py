@@ -121,11 +121,14 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
 
     The guard: where the backend has an analytical cost model (predict_ms), a
     training also validates the learner on the store's problems (leave-problems-
-    out, `folds` folds: validate.validate) and scores the analytical model on the
-    same held-out problems; both scores are saved with the model (meta 'guard'),
-    and where the learned one is lower `auto` ranks by the analytical model
+    out, `folds` folds: validate.validate): on each held-out problem auto's pick
+    (the fold's model over auto's candidates) against the backend's default
+    config; the scores are saved with the model (meta 'guard'), and unless auto's
+    picks were at least the default's speed on every held-out problem (within
+    validate.NOISE) and on average, `auto` takes the default config
     (PerfModel.prefers_analytical).  A training then costs about `folds` + 1
-    fits instead of one; a call that finds the model current pays nothing.
+    fits instead of one, and the backend's candidate list for each problem;
+    a call that finds the model current pays nothing.
     validate=True validates even without a cost model (the summary's scores)."""
     try:
         learners.sklearn()
@@ -165,7 +168,9 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
         if validate or cost is not None:
             from .validate import guard_of, validate as run_validation
             v = run_validation(data, learner=learner, target=m.target, folds=folds,
-                               limits=device.limits, cost_model=cost)
+                               limits=device.limits, cost_model=cost,
+                               default=backend.default_config if cost is not None else None,
+                               listed=backend.candidates if cost is not None else None)
             m.meta["validation"] = v
             m.meta["guard"] = guard_of(v)
         m.meta["store_count"] = count

@@ -26,6 +26,7 @@ class CUDABackend(Backend):
     def __init__(self, device_id: int = 0):
         self.device_id = device_id
         self._spaces: dict[Problem, object] = {}
+        self._lists: dict[tuple, list] = {}    # (problem, n) -> candidates(problem, n)
         self._device_info: DeviceInfo | None = None
 
     # --- device ------------------------------------------------------------
@@ -67,8 +68,12 @@ class CUDABackend(Backend):
         return self._spaces[problem]
 
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
-        """The curated, model-ranked list (tuning.candidates): what a search times first."""
-        return candidates(problem, self.space(problem), self.limits(), n)
+        """The curated, model-ranked list (tuning.candidates): what a search times first.
+        Kept per problem (~1 s to rank; a model's validation asks for every stored problem's)."""
+        got = self._lists.get((problem, n))
+        if got is None:
+            got = self._lists[(problem, n)] = candidates(problem, self.space(problem), self.limits(), n)
+        return list(got)
 
     def default_config(self, problem: Problem) -> Config:
         start = self.space(problem).phases.start   # candidates(problem, 1)[0], set by space()

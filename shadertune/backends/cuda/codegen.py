@@ -1,19 +1,22 @@
 """Config -> CUDA source: derived constants are computed here, the templates
 (shaders/cuda/gemm.cu, FFMA; gemm_dmma.cu, float64 DMMA mma.sync; gemm_mma.cu,
 3xTF32 mma.sync; gemm_wgmma.cu, 3xTF32 warpgroup MMA; gemm_wgmma_ps.cu, the same on
-operands split and packed by a first kernel) stay readable CUDA."""
+operands split and packed by a first kernel) stay readable CUDA. Each fills the
+blocks of one frame, gemm_base.cu (title, constants, helpers, prologue, main
+loop, epilogue), which adds the K_G split's tail they share."""
 from __future__ import annotations
 
 from ...config import Config
 from ...problem import Problem
 from ...templates import render, template_hash as _template_hash
-from . import dmma
-from .space import batch_regs, complete, derive, scatters
+from . import dmma, streamk
+from .space import complete, derive, extra_regs, scatters
 
-TEMPLATES = ["cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_wgmma_ps.cu", "cuda/gemm_dmma.cu",
+TEMPLATES = ["cuda/gemm_base.cu", "cuda/streamk_loop.cu", "cuda/streamk_fixup.cu", "cuda/gemm.cu", "cuda/gemm_mma.cu", "cuda/gemm_wgmma.cu", "cuda/gemm_wgmma_ps.cu", "cuda/gemm_dmma.cu",
              "cuda/wgmma_ops.cu", "cuda/wgmma_threads.cu", "cuda/pack_split.cu", "cuda/signature.cu",
              "cuda/block_range.cu", "cuda/mma_prologue.cu", "cuda/mma_copy.cu", "cuda/mma_epilogue.cu",
-             "cuda/mma_pipeline.cu", "cuda/dmma_pipeline.cu", "cuda/cp_async.cu", "cuda/cp_async_pinned.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu"]
+             "cuda/mma_pipeline.cu", "cuda/dmma_pipeline.cu", "cuda/cp_async.cu", "cuda/cp_async_pinned.cu", "cuda/splitk_last_block.cu", "cuda/splitk_reduce.cu",
+             "cuda/partials_sum.cu"]
 KERNEL = "st_gemm"
 
 _VEC_TYPES = {  # (dtype, VEC) -> (type, zero value)
@@ -92,6 +95,13 @@ def batch_params(problem: Problem, config) -> dict:
             "batch_args": ", const long long sA, const long long sB", "wsplit": "WSPLIT"}
 
 
+def streamk_params(problem: Problem, c, d) -> dict:
+    """What the stream-K loop needs (SK > 0): its unit index type."""
+    if not c["SK"]:
+        return {}
+    return {"sk_t": streamk.index_type(streamk.shape(problem, c["BM"], c["BN"], d.KT)[2])}
+
+
 def params(problem: Problem, config: Config) -> dict:
     """Everything the template needs, knobs and derived constants."""
     c = dict(complete(config))
@@ -111,7 +121,8 @@ def params(problem: Problem, config: Config) -> dict:
         "trans_a": problem.trans_a, "trans_b": problem.trans_b,
         "c_vec": problem.N % d.FV == 0,
         "config_text": Config(c).key,
-        **{k: c[k] for k in ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "VEC", "DB", "ST", "KG", "KL", "KR", "trans")},
+        **{k: c[k] for k in ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "VEC", "DB", "ST", "KG", "KL", "KR", "SK", "trans")},
+        "PS": 0,
         "scatter_a": scatter_a, "scatter_b": scatter_b,
         "async_a": bool(c["ST"]) and not scatter_a, "async_b": bool(c["ST"]) and not scatter_b,
         "vbytes": c["VEC"] * problem.itemsize,
@@ -142,9 +153,9 @@ def params_mma(problem: Problem, config: Config) -> dict:
     d = derive(problem, c)
     rx, rz = reduce_shape(problem, c)
     return {
-        "kernel": KERNEL, "config_text": Config(c).key,
+        "kernel": KERNEL, "config_text": Config(c).key, "T": "float" if problem.dtype == "float32" else "double",
         "trans_a": problem.trans_a, "trans_b": problem.trans_b,
-        **{k: c[k] for k in ("BM", "BN", "BK", "WM", "WN", "VEC", "ST", "KG", "KR")},
+        **{k: c[k] for k in ("BM", "BN", "BK", "WM", "WN", "VEC", "ST", "KG", "KR", "SK", "PS")},
         "warps_n": d.warps_n, "threads": d.threads,
         "loads_a": d.loads_a, "loads_b": d.loads_b, "lda_s": d.lda_s, "ldb_s": d.ldb_s,
         "stage_a": d.stage_elems_a, "stage_b": d.stage_elems_b,
@@ -160,6 +171,7 @@ def params_mma(problem: Problem, config: Config) -> dict:
         "pair_t": "float2" if problem.dtype == "float32" else "double2",
         "acc_t": "float" if problem.dtype == "float32" else "double",
         **batch_params(problem, c),
+        **streamk_params(problem, c, d),
     }
 
 
@@ -170,7 +182,7 @@ def params_wgmma(problem: Problem, config: Config) -> dict:
     nreg, ni = c["WN"] // 2, c["WN"] // 8
     return {
         **params_mma(problem, config),
-        "AR": c["AR"], "PS": c["PS"],
+        "AR": c["AR"],
         "wgmma_nreg": nreg,
         "wgmma_regs": ", ".join(f"%{r}" for r in range(nreg)),
         "wgmma_outs": ", ".join(f'"+f"(d[{j}][{q}])' for j in range(ni) for q in range(4)),
@@ -184,7 +196,8 @@ def source(problem: Problem, config: Config) -> str:
         name = "cuda/gemm_wgmma_ps.cu" if c["PS"] else "cuda/gemm_wgmma.cu"
         return render(name, **params_wgmma(problem, config))
     if mma == dmma.MMA:
-        return render("cuda/gemm_dmma.cu", **params_mma(problem, c), **dmma.params(c, derive(problem, c), batch_regs(problem)))
+        return render("cuda/gemm_dmma.cu", **params_mma(problem, c),
+                      **dmma.params(c, derive(problem, c), extra_regs(problem, c["SK"])))
     if mma:
         return render("cuda/gemm_mma.cu", **params_mma(problem, config))
     return render("cuda/gemm.cu", **params(problem, config))

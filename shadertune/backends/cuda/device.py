@@ -18,6 +18,8 @@ DEFAULT_LIMITS = {
     "max_regs_per_thread": 255,
     "num_sms": 132,
     "warp_size": 32,
+    "max_smem_per_sm": 228 * 1024,
+    "max_threads_per_sm": 2048,
 }
 
 
@@ -49,6 +51,8 @@ def _read_limits(device_id: int) -> dict:
         "max_regs_per_thread": 255,   # every architecture since Kepler GK110
         "num_sms": int(p["multiProcessorCount"]),
         "warp_size": int(p["warpSize"]),
+        "max_smem_per_sm": int(p.get("sharedMemPerMultiprocessor", DEFAULT_LIMITS["max_smem_per_sm"])),
+        "max_threads_per_sm": int(p.get("maxThreadsPerMultiProcessor", DEFAULT_LIMITS["max_threads_per_sm"])),
         "name": p["name"].decode() if isinstance(p["name"], bytes) else str(p["name"]),
     }
 

@@ -14,6 +14,7 @@ from .device import import_cupy
 from .launch import PACK_SIGNATURE, KernelLaunch, gemm_signature, reduce_signature
 from .timing import event_times
 from .space import derive
+from . import streamk
 from ..base import Kernel
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
@@ -63,9 +64,26 @@ class CUDAKernel(Kernel):
                 self._main.max_dynamic_shared_size_bytes = self.d.smem_bytes
             except _cuda_errors(cupy) as e:
                 raise InvalidConfig(f"cannot opt in to {self.d.smem_bytes} B of shared memory: {e}") from None
+        self._init_state(limits["num_sms"])
+
+    @classmethod
+    def from_functions(cls, cp, problem: Problem, config: Config, main, reduce=None, pack=None,
+                       sms: int = 132) -> "CUDAKernel":
+        """A kernel over compiled functions given as they are (stand-ins for a
+        module: the tests' fake CuPy, bench-host-overhead's stubs): the launch
+        path, no compile and no device."""
+        k = object.__new__(cls)
+        k._cp, k.problem, k.config, k.source = cp, problem, config, ""
+        k.d = derive(problem, config)
+        k._main, k._reduce, k._pack = main, reduce, pack
+        k._init_state(sms)
+        return k
+
+    def _init_state(self, sms: int) -> None:
         self._args = self._keep = None
-        self._cnt = {}    # stream handle -> KR counters
+        self._cnt = {}    # stream handle -> KR / SK counters
         self._ws = {}     # stream handle -> K_G workspace
+        self._sms = sms   # the stream-K grid's SMs
         self._launch_constants()
 
     # --- device-side -----------------------------------------------------
@@ -126,6 +144,12 @@ class CUDAKernel(Kernel):
                             -(-p.N // c["BN"]) * c["BN"] * ktiles * c["BK"] * 2)
             self._pack_grid = (-(-sum(self._packed) // (8 * PACK_THREADS)), 1, 1)   # a thread: 4 floats of each half
             self._launch_pack = KernelLaunch(self._cp, self._pack, PACK_SIGNATURE, (PACK_THREADS,))
+        self._sk = self.config.get("SK", 0)
+        if self._sk:   # stream-K: the persistent grid and its partials' workspace (streamk.py)
+            tiles, _, units = streamk.shape(p, self.config["BM"], self.config["BN"], d.KT)
+            g = streamk.grid(units, self._sk, self._sms)
+            self._grid_sk = (g, 1, 1)
+            self._w_sk = streamk.workspace(g, self.config["BM"], self.config["BN"])
 
     def _scales_of(self, alpha, beta) -> tuple:
         """((alpha, beta), the main kernel's constants, (alpha, beta) rounded to
@@ -154,6 +178,9 @@ class CUDAKernel(Kernel):
         if scales[0] != (alpha, beta):
             scales = self._scales = self._scales_of(alpha, beta)
         try:
+            if self._sk:
+                self._enqueue_streamk(a_ptr, b_ptr, c_ptr, scales, stream)
+                return
             if self._pack is not None:
                 self._enqueue_packed(a_ptr, b_ptr, c_ptr, scales, stream)
                 return
@@ -242,11 +269,24 @@ class CUDAKernel(Kernel):
             self._launch_pack.launch(self._pack_grid, st, (a_ptr, b_ptr, pa, pb), self._dims[:3])
         self._launch_main.launch(self._grid1, st, (pa, pb, c_ptr, c_ptr, 0), scales[1])
 
+    def _enqueue_streamk(self, a_ptr, b_ptr, c_ptr, scales, stream):
+        """SK > 0 (one product, no K_G): the persistent grid, its partials in the
+        stream's workspace (after the packed operands with PS, whose pack kernel
+        runs first), the tiles' counters."""
+        st = stream if stream is not None else self._cp.cuda.get_current_stream()
+        packed = sum(self._packed) if self._pack is not None else 0
+        ws = self._workspace(st, packed + self._w_sk)      # held until the launches are queued
+        a, b, w = a_ptr, b_ptr, ws[0] + packed * self.problem.itemsize
+        if packed:
+            a, b = ws[0], ws[0] + self.problem.itemsize * self._packed[0]
+            self._launch_pack.launch(self._pack_grid, st, (a_ptr, b_ptr, a, b), self._dims[:3])
+        self._launch_main.launch(self._grid_sk, st, (a, b, c_ptr, w, self._counters(st)), scales[1])
+
     def _counters(self, stream):
-        """KR's arrival counters, one per C tile: zero between launches (the
-        last block of a tile resets its own), so one set serves every launch
+        """KR's and SK's arrival counters, one per C tile: zero between launches
+        (the last block of a tile resets its own), so one set serves every launch
         queued on one stream; launches on another stream get their own."""
-        if not self.config["KR"]:
+        if not (self.config["KR"] or self._sk):
             return 0
         key = stream.ptr
         cnt = self._cnt.get(key)

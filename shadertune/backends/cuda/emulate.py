@@ -17,6 +17,9 @@ element of C, and what this module reproduces exactly:
 4. K_G split-K: each split runs 1-3 from zero over its K range (balanced on
    an 8-element grain, as the kernels split); the partials are summed in the
    reduce kernel's fixed order.
+5. Stream-K (SK): each tile's K is cut where the persistent blocks' ranges of
+   k tiles cross it (streamk.py); each segment runs 1-3 from zero over its
+   range, and a tile of several segments sums them from zero in block order.
 
 One tensor-core instruction (k = 8) is, per element, d = c + a_1 b_1 + ... +
 a_8 b_8 with TF32 a, b (products exact) and float32 c, d. How that sum is
@@ -218,11 +221,12 @@ def _block_exact(c, p, mode: str) -> np.ndarray:
 # --- the kernels -------------------------------------------------------------------------------
 
 def emulate_3xtf32(A, B, merge: int = 1, model: str = "hopper", KG: int = 1, RZ: int = 1,
-                   neab: int = HOPPER_NEAB) -> np.ndarray:
+                   neab: int = HOPPER_NEAB, streamk: tuple | None = None) -> np.ndarray:
     """C = A @ B (float32, logical M x K and K x N) as the 3xTF32 kernels compute
     it: `merge` k-steps of 8 per round-to-nearest merge (mma.sync: 1; wgmma:
     BK / 8), tensor-core instructions under `model`, KG split-K partials summed
-    by RZ lanes of the reduce kernel (RZ = 1: in z order, as KR = 1 does)."""
+    by RZ lanes of the reduce kernel (RZ = 1: in z order, as KR = 1 does); with
+    streamk = (BM, BN, KT, G), stream-K's segments of each tile (point 5)."""
     A, B = _operands(A, B)
     if merge < 1:
         raise ValueError(f"merge must be >= 1 k-step, got {merge}")
@@ -234,18 +238,43 @@ def emulate_3xtf32(A, B, merge: int = 1, model: str = "hopper", KG: int = 1, RZ:
     N = B.shape[1]
     a_big, a_small = split_tf32(A)
     b_big, b_small = split_tf32(np.ascontiguousarray(B.T))
-    parts = []
-    for kbeg, kend in split_ranges(K, KG):
-        acc = np.zeros((M, N), np.float32)
+
+    def partial(rows, cols, kbeg, kend):
+        acc = np.zeros((rows.stop - rows.start, cols.stop - cols.start), np.float32)
         for c0 in range(kbeg, kend, BLOCK * merge):
-            t = np.zeros((M, N), np.float32)
+            t = np.zeros_like(acc)
             for k0 in range(c0, min(c0 + BLOCK * merge, kend), BLOCK):
                 k = slice(k0, min(k0 + BLOCK, kend))
                 for x, y in ((a_small, b_big), (a_big, b_small), (a_big, b_big)):
-                    t = block_fma(t, x[:, None, k], y[None, :, k], model, neab)
+                    t = block_fma(t, x[rows, None, k], y[None, cols, k], model, neab)
             acc = acc + t                                   # the merge: one FADD, to nearest
-        parts.append(acc)
-    return reduce_splits(parts, RZ)
+        return acc
+    if streamk is not None:
+        return _streamk_tiles(M, N, K, streamk, partial)
+    every = slice(0, M), slice(0, N)
+    return reduce_splits([partial(*every, kbeg, kend) for kbeg, kend in split_ranges(K, KG)], RZ)
+
+
+def _streamk_tiles(M: int, N: int, K: int, sk: tuple, partial) -> np.ndarray:
+    """C of stream-K (BM, BN, KT, G): each tile's segments' partials, from zero, in
+    block order (streamk_fixup.cu; a tile of one segment is that segment's)."""
+    from . import streamk
+    BM, BN, KT, G = sk
+    ntn, kt = -(-N // BN), -(-K // KT)
+    tiles = -(-M // BM) * ntn
+    W = tiles * kt
+    C = np.zeros((M, N), np.float32)
+    for t in range(tiles):
+        rows = slice(t // ntn * BM, min(M, (t // ntn + 1) * BM))
+        cols = slice(t % ntn * BN, min(N, (t % ntn + 1) * BN))
+        lo, hi = streamk.tile_blocks(t, kt, G, W)
+        parts = []
+        for b in range(lo, hi + 1):
+            u0, u1 = streamk.block_units(b, G, W)
+            k0, k1 = max(u0, t * kt) - t * kt, min(u1, (t + 1) * kt) - t * kt
+            parts.append(partial(rows, cols, k0 * KT, min(K, k1 * KT)))
+        C[rows, cols] = reduce_splits([np.zeros_like(parts[0])] + parts) if len(parts) > 1 else parts[0]
+    return C
 
 
 def split_ranges(K: int, KG: int, grain: int = BLOCK) -> list[tuple[int, int]]:
@@ -302,9 +331,11 @@ def _operands(A, B) -> tuple[np.ndarray, np.ndarray]:
     return A, B
 
 
-def for_config(problem, config) -> dict:
+def for_config(problem, config, sms: int = 132) -> dict:
     """emulate_3xtf32's keyword arguments for a CUDA config (MMA = 3 or 4):
-    merge (mma.sync 1; wgmma BK / 8, 2 BK / 8 with PS = 2), KG and the reduce kernel's RZ."""
+    merge (mma.sync 1; wgmma BK / 8, 2 BK / 8 with PS = 2), KG and the reduce kernel's
+    RZ; with stream-K (SK), its tiles and grid on a device of `sms` SMs."""
+    from . import streamk
     from .codegen import reduce_shape
     mma = config.get("MMA", 0)
     if mma not in (3, 4):
@@ -313,4 +344,8 @@ def for_config(problem, config) -> dict:
     rz = reduce_shape(problem, config)[1] if kg > 1 and not config.get("KR", 0) else 1
     # wgmma: a stage's k-steps, two stages' on pre-split operands with PS = 2
     stages = 2 if config.get("PS", 0) == 2 else 1
-    return {"merge": 1 if mma == 3 else stages * config["BK"] // BLOCK, "KG": kg, "RZ": rz}
+    kw = {"merge": 1 if mma == 3 else stages * config["BK"] // BLOCK, "KG": kg, "RZ": rz}
+    if config.get("SK", 0):
+        units = streamk.shape(problem, config["BM"], config["BN"], config["BK"])[2]
+        kw["streamk"] = (config["BM"], config["BN"], config["BK"], streamk.grid(units, config["SK"], sms))
+    return kw

@@ -3,10 +3,14 @@ skips the front door's per-call analysis.
 
 A call whose operands are two CuPy arrays or two PyTorch CUDA tensors (and
 `out`, if given, one of the same kind), read and written in place (no copy,
-no temporary), with no first-use tuning and a config given as a string, is
-described completely by a key: the arrays' type, shapes, strides, dtypes,
-base alignment and device, the config string, the store (`db`: None, a str or
-a pathlib path) and the door.  Once such a call has run the
+no temporary), with no first-use tuning, is described completely by a key:
+the arrays' type, shapes, strides, dtypes, base alignment and device, the
+config (a name or JSON text, a Config, a dict's items: api._lane_config), the
+store (`db`: None, a str, a pathlib path or a Store object) and the door.  A
+tuned config passed as knobs or a store passed as an object costs a call no
+more host time than config="default": the search times the kernels' device
+time, and a call whose host time exceeds it runs slower than the search
+measured (notes/cuda.md, session 12).  Once such a call has run the
 regular way (check_call -> prepare -> execute: every check, every decision),
 the lane keeps what it launched (Express.learn) under that key; a later call
 with the same key allocates the result and launches the same kernel, on the
@@ -25,8 +29,8 @@ again each call, or the call takes the regular path:
 alpha and beta are launch constants (Python floats and ints; other types take
 the regular path, which converts them; beta != 0 needs `out`).  Anything else
 the key does not cover takes the regular path: a key never seen, another
-array kind, a config given as a dict or Config, a Store object (or a path-like
-other than pathlib's) as db.
+array kind, a dict config with a value that cannot be hashed, a path-like db
+other than pathlib's.
 """
 from __future__ import annotations
 
@@ -99,6 +103,10 @@ class Express:
             plan.torch_dtype = getattr(torch, lay.dtype.name)
             plan.torch_device = torch.device("cuda", plan.device_id)
         with self._lock:
+            try:
+                hash(key)
+            except TypeError:            # a dict config with an unhashable value
+                return
             self._kinds[type(A)] = kind
             if len(self._plans) >= KEEP:
                 self._plans.pop(next(iter(self._plans)))
@@ -115,7 +123,10 @@ class Express:
         if kind is None or type(B) is not type(A) or (out is not None and type(out) is not type(A)):
             return None
         key = (_cupy_key if kind == "cupy" else _torch_key)(A, B, out, config, db)
-        plan = self._plans.get(key)
+        try:
+            plan = self._plans.get(key)
+        except TypeError:                # a dict config with an unhashable value: never learned
+            return None
         if plan is None:
             return None
         check_not_forked()

@@ -57,6 +57,13 @@ Knobs (Li-Dongarra's names where they exist, seed 000):
            chain of 3 * BK/8 truncating tensor-core sums, as MMA = 4); PS = 2
            adds it once every two stages (chains twice as long, half the
            drains of the tensor pipe)
+  SK       stream-K (the tensor-core kernels, KG = 1, one product): 0 = one
+           block a tile; 1 or 2 = a persistent grid of SK blocks a streaming
+           multiprocessor that share the output's tiles x k tiles evenly, a
+           block crossing tile boundaries; a tile split between blocks is
+           summed in the same launch by the last of them to finish, in block
+           order (streamk.py, shaders/cuda/streamk_*.cu): every SM busy when
+           the tiles do not fill whole waves
 
 Pruning (Li-Dongarra style, before any compile): tiles no larger than the
 problem needs (powers of two, plus N rounded up to 8 where N is under 128: a
@@ -102,7 +109,16 @@ WGMMA_REGS_PER_COPY = 2
 BATCH_REGS = 16
 # Knobs added after results were first stored, with the value that reproduces
 # the kernel as it was: configs written before the knob existed stay valid.
-KNOB_DEFAULTS = {"ST": 0, "MMA": 0, "AR": 0, "PS": 0}
+KNOB_DEFAULTS = {"ST": 0, "MMA": 0, "AR": 0, "PS": 0, "SK": 0}
+# Stream-K's loop state (the unit range, the segment) and the epilogue's two
+# destinations: ptxas (nvcc 13.0, sm_90/sm_90a) gave the tensor-core kernels
+# -6..+18 registers over the same config without it on 88 sampled configs (a
+# few wgmma tiles with A in shared memory, far below the cap, up to +32), the
+# wgmma kernel with A from registers +1..+12 (notes/cuda.md, session 12).
+SK_REGS = 16
+SK_REGS_AR = 12
+# Shared memory of one SM (sm_90: 228 KB), where the device does not say.
+SMEM_PER_SM = 233472
 
 
 def complete(c):
@@ -118,7 +134,7 @@ def complete(c):
 # The phased order: block tile, then thread and warp tile, then the stage
 # depth, then the memory-path knobs, then split-K.
 PHASES = PhasePlan(groups=(("MMA", "BM", "BN"), ("TM", "TN", "WM", "WN"), ("BK",),
-                           ("VEC", "DB", "ST", "PAD", "trans", "AR", "PS"), ("KG", "KL", "KR")))
+                           ("VEC", "DB", "ST", "PAD", "trans", "AR", "PS"), ("KG", "KL", "KR", "SK")))
 
 
 def _pow2_upto(lo: int, hi: int) -> list[int]:
@@ -234,14 +250,14 @@ def _stage_layout(problem: Problem, MMA, BM, BN, KT, trans, PAD, AR) -> tuple[in
     return lda_s, ldb_s, stage_a, KT * ldb_s
 
 
-def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR, PS) -> int:
+def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR, PS, SK=0) -> int:
     """Shared-memory bytes: the stages (ST, else 2 with DB, else 1), the wgmma
     kernel's two split buffers (of B only with AR), the K_L reduction's buffer,
-    KR's 16-byte flag; with pre-split operands (PS) ST packed stages of both
-    halves of A and B and an 8-byte mbarrier each."""
-    flag = 16 if KR else 0
+    KR's or SK's 16-byte flag; with pre-split operands (PS) ST packed stages of
+    both halves of A and B and an 8-byte mbarrier each."""
+    flag = 16 if KR or SK else 0
     if MMA == 4 and PS:
-        return ST * (2 * (BM + BN) * KT * 4 + 8)
+        return ST * (2 * (BM + BN) * KT * 4 + 8) + flag
     if MMA == 4:
         split = 2 * 2 * ((0 if AR else BM) + BN) * KT
         return (ST * (stage_a + stage_b) + split) * 4 + flag
@@ -254,21 +270,28 @@ def _smem(problem: Problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, A
 
 
 def _regs(problem: Problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a,
-          loads_b, BK, AR, PS) -> int:
+          loads_b, BK, AR, PS, SK=0) -> int:
     """Estimated registers per thread (each kernel's estimate, calibrated against
-    ptxas), BATCH_REGS more in a batch."""
+    ptxas), BATCH_REGS more in a batch, SK_REGS more with stream-K."""
+    extra = extra_regs(problem, SK, AR)
     if MMA == dmma.MMA:     # its mma shape depends on the registers left
-        return dmma.regs(WM, WN, BK, threads, loads_a + loads_b, batch_regs(problem))
+        return dmma.regs(WM, WN, BK, threads, loads_a + loads_b, extra)
     if MMA == 4 and PS:     # no copies in the threads: the sums, the temporary, loop state
-        return WN + WGMMA_REG_OVERHEAD
+        return WN + WGMMA_REG_OVERHEAD + extra
     regs = _product_regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, loads_a, loads_b)
     if AR:   # two stages of A fragments, big and small (BK / 8 k-steps x 4 x 2, twice), less what ptxas overlaps, plus addresses
         regs += 16 + 3 * BK // 2
-    return regs + batch_regs(problem)
+    return regs + extra
 
 
 def batch_regs(problem: Problem) -> int:
     return BATCH_REGS if problem.batch > 1 else 0
+
+
+def extra_regs(problem: Problem, SK, AR=0) -> int:
+    """Registers a kernel of the problem holds besides its own estimate: a batch's
+    (BATCH_REGS) and stream-K's loop state (SK_REGS; SK_REGS_AR with A from registers)."""
+    return batch_regs(problem) + ((SK_REGS_AR if AR else SK_REGS) if SK else 0)
 
 
 def _product_regs(problem: Problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, loads_a,
@@ -313,9 +336,10 @@ def _derive(problem: Problem, c) -> Derived:
     KT = _k_per_stage(MMA, c["BK"], KL)
     loads_a, loads_b = _loads(BM, BN, KT, c["VEC"], threads)
     lda_s, ldb_s, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, c["trans"], c["PAD"], c["AR"])
-    smem = _smem(problem, MMA, BM, BN, KT, KL, c["ST"], c["DB"], c.get("KR", 0), stage_a, stage_b, c["AR"], c["PS"])
+    smem = _smem(problem, MMA, BM, BN, KT, KL, c["ST"], c["DB"], c.get("KR", 0), stage_a, stage_b, c["AR"], c["PS"],
+                 c["SK"])
     regs = _regs(problem, MMA, c["TM"], c["TN"], c["WM"], c["WN"], c["VEC"], c["ST"], c["trans"],
-                 KL, threads, loads_a, loads_b, c["BK"], c["AR"], c["PS"])
+                 KL, threads, loads_a, loads_b, c["BK"], c["AR"], c["PS"], c["SK"])
     kgran, units = _k_units(problem)
     k_chunk = min(problem.K, kgran * -(-units // c["KG"]))
     grid = (-(-problem.N // BN), -(-problem.M // BM) * problem.batch, c["KG"])   # block_tiles x KG
@@ -361,6 +385,7 @@ def _domains(problem: Problem) -> dict:
         "MMA": [0, 3, 4] if fp32 else [0, dmma.MMA],
         "AR": [1, 0] if fp32 else [0],
         "PS": [2, 1, 0] if fp32 and problem.batch == 1 else [0],
+        "SK": [0, 1, 2] if problem.batch == 1 else [0],
     }
 
 
@@ -373,6 +398,7 @@ def _restrictions(problem: Problem, L: dict) -> list:
     ldb_c = problem.K if problem.trans_b else problem.N
     kgran, k_units = _k_units(problem)
     sms = L["num_sms"]
+    smem_sm = L.get("max_smem_per_sm", SMEM_PER_SM)
 
     def tensor_core_arch(MMA):
         "MMA = 3, 4 need float32 and sm_80+ (MMA = 4: sm_90 exactly); MMA = 1 float64 and sm_90+"
@@ -443,19 +469,21 @@ def _restrictions(problem: Problem, L: dict) -> list:
         "the cp.async pipeline (ST > 0) needs sm_80+, DB = 1 and an operand it can copy untransposed"
         return ST == 0 or (DB == 1 and cc >= 80 and (MMA or not all(_scatters(problem, trans))))
 
-    def smem_limit(MMA, BM, BN, BK, KL, trans, PAD, ST, DB, KR, AR, PS):
-        "shared memory within the opt-in maximum per block"
+    def smem_limit(MMA, BM, BN, BK, KL, trans, PAD, ST, DB, KR, AR, PS, SK):
+        "shared memory within the opt-in maximum per block, and SK blocks within an SM's (stream-K)"
         KT = _k_per_stage(MMA, BK, KL)
         _, _, stage_a, stage_b = _stage_layout(problem, MMA, BM, BN, KT, trans, PAD, AR)
-        smem = _smem(problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR, PS)
-        return smem <= L["max_smem_per_block_optin"]
+        smem = _smem(problem, MMA, BM, BN, KT, KL, ST, DB, KR, stage_a, stage_b, AR, PS, SK)
+        return smem <= L["max_smem_per_block_optin"] and (SK < 2 or SK * smem <= smem_sm)
 
-    def regs_limit(MMA, BM, BN, BK, TM, TN, WM, WN, KL, VEC, ST, trans, AR, PS):
-        "estimated registers within 255 and within the register file / threads"
+    def regs_limit(MMA, BM, BN, BK, TM, TN, WM, WN, KL, VEC, ST, trans, AR, PS, SK):
+        "estimated registers within 255 and within the register file / threads (of SK blocks with stream-K)"
         threads = _threads(MMA, BM, BN, WM, WN, KL)[2]
         loads_a, loads_b = _loads(BM, BN, _k_per_stage(MMA, BK, KL), VEC, threads)
-        regs = _regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a, loads_b, BK, AR, PS)
-        return regs <= min(L["max_regs_per_thread"], L["regs_per_block"] // threads // 8 * 8)
+        regs = _regs(problem, MMA, TM, TN, WM, WN, VEC, ST, trans, KL, threads, loads_a, loads_b, BK, AR, PS, SK)
+        blocks = max(1, SK)
+        return (regs <= min(L["max_regs_per_thread"], L["regs_per_block"] // (blocks * threads) // 8 * 8)
+                and blocks * threads <= L.get("max_threads_per_sm", 2048))
 
     def split_k(KG, KL, BM, BN):
         "split-K only where the MN grid leaves SMs idle; every K_G split gets work; at most 8 waves"
@@ -468,11 +496,20 @@ def _restrictions(problem: Problem, L: dict) -> list:
         "the in-launch K_G reduction (KR = 1) needs K_G > 1"
         return KR == 0 or KG > 1
 
+    def stream_k(MMA, SK, KG, BM, BN, BK):
+        "stream-K (SK > 0) only in the tensor-core kernels (MMA > 0), without K_G (KG = 1), for one product, where one block a tile would leave a wave of SK blocks an SM part-empty and there are more work units (tiles x k tiles) than blocks"
+        if SK == 0:
+            return True
+        tiles = block_tiles(problem, BM, BN)
+        units = tiles * -(-problem.K // BK)
+        return (MMA != 0 and KG == 1 and problem.batch == 1 and tiles % (SK * sms) != 0
+                and units >= SK * sms)
+
     # why_invalid checks them in this order: the cheap ones that reject most first
     return [
         aligned_rows, tensor_core_arch, register_operand, presplit, tensor_core_tiles, tensor_core_copies, tensor_core_layout,
         warp_shape, block_shape, dmma_shape, threads_limit, pipeline, loads_divide,
-        smem_limit, regs_limit, split_k, reduce_mode,
+        stream_k, smem_limit, regs_limit, split_k, reduce_mode,
     ]
 
 

@@ -18,8 +18,8 @@ import math
 
 from ...config import Config
 from ...problem import Problem
-from . import dmma
-from .space import KNOB_DEFAULTS, WARP, batch_regs, block_tiles, derive
+from . import dmma, streamk
+from .space import KNOB_DEFAULTS, WARP, block_tiles, derive, extra_regs
 
 _TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32),
           (32, 32), (128, 32), (256, 32), (128, 16), (64, 16), (256, 16), (32, 16), (16, 16)]
@@ -46,7 +46,7 @@ def _raw(problem: Problem, limits: dict):
             for (KG, KL), BK in itertools.product(splits, (8, 16, 32)):
                 for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
                     yield dict(BM=BM, BN=BN, BK=BK, TM=TM, TN=TN, WM=WM, WN=WN, trans=1,
-                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR, MMA=0, AR=0, PS=0)
+                               VEC=VEC, PAD=FV, DB=1, ST=0, KG=KG, KL=KL, KR=KR, MMA=0, AR=0, PS=0, SK=0)
 
 
 # Tensor-core (MMA = 3) warp tiles, (WM, WN): mma fragments of 16 x 8.
@@ -69,14 +69,18 @@ def _raw_mma(problem: Problem, limits: dict):
 
 def _tensor_core_configs(problem: Problem, limits: dict, mma: int, BM, BN, WM, WN, bks):
     """One tile of a tensor-core kernel: its K_G splits (where the tiles leave
-    SMs idle), k-depths `bks`, reductions and vector widths; the FFMA-only
-    knobs at their canonical values."""
+    SMs idle), k-depths `bks`, reductions and vector widths, and without K_G
+    stream-K's one and two blocks an SM where the tiles leave the last wave
+    part-empty (the space says where); the FFMA-only knobs at their canonical
+    values."""
     tiles = block_tiles(problem, BM, BN)
-    kgs = (1, 2, 4, 8, 16, 32, 64, 128, 256) if tiles < limits["num_sms"] else (1,)
+    sms = limits["num_sms"]
+    kgs = (1, 2, 4, 8, 16, 32, 64, 128, 256) if tiles < sms else (1,)
+    sks = (0, 1, 2) if tiles % sms and problem.batch == 1 else (0,)
     for KG, BK in itertools.product(kgs, bks):
-        for KR, VEC in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1)):
+        for KR, VEC, SK in itertools.product((0, 1) if KG > 1 else (0,), (4, 2, 1), sks if KG == 1 else (0,)):
             yield dict(BM=BM, BN=BN, BK=BK, TM=4, TN=4, WM=WM, WN=WN, trans=1,
-                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma, AR=int(mma == 4), PS=0)
+                       VEC=VEC, PAD=4, DB=1, ST=3, KG=KG, KL=1, KR=KR, MMA=mma, AR=int(mma == 4), PS=0, SK=SK)
 
 
 # Warpgroup-MMA (MMA = 4) warp tiles: a warpgroup's 64 x WN.
@@ -96,6 +100,16 @@ WGMMA_SHARED_A = 0.85
 WGMMA_PRESPLIT = 1.3
 PACK_BYTES = 12
 PACK_LAUNCH = 3000
+# Stream-K: what a segment costs a block besides its k tiles (the pipeline
+# filled again, an epilogue, a barrier): a guess of about two stages' latency,
+# not calibrated on a GPU (notes/cuda.md, session 12). Until it is, a stream-K
+# config ranks above the same config without it only where the model gives it
+# more than SK_MARGIN: the untuned default of a shape whose waves are nearly
+# full stays the measured kernel, and searches still time stream-K (the list
+# and the ranking keep it).
+SK_SEGMENT = 1500
+SK_MARGIN = 1.15
+SK_VARIANTS = 3       # shapes of a candidate list that bring their stream-K twin
 
 
 def _raw_wgmma(problem: Problem, limits: dict):
@@ -123,6 +137,12 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
                         (228 * 1024) // (d.smem_bytes + 1024), 32))
     blocks = d.grid[0] * d.grid[1] * d.grid[2]
     busiest = -(-blocks // sms)                       # blocks on the busiest SM
+    k_work = min(d.k_chunk, max(problem.K, 1))        # k of one block
+    sk = c.get("SK", 0)
+    if sk:    # stream-K: G persistent blocks of ceil(units / G) k tiles each (streamk.py)
+        tiles, kt, units = streamk.shape(problem, c["BM"], c["BN"], d.KT)
+        g = streamk.grid(units, sk, sms)
+        busiest, k_work = -(-g // sms), -(-units // g) * d.KT
     warps = min(per_sm, busiest) * d.threads // WARP  # warps resident to hide latency
     block_reuse = c["BM"] * c["BN"] / (c["BM"] + c["BN"])   # FMAs per element fetched to shared
     if c.get("MMA", 0) == 4:
@@ -131,7 +151,7 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         eff = min(1.0, warps / 4.0) * min(1.0, block_reuse / 40.0)
         fma_rate = WGMMA_FMA_RATE * (WGMMA_PRESPLIT if c.get("PS", 0) else 1.0 if c.get("AR", 0) else WGMMA_SHARED_A)
     elif c.get("MMA", 0) == dmma.MMA:
-        eff, fma_rate = dmma.efficiency(c, d, warps, block_reuse, batch_regs(problem)), dmma.FMA_RATE
+        eff, fma_rate = dmma.efficiency(c, d, warps, block_reuse, extra_regs(problem, c["SK"])), dmma.FMA_RATE
     elif c.get("MMA", 0):
         # per shared element read (and split in two), a warp's WM x WN tile does WM * WN / (WM + WN) FMAs
         reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
@@ -141,7 +161,6 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         reuse = c["TM"] * c["TN"] / (c["TM"] + c["TN"])   # FMAs per shared element read
         eff = min(1.0, reuse / 4.0) * min(1.0, warps / 8.0) * min(1.0, block_reuse / 40.0)
         fma_rate = 128 if problem.dtype == "float32" else 64
-    k_work = min(d.k_chunk, max(problem.K, 1))
     # an empty C (M or N = 0) has no blocks: no work and no efficiency to divide by
     compute = busiest * c["BM"] * c["BN"] * k_work / (fma_rate * eff) if busiest else 0.0
     # A stage cannot finish faster than a global load (~700 cycles); DB hides
@@ -158,13 +177,22 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         reduce = 1500 + c["KG"] * c["BM"] * c["BN"] * problem.itemsize / 64
     else:
         reduce = 6000 if c["KG"] > 1 else 0
+    it = problem.itemsize
+    partials = 0
+    if sk:
+        # a block's segments (each refills the pipeline and ends in an epilogue) and,
+        # where it splits a tile, a fixup that reads the tile's partials (as KR's)
+        segs = 1 + -(-k_work // d.KT) // kt
+        partials = streamk.partial_estimate(tiles, kt, g)
+        splits = partials / max(1, tiles)
+        reduce = segs * SK_SEGMENT + (1500 + (1 + splits) * c["BM"] * c["BN"] * it / 64 if partials else 0)
     overhead = stages * 80 + reduce + 4000
     if c.get("PS", 0):   # the pack kernel runs before the GEMM
         overhead += PACK_LAUNCH + PACK_BYTES * problem.K * (problem.M + problem.N) / BYTES_PER_CYCLE
-    it = problem.itemsize
     traffic = it * (problem.M * problem.K * d.grid[0] / 4 + problem.K * problem.N * d.grid[1] / 4
-                    + problem.M * problem.N * (1 + 2 * (c["KG"] > 1) * c["KG"]))
-    return max(compute, traffic / BYTES_PER_CYCLE) + overhead
+                    + problem.M * problem.N * (1 + 2 * (c["KG"] > 1) * c["KG"])
+                    + 2 * partials * c["BM"] * c["BN"])
+    return (max(compute, traffic / BYTES_PER_CYCLE) + overhead) * (SK_MARGIN if sk else 1.0)
 
 
 def _ranked(problem: Problem, space, limits: dict, raw) -> list:
@@ -272,6 +300,7 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
     # from shared memory (which stands in where neither fits: split-K, four
     # warpgroups): two per shape, so that the list keeps as many shapes.
     out = []
+    streamed = 0      # shapes given a stream-K variant (SK_VARIANTS at most)
     for cfg in picked:
         if cfg.get("MMA", 0) == 4:
             order = ((4, 0, 1), (3, 0, 1), (4, 1, 0), (3, 0, 0))
@@ -287,4 +316,16 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
             if t not in out and (t == cfg or space.why_invalid(t) is None):
                 out.append(t)
                 added.append(ps)
+        # the stream-K twin of the shape's first variant, instead of its K_G split if
+        # it has one (the model's SK_MARGIN keeps it below where it is not clearly
+        # better: the search times it early anyway)
+        first = out[-len(added)] if added else None
+        if first is not None and streamed < SK_VARIANTS and first.get("MMA", 0):
+            base = first.replace(KG=1, KR=0)
+            bases = ([base.replace(PS=1, AR=0, VEC=1)] if first.get("MMA", 0) == 4 else []) + [base]   # wgmma: pre-split first
+            twins = [b.replace(SK=k) for b in bases for k in (1, 2) if k != first.get("SK", 0)]
+            twins = [t for t in twins if space.why_invalid(t) is None and t not in out]
+            if twins:
+                out.append(twins[0])
+                streamed += 1
     return out[:n]

@@ -38,8 +38,10 @@ BLOCKS = (128, 64, 256, 32)
 BKS = (16, 8, 32)
 THREAD_TILES = (8, 4, 16)
 LANES_N = (8, 4, 16, 2)
-VECS = (4, 2, 1)
+VECS = (2, 4, 1)
 PADS = (4, 0)
+A_T = (1, 0)
+DBS = (0, 1)
 SPLITS = (1, 2, 4, 8, 16, 32)
 COMPUTE_UNROLLS = ("full", 4)
 SOURCES = ("ssbo", "texture")
@@ -173,35 +175,45 @@ def compute_space(problem: Problem, limits: dict) -> Space:
         return unroll == "full" or bk > 4
 
     knobs = {"bm": BLOCKS, "bn": BLOCKS, "bk": BKS, "tm": THREAD_TILES, "tn": THREAD_TILES,
-             "lanes_n": LANES_N, "vec": VECS, "pad": PADS, "a_t": (1, 0), "db": (1, 0),
+             "lanes_n": LANES_N, "vec": VECS, "pad": PADS, "a_t": A_T, "db": DBS,
              "ks": SPLITS, "shuffle": (0,), "np": compute_np_values(K), "unroll": COMPUTE_UNROLLS,
              "a_src": SOURCES, "b_src": SOURCES}
     rules = [workgroup_shape, block_fits_shape, vec_divides_rows, loads_divide, shared_fits,
              register_budget, splits_in_one_pass, split_pays, grid_fits, buffers_fit, unroll_body]
-    return Space(knobs, rules, {"compute_units": units,
+    # the limits the cost model reads (compute_model.py), kept with the space
+    return Space(knobs, rules, {"compute_units": units, "max_compute_shared_bytes": shared,
                                 "software_renderer": bool(limits.get("software_renderer"))})
 
 
-# The untuned compute defaults, best first: the H200's plain SGEMM shape (128 x 128
-# blocks, bk 16, 8 x 8 an invocation, double buffered), then smaller blocks for
-# products it does not fit or that it leaves with too few workgroups.
+# The untuned compute defaults, best first: 128 x 128 blocks of 8 x 8 an invocation,
+# bk 16, A k-major in shared memory from 8-byte loads, one slab (on the H200 the
+# fastest of its one-knob neighbourhood: 32.1 TFLOP/s at 4096, against 28.4 with A
+# m-major and 23.3 double buffered, which takes more than 128 registers and halves
+# the warps a unit holds; notes/gl.md), then smaller blocks for products it does not
+# fit or leaves with too few workgroups.
 DEFAULT_TILES = ((128, 128, 8, 8), (64, 128, 8, 8), (128, 64, 8, 8), (64, 64, 8, 8),
                  (64, 64, 4, 4), (32, 64, 4, 4), (64, 32, 4, 4), (32, 32, 4, 4))
 
 
 def compute_candidates(problem: Problem, space) -> list[Config]:
-    """Valid compute configs of the default shapes, in DEFAULT_TILES order, one per tile:
-    the widest vector the shape allows, one pass, no split, storage buffers."""
+    """Valid compute configs of the default shapes, one per tile of DEFAULT_TILES (its
+    first valid variant) with the splits of K the space allows it, fastest first by the
+    cost model (compute_model.py, with the limits kept in the space's constants): a
+    small or deep-K product gets tiles or splits that give every unit a workgroup."""
+    from .compute_model import predict_ms
     out = []
     kpad = one_pass_np(problem.K)
     for bm, bn, tm, tn in DEFAULT_TILES:
-        for bk, vec, ln, a_t in ((16, 4, 8, 0), (16, 2, 8, 1), (16, 2, 8, 0), (16, 1, 8, 0), (8, 4, 8, 0),
-                                 (8, 1, 8, 0), (8, 1, 4, 0), (8, 1, 16, 0), (8, 1, 2, 0)):
+        for bk, vec, ln, a_t in ((16, 2, 8, 1), (16, 1, 8, 1), (16, 4, 8, 0), (16, 2, 8, 0), (16, 1, 8, 0),
+                                 (8, 4, 8, 0), (8, 1, 8, 0), (8, 1, 4, 0), (8, 1, 16, 0), (8, 1, 2, 0)):
             cfg = Config(family="compute", out="buffer", glsl=COMPUTE_GLSL, fetch="texelFetch", unroll="full",
                          np=kpad, mc="1x4", mrt_h=1, mrt_w=1, block_h=0, block_w=0,
                          a_src="ssbo", b_src="ssbo", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, lanes_n=ln,
-                         vec=vec, pad=4, a_t=a_t, db=1, ks=1, shuffle=0)
+                         vec=vec, pad=4, a_t=a_t, db=0, ks=1, shuffle=0)
             if cfg in space:
                 out.append(cfg)
+                # where the grid leaves units idle: its splits of K too (space rules say where)
+                out += [c for c in (cfg.replace(ks=k) for k in SPLITS[1:]) if c in space]
                 break
-    return out
+    ms = predict_ms(problem, out, space.constants)
+    return [c for _, _, c in sorted(zip(ms, range(len(out)), out))]

@@ -187,7 +187,8 @@ def gl_space(problem: Problem, limits: dict) -> GLSpace:
     if not parts:
         raise ValueError(f"the GL backend runs stacked products ({problem.key}) in one dispatch of "
                          "the compute family, which needs GL 4.5 compute shaders; this device has none")
-    space = GLSpace("family", parts)
+    # knobs and values read in the fragment family's order (Jiang's knobs first)
+    space = GLSpace("family", parts, domain_order=("fragment", "compute"))
     plan = PHASES
     if problem.batch == 1:
         plan = plan.starting_at(mrt_default_config(problem, space))
@@ -369,10 +370,17 @@ def default_config(problem: Problem, space: Space) -> Config:
     compute config 4.8; notes/gl.md), and stacked products are the compute family's."""
     software = space.constants.get("software_renderer", False)
     if "compute" in space.parts and (not software or "fragment" not in space.parts):
-        first = compute_candidates(problem, space)[:1]
-        if first:
-            return first[0]
+        first = compute_default_config(problem, space)
+        if first is not None:
+            return first
     return fragment_default_config(problem, space)
+
+
+def compute_default_config(problem: Problem, space: Space) -> Config | None:
+    """The compute family's default: its first candidate (compute_space.compute_candidates),
+    None where the space has no compute config of the default shapes."""
+    first = compute_candidates(problem, space)[:1] if "compute" in space.parts else []
+    return first[0] if first else None
 
 
 def fragment_default_config(problem: Problem, space: Space) -> Config:
@@ -412,8 +420,8 @@ def default_for(problem: Problem, space: Space, given) -> Config:
             family = "fragment"
         elif given.get("out") == "buffer" or any(k in given for k in COMPUTE_ONLY_KNOBS):
             family = "compute"
-    if family == "compute" or (family is None and "fragment" not in space.parts):
-        return default_config(problem, space)
+    if family == "compute":
+        return compute_default_config(problem, space) or default_config(problem, space)
     if "fragment" not in space.parts:
         return default_config(problem, space)      # the knobs given then say what is wrong
     if family is None:
