@@ -4,6 +4,12 @@ EGL picks Mesa llvmpipe where there is no GPU and the NVIDIA driver where
 there is one; `device_index` chooses among EGL devices.  Failures become one
 ContextError that says what is missing and how to fix it.
 
+Profile: an EGL context is a compatibility-profile one where the driver gives
+one of GL 4.5 (egl_compat.py), so that assembly kernels (lang=arbfp, nvfp) run
+in the same context, with the same textures, framebuffers, transfers and
+timing, as the GLSL ones; else core profile ($SHADERTUNE_GL_PROFILE=core asks
+for core; notes/gl.md has the measurements behind the choice).
+
 Threads: a GL context is current in at most one thread, and EGL refuses to make
 it current in a second thread while the first holds it (the GL calls of that
 thread then go nowhere).  So get_context() gives every thread its own context,
@@ -133,7 +139,8 @@ def check_device_index(device_index) -> None:
 
 def create_egl_context(device_index: int | None = None, require: int | None = None):
     """A new standalone moderngl context on EGL device `device_index` (default: the first),
-    current in the calling thread."""
+    current in the calling thread: compatibility profile where the driver gives it at the
+    version asked for (gl_profile), else core profile."""
     import moderngl
     check_not_forked()
     problems = _diagnose_egl()
@@ -141,6 +148,10 @@ def create_egl_context(device_index: int | None = None, require: int | None = No
         raise ContextError("cannot create a headless EGL GL context: " + "; ".join(problems))
     check_device_index(device_index)
     _note_gl_use()
+    ctx = _compat_context(device_index, require)
+    if ctx is not None:
+        _became_current(ctx)
+        return ctx
     try:
         kw = {"device_index": device_index} if device_index is not None else {}
         if require is None:
@@ -163,6 +174,35 @@ def create_egl_context(device_index: int | None = None, require: int | None = No
             f"{_NVIDIA_VENDOR}); choose another GPU with device_index") from None
     _became_current(ctx)
     return ctx
+
+
+# Which profile create_egl_context asks for (SHADERTUNE_GL_PROFILE): 'compat' (the default)
+# takes a compatibility-profile context where the driver gives one of the version asked
+# for (GL 4.5 unless `require` says otherwise), else a core one; 'core' always core.
+PROFILES = ("compat", "core")
+
+
+def gl_profile() -> str:
+    """The profile asked for: $SHADERTUNE_GL_PROFILE, 'compat' by default."""
+    profile = os.environ.get("SHADERTUNE_GL_PROFILE", "compat").strip().lower() or "compat"
+    if profile not in PROFILES:
+        raise ContextError(f"SHADERTUNE_GL_PROFILE must be one of {list(PROFILES)}, got {profile!r}")
+    return profile
+
+
+def _compat_context(device_index: int | None, require: int | None):
+    """A compatibility-profile context (egl_compat.py), the one kind of context in which
+    assembly programs shade, or None where the profile asked for is core or EGL gives
+    none of the version needed (the core-profile path then makes the context, and says
+    what went wrong if it cannot either)."""
+    if gl_profile() != "compat":
+        return None
+    from .egl_compat import create_compat_context
+    try:
+        return create_compat_context(device_index, require or 450)
+    except OSError:
+        _local.current = None       # a failed attempt may have changed what is current
+        return None
 
 
 def create_glfw_context(require: int = 330):
