@@ -91,7 +91,7 @@ def test_config_json_and_list_space(capsys):
     rc, out, err = codegen(capsys, "--size", "12,10,8", "--list-space")
     assert rc == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
-    image_knobs = {"out", "block_h", "block_w", "a_src", "b_src"}
+    image_knobs = {"out", "block_h", "block_w", "a_src", "b_src", "lang"}
     compute_knobs = {"family", "bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks",
                      "shuffle"}
     assert len(lines) > 10 and all(set(c) == set(cfg) | image_knobs | compute_knobs for c in lines)
@@ -107,7 +107,7 @@ def test_list_knobs(capsys):
     assert set(lines) == {"--glsl", "--fetch", "--unroll", "--np", "--mc", "--mrt_h", "--mrt_w",
                           "--out", "--block_h", "--block_w", "--a_src", "--b_src", "--family", "--bm",
                           "--bn", "--bk", "--tm", "--tn", "--lanes_n", "--vec", "--pad", "--a_t", "--db",
-                          "--ks", "--shuffle"}
+                          "--ks", "--shuffle", "--lang"}
     assert "1, 2, 4, 8, full" in lines["--unroll"] and "(default 1)" in lines["--unroll"]   # image default
 
 
@@ -126,7 +126,7 @@ def test_cuda_knobs_by_name_without_a_gpu(capsys):
     (["--size", "32", "-m", "4", "-n", "4"], "max_draw_buffers"),
     (["--size", "3,x"], "size must be"),
     (["--size", "32", "--config", "{not json"], "not valid JSON"),
-    (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: family, out, glsl, "
+    (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: family, out, lang, glsl, "
                                        "fetch, unroll, np, mc, mrt_h, mrt_w, block_h, block_w, a_src, "
                                        "b_src, bm, bn, bk, tm, tn, lanes_n, vec, pad, a_t, db, ks, "
                                        "shuffle); did you mean --unroll?"),
@@ -146,3 +146,19 @@ def test_module_entry_point():
     r = run_python(None, "-m", "shadertune.codegen", "--size", "16", "--mc", "2x2", cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "mc=2x2" in r.stdout
+
+
+def test_assembly_by_name(capsys):
+    """--lang arbfp prints the generated ARBfp program, completed from the ARBfp default
+    (unroll full, the GLSL knobs at the values assembly holds); --lang nvfp the NVfp one."""
+    rc, src, err = codegen(capsys, "--size", "64", "--lang", "arbfp", "--mc", "2x2", "--np", "16")
+    assert rc == 0, err
+    assert src.startswith("!!ARBfp1.0") and "mc=2x2" in src and src.count("# k-step") == 8
+    rc, src, err = codegen(capsys, "--size", "64", "--lang", "arbfp", "--unroll", "4")
+    assert rc == 2 and "no loops" in err
+    rc, src, err = codegen(capsys, "--size", "64", "--lang", "nvfp", "--unroll", "2", "--np", "32",
+                           "--mc", "1x4")
+    if rc == 2:                       # this driver runs no NV assembly: not in the space
+        assert "--lang nvfp: not in its domain" in err
+    else:
+        assert src.startswith("!!NVfp4.0") and "REP.S reps.x;" in src

@@ -7,6 +7,8 @@ from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
+from .asm_codegen import ASM_LANGS, asm_source, lang_of
+from .asm_driver import AsmKernel
 from .codegen import fragment_source, is_compute, is_image, plan_layout, templates_hash
 from .compute_codegen import compute_source, reduce_source
 from .compute_driver import ComputeKernel
@@ -117,7 +119,10 @@ class GLBackend(Backend):
         self._check_problem(problem)
         if is_compute(config):
             return compute_source(_compute_layout(problem, config), config)
-        return fragment_source(plan_layout(problem.M, problem.N, problem.K, config), config)
+        layout = plan_layout(problem.M, problem.N, problem.K, config)
+        if lang_of(config) in ASM_LANGS:
+            return asm_source(layout, config)
+        return fragment_source(layout, config)
 
     def build(self, problem: Problem, config: Config) -> GLKernel:
         """The kernel of `config` (a config without the image-path or compute knobs is
@@ -137,6 +142,9 @@ class GLBackend(Backend):
                                  reduce_source(layout) if layout.ks > 1 else None,
                                  pool=self.pool, transfers=self.transfers)
         layout = plan_layout(problem.M, problem.N, problem.K, config)
+        if lang_of(config) in ASM_LANGS:
+            return AsmKernel(self.ctx, problem, config, layout, asm_source(layout, config), pool=self.pool,
+                             transfers=self.transfers)
         src = fragment_source(layout, config)
         if is_image(config):
             return ImageKernel(self.ctx, problem, config, layout, src, pool=self.pool,
@@ -204,4 +212,4 @@ def _compute_layout(problem: Problem, config) -> ComputeLayout:
         raise InvalidConfig(str(e)) from None
 
 
-__all__ = ["GLBackend", "GLKernel", "ImageKernel", "ComputeKernel"]
+__all__ = ["GLBackend", "GLKernel", "ImageKernel", "ComputeKernel", "AsmKernel"]

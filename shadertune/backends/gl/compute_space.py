@@ -62,7 +62,7 @@ FRAGMENT_VALUES = {"family": "fragment", "bm": 0, "bn": 0, "bk": 0, "tm": 0, "tn
                    "vec": 0, "pad": 0, "a_t": 0, "db": 0, "ks": 1, "shuffle": 0}
 # the fragment family's own knobs on a compute config
 COMPUTE_FIXED = {"out": "buffer", "fetch": "texelFetch", "mc": "1x4", "mrt_h": 1, "mrt_w": 1,
-                 "block_h": 0, "block_w": 0, "glsl": COMPUTE_GLSL}
+                 "block_h": 0, "block_w": 0, "glsl": COMPUTE_GLSL, "lang": "glsl"}
 COMPUTE_KNOBS = ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks", "shuffle")
 
 # The phased order of the compute family (notes/gl.md, "Compute phase order"): the

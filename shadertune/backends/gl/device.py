@@ -152,6 +152,11 @@ def read_limits(ctx) -> dict:
         # 2 cores), too much for the evaluator's racing (search/evaluate.py)
         "software_renderer": is_software_renderer(info.get("GL_RENDERER", "")),
     }
+    # the assembly languages that shade here and their program limits (asm_driver.py)
+    from .asm_driver import assembly_limits
+    from .egl_compat import is_compatibility_profile
+    limits["compat_profile"] = is_compatibility_profile(ctx)
+    limits["asm_limits"] = assembly_limits(ctx)
     limits.update(image_path_limits(ctx, exts))
     limits.update(compute_limits(ctx, exts, limits["software_renderer"]))
     return limits

@@ -55,6 +55,20 @@ _SIGNATURES = {
     "glTextureBuffer": (None, [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint]),
     "glBindTextureUnit": (None, [ctypes.c_uint, ctypes.c_uint]),
     "glDeleteTextures": (None, [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
+    # assembly programs (ARB_fragment_program, NV_gpu_program4) and the fixed-function
+    # draw they shade (compatibility profile: asm_driver.py)
+    "glGenProgramsARB": (None, [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
+    "glDeleteProgramsARB": (None, [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
+    "glBindProgramARB": (None, [ctypes.c_uint, ctypes.c_uint]),
+    "glProgramStringARB": (None, [ctypes.c_uint, ctypes.c_uint, ctypes.c_int, ctypes.c_char_p]),
+    "glProgramLocalParameter4fARB": (None, [ctypes.c_uint, ctypes.c_uint] + [ctypes.c_float] * 4),
+    "glGetProgramivARB": (None, [ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_int)]),
+    "glGetIntegerv": (None, [ctypes.c_uint, ctypes.POINTER(ctypes.c_int)]),
+    "glGetString": (ctypes.c_char_p, [ctypes.c_uint]),
+    "glEnable": (None, [ctypes.c_uint]),
+    "glDisable": (None, [ctypes.c_uint]),
+    "glUseProgram": (None, [ctypes.c_uint]),
+    "glRectf": (None, [ctypes.c_float] * 4),
 }
 
 
@@ -86,7 +100,8 @@ def function(name: str):
     return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
 
 
-def _clear_errors(ctx, limit: int = 8) -> None:
+def clear_errors(ctx, limit: int = 8) -> None:
+    """Read GL errors until none is left (at most `limit`: a lost context repeats its own)."""
     for _ in range(limit):
         if ctx.error == "GL_NO_ERROR":
             return
@@ -99,7 +114,7 @@ def usable(ctx) -> bool:
     """Whether the entry points found here reach ctx (the context current in this
     thread): they must read ctx's own max texture size."""
     ok = _get_integer(ctx, MAX_TEXTURE_SIZE) == int(ctx.info.get("GL_MAX_TEXTURE_SIZE", -2))
-    _clear_errors(ctx)                    # ctx.info's own probes may leave errors
+    clear_errors(ctx)                    # ctx.info's own probes may leave errors
     return ok
 
 
@@ -114,11 +129,11 @@ def _get_integer(ctx, pname: int) -> int | None:
     fn = function("glGetInteger64v")
     if fn is None:
         return None
-    _clear_errors(ctx)
+    clear_errors(ctx)
     v = ctypes.c_int64(-1)
     fn(pname, ctypes.byref(v))
     if ctx.error != "GL_NO_ERROR":
-        _clear_errors(ctx)
+        clear_errors(ctx)
         return None
     return int(v.value)
 
@@ -140,14 +155,14 @@ def persistent_buffer(ctx, nbytes: int, read: bool):
                                                    "glMapNamedBufferRange"))
     if None in (create, storage, mapr) or nbytes <= 0:
         return None
-    _clear_errors(ctx)
+    clear_errors(ctx)
     glo = ctypes.c_uint(0)
     create(1, ctypes.byref(glo))
     access = MAP_PERSISTENT_BIT | MAP_COHERENT_BIT | (MAP_READ_BIT if read else MAP_WRITE_BIT)
     storage(glo.value, nbytes, None, access | (CLIENT_STORAGE_BIT if read else 0))
     ptr = mapr(glo.value, 0, nbytes, access) if ctx.error == "GL_NO_ERROR" else None
     if not ptr or ctx.error != "GL_NO_ERROR":
-        _clear_errors(ctx)
+        clear_errors(ctx)
         function("glDeleteBuffers")(1, ctypes.byref(glo))
         return None
     view = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
@@ -193,12 +208,12 @@ def buffer_texture(ctx, buffer_glo: int, floats: int) -> int | None:
     create, attach = function("glCreateTextures"), function("glTextureBuffer")
     if create is None or attach is None or ctx.version_code < 450 or not usable(ctx):
         return None
-    _clear_errors(ctx)
+    clear_errors(ctx)
     name = ctypes.c_uint(0)
     create(TEXTURE_BUFFER, 1, ctypes.byref(name))
     attach(name.value, _BUFFER_TEXTURE_FORMATS[floats], buffer_glo)
     if ctx.error != "GL_NO_ERROR" or not name.value:
-        _clear_errors(ctx)
+        clear_errors(ctx)
         delete_texture(name.value)
         return None
     return int(name.value)

@@ -5,7 +5,10 @@ Knobs:
   per render target, at most max_draw_buffers x 4 outputs; 'image' writes a
   block of C with imageStore (GL 4.2 / ARB_shader_image_load_store), so the
   block is bounded by registers, not by render targets (backends/gl/image_layout).
-- glsl (the 'compiler' stand-in: GLSL version), fetch (the 'profile'
+- lang: the language of a render-target kernel, Jiang's 'compiler': 'glsl', or
+  assembly generated from the same knobs, 'arbfp' (ARB_fragment_program) or
+  'nvfp' (NV_gpu_program4), where the context runs it (asm_codegen.py).
+- glsl (the GLSL version, a profile of the GLSL compiler), fetch (the 'profile'
   stand-in: texelFetch or normalised texture()), unroll, np: as Jiang's.
 - mc, mrt_h, mrt_w: the MRT path's blocking (channel use x render-target grid).
 - block_h, block_w: the C rows x columns one fragment owns on the image path.
@@ -17,17 +20,21 @@ the MRT path has block_h = block_w = 0 and texture operands; the image path
 has mc = 1x4 on a 1x1 target grid (its operands are row-major, 4 floats a
 texel), texelFetch (the normalised texture() only adds address arithmetic),
 the one GLSL version the context compiles image code in, and unroll <= 4 (a
-step of a large block is already hundreds of FMAs).
+step of a large block is already hundreds of FMAs).  Assembly writes the
+render-target path only and holds glsl at 330 and fetch at its texture
+instruction's kind; ARBfp has no loops, so its unroll is 'full' and its pass
+is bounded by the driver's program limits instead of the unroll budget.
 
 Pruning, before anything compiles: device limits read at run time (draw
 buffers, texture size and units; for the image path image load/store, storage
 buffers, a framebuffer without attachments, image units and uniforms, storage
 blocks, bindings and block size: where one is missing, the image path or the
-ssbo source drops out of the domains), the shape (np <= K, no render target or
-block row made only of padding) and budgets for unrolled code and registers.
+ssbo source drops out of the domains; the assembly languages and their program
+limits), the shape (np <= K, no render target or block row made only of
+padding) and budgets for unrolled code and registers.
 
-Phased order (Jiang's, with the path in front): for each out (image first), glsl,
-fetch, unroll: np over powers of two, then mc, then the MRT grid, then the
+Phased order (Jiang's, with the path in front and the language, his compiler,
+next): for each out (image first), lang, glsl, fetch, unroll: np over powers of two, then mc, then the MRT grid, then the
 image block, then the operand sources, then np refined recursively.  On one
 path the other path's groups hold one valid point, so they cost nothing.  The
 image path goes first because its best config is the bar every later config
@@ -45,6 +52,7 @@ from __future__ import annotations
 from ...config import Config
 from ...problem import Problem
 from ...space import PhasePlan, Space, UnionSpace, restriction
+from .asm_codegen import ASM_FETCH, ASM_GLSL, ASM_LANGS, LANGS, program_counts
 from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
 from .compute_space import (COMPUTE_FIXED, COMPUTE_PHASES, FRAGMENT_VALUES, compute_available,
                             compute_candidates, compute_space)
@@ -74,7 +82,7 @@ IMAGE_BODY_BUDGET = UNROLL_BUDGET * 16
 # NVIDIA thread can address; larger blocks spill (notes/gl.md has the measurement).
 REGISTER_BUDGET = 128
 
-FRAGMENT_PHASES = PhasePlan(outer=("out", "glsl", "fetch", "unroll"), refine="np",
+FRAGMENT_PHASES = PhasePlan(outer=("out", "lang", "glsl", "fetch", "unroll"), refine="np",
                             groups=(("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
 # The families in turn, compute first (its best is the bar the fragment family's
 # configs race against, so slow ones are abandoned early), each in its own order.
@@ -83,15 +91,16 @@ PHASES = PhasePlan(branch="family", branches=(("compute", COMPUTE_PHASES), ("fra
 # What a config that leaves out knobs means (configs stored and written before the
 # image path or the compute family existed): Jiang's MRT path in the fragment family.
 MRT_DEFAULTS = {"out": "mrt", "block_h": 0, "block_w": 0, "a_src": "texture", "b_src": "texture",
-                **FRAGMENT_VALUES}
+                "lang": "glsl", **FRAGMENT_VALUES}
 
 
 def with_defaults(config) -> Config:
     """`config` with the knobs it leaves out set to the MRT path's values (a config that
-    names the compute family is taken as it is: it must name every knob)."""
+    names the compute family is taken as it is, but for `lang`, glsl: it must name
+    every other knob)."""
     cfg = config if isinstance(config, Config) else Config(config)
     if cfg.get("family") == "compute":
-        return cfg
+        return cfg if "lang" in cfg else cfg.replace(lang="glsl")   # stored before the knob
     missing = {k: v for k, v in MRT_DEFAULTS.items() if k not in cfg}
     return cfg.replace(**missing) if missing else cfg
 
@@ -209,6 +218,9 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
     glsl_image = image_glsl(limits)
     max_ssbo_bytes = int(limits.get("max_ssbo_bytes", 0))
 
+    asm_limits = dict(limits.get("asm_limits") or {})
+    langs = tuple(lang for lang in LANGS if lang == "glsl" or lang in asm_limits)
+
     max_draw_buffers = int(limits.get("max_draw_buffers", 8))
     gl_version = int(limits.get("gl_version", 330))
     max_texture_units = int(limits.get("max_texture_units", 16))
@@ -247,9 +259,32 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
         s = _steps(cfg, K)
         return u == "full" or (u < s and s % u == 0) or (u == 1 and s == 1)
 
-    @restriction(knobs=('out', 'unroll', 'np', 'mc', 'block_h', 'block_w', 'mrt_h', 'mrt_w',))
+    @restriction(knobs=('lang', 'out', 'glsl', 'fetch', 'unroll',))
+    def assembly_knobs(cfg: Config) -> bool:
+        """assembly (lang arbfp, nvfp) writes the MRT path; glsl holds 330, fetch the kind of
+        its texture instruction (arbfp: normalised TEX, like texture(); nvfp: TXF, like
+        texelFetch); ARBfp has no loops: unroll full"""
+        lang = cfg["lang"]
+        return lang == "glsl" or (cfg["out"] == "mrt" and cfg["glsl"] == ASM_GLSL
+                                  and cfg["fetch"] == ASM_FETCH[lang]
+                                  and (lang != "arbfp" or cfg["unroll"] == "full"))
+
+    @restriction(knobs=('lang', 'unroll', 'np', 'mc', 'mrt_h', 'mrt_w',))
+    def assembly_limits(cfg: Config) -> bool:
+        """the assembly program within the driver's limits (instructions, ALU and texture
+        instructions, texture indirections, temporaries, parameters), counted before it is
+        written (asm_codegen.program_counts)"""
+        lang = cfg["lang"]
+        if lang == "glsl":
+            return True
+        counts = program_counts(lang, cfg["mc"], cfg["mrt_h"], cfg["mrt_w"], cfg["unroll"], _steps(cfg, K))
+        return not counts.over(asm_limits.get(lang, {}))
+
+    @restriction(knobs=('out', 'lang', 'unroll', 'np', 'mc', 'block_h', 'block_w', 'mrt_h', 'mrt_w',))
     def unroll_budget(cfg: Config) -> bool:
-        """unrolled loop body within the instruction budget"""
+        """unrolled loop body within the instruction budget (ARBfp: the driver's limits)"""
+        if cfg["lang"] == "arbfp":
+            return True
         if cfg["out"] == "image":
             return _body_steps(cfg, K) * cfg["block_h"] * cfg["block_w"] * 4 <= IMAGE_BODY_BUDGET
         return _body_steps(cfg, K) * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
@@ -318,6 +353,7 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
 
     knobs = {
         "out": OUTS if images else ("mrt",),
+        "lang": langs,
         "glsl": GLSL_VERSIONS,
         "fetch": FETCH_STYLES,
         "unroll": UNROLLS,
@@ -333,6 +369,7 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
     restrictions = [
         mrt_path_knobs,
         image_path_knobs,
+        assembly_knobs,
         draw_buffers,
         glsl_version,
         texture_units,
@@ -340,6 +377,7 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
         np_fits_packing,
         unroll_divides_pass,
         unroll_budget,
+        assembly_limits,
         register_budget,
         ssbo_fits,
         targets_hold_data,
@@ -413,7 +451,8 @@ def default_for(problem: Problem, space: Space, given) -> Config:
     knobs given name a family (family=, or a knob only one family has), else the
     default.  In the fragment family: the MRT path's where the knobs given name that
     path (out=mrt, or mc / mrt_h / mrt_w) or do not fit the image-path default (glsl
-    330, unroll 8, np 2, ...), else the fragment default."""
+    330, unroll 8, np 2, ...), else the fragment default; an assembly language's (lang=
+    arbfp, nvfp) where the knobs given name one."""
     family = given.get("family")
     if family is None:
         if given.get("out") in ("mrt", "image") or any(k in given for k in FRAGMENT_ONLY_KNOBS):
@@ -428,6 +467,8 @@ def default_for(problem: Problem, space: Space, given) -> Config:
         default = default_config(problem, space)
         if Config({**default.to_dict(), **given}) in space:
             return default
+    if given.get("lang") in ASM_LANGS:
+        return mrt_default_config(problem, space, given["lang"])
     if given.get("out") == "mrt" or any(k in given for k in MRT_ONLY_KNOBS):
         return mrt_default_config(problem, space)
     default = fragment_default_config(problem, space)
@@ -437,15 +478,17 @@ def default_for(problem: Problem, space: Space, given) -> Config:
     return default
 
 
-def mrt_default_config(problem: Problem, space: Space) -> Config:
+def mrt_default_config(problem: Problem, space: Space, lang: str = "glsl") -> Config:
     """Jiang's path's safe, usually fast config (the phased plan's start, every GL 3.3
     driver runs it): 1x4 packing on 4x2 targets, 128-k passes (the fastest MRT shape
-    of bench-gl), falling back to smaller blockings."""
+    of bench-gl), falling back to smaller blockings; in GLSL, or in the assembly
+    language `lang` (with the GLSL version and fetch it holds)."""
     kpad = -(-max(problem.K, 1) // 4) * 4
     np_ = min(128, kpad)
+    glsl, fetch = ("330", "texelFetch") if lang == "glsl" else (ASM_GLSL, ASM_FETCH[lang])
     for mc, mh, mw in (("1x4", 4, 2), ("1x4", 2, 2), ("1x4", 1, 1), ("1x1", 1, 1)):
         for unroll in (4, 1, "full"):
-            cfg = with_defaults(Config(glsl="330", fetch="texelFetch", unroll=unroll, np=np_, mc=mc,
+            cfg = with_defaults(Config(lang=lang, glsl=glsl, fetch=fetch, unroll=unroll, np=np_, mc=mc,
                                        mrt_h=mh, mrt_w=mw))
             if cfg in space:
                 return cfg
