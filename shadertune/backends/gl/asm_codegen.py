@@ -32,6 +32,7 @@ from .layout import Layout
 LANGS = ("glsl", "arbfp", "nvfp")
 ASM_LANGS = ("arbfp", "nvfp")
 TEMPLATES = {"arbfp": "gl/matmul.arbfp.j2", "nvfp": "gl/matmul.nvfp.j2"}
+SHARED_TEMPLATE = "gl/matmul_asm.j2"        # the macros both import
 HEADERS = {"arbfp": "!!ARBfp1.0", "nvfp": "!!NVfp4.0"}
 # What an assembly config holds the GLSL-only knobs at: the first GLSL version (no
 # GLSL is compiled) and the fetch its texture instruction is like (ARBfp's TEX takes

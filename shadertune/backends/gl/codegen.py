@@ -113,7 +113,7 @@ def _image_source(L: ImageLayout, config, glsl: str, carry: str) -> str:
 
 
 def templates_hash() -> str:
-    from .asm_codegen import TEMPLATES as ASM_TEMPLATES
+    from .asm_codegen import SHARED_TEMPLATE, TEMPLATES as ASM_TEMPLATES
     from .compute_codegen import REDUCE_TEMPLATE, TEMPLATE as COMPUTE_TEMPLATE
     return template_hash(TEMPLATE, IMAGE_TEMPLATE, VERTEX, PACK, UNPACK, COMPUTE_TEMPLATE, REDUCE_TEMPLATE,
-                         *ASM_TEMPLATES.values())
+                         *ASM_TEMPLATES.values(), SHARED_TEMPLATE)
