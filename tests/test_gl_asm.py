@@ -240,3 +240,17 @@ def test_nvfp_kernels_run_where_the_driver_has_them(gl, rng):
                 assert rel_err(k.run(A, B), A @ B) <= 1e-5, (mc, mh, mw, unroll)
                 assert rel_err(k.run(A, B, C, alpha=0.5, beta=-2.0), 0.5 * (A @ B) - 2.0 * C) <= 1e-5
 
+
+
+def test_fixing_lang_keeps_the_plans_start_with_the_knobs_the_language_holds(arbfp):
+    """`search --fix lang=arbfp` starts the render-target path from its default's blocking
+    and depth (4x2 targets of 1x4, np 128), the outer knobs ARBfp holds put in: not from the
+    first config in domain order (one target of 1x1 and the shallowest pass, the slowest
+    corner of the space at large sizes)."""
+    from shadertune.search.restrict import RestrictedBackend
+    p = Problem(256, 256, 256)
+    sub = RestrictedBackend(arbfp, {"lang": ("arbfp",)}).space(p)
+    start = next(s for s in sub.phases.starts() if s["family"] == "fragment")
+    assert sub.why_invalid(start) is None
+    assert (start["lang"], start["unroll"], start["fetch"]) == ("arbfp", "full", "texture")
+    assert (start["mc"], start["mrt_h"], start["mrt_w"], start["np"]) == ("1x4", 4, 2, 128)

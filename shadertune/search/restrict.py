@@ -46,11 +46,17 @@ def narrow(space: Space, fixed: dict) -> Space:
     # the backend's own kind of space (GL's: a union of its families)
     sub = space.narrowed({k: knobs[k] for k in fixed})
     def inside(start):
-        # keep a start point inside the subspace: the old one with the fixed values put in
+        # keep a start point inside the subspace: the old one with the fixed values put in;
+        # where they need other outer knobs (GL: lang=arbfp holds unroll and fetch), those
+        # the first that fit, the start's other knobs (its groups, its depth) kept
         if sub.why_invalid(start) is None:
             return start
         cand = start.replace(**{k: v[0] for k, v in knobs.items() if k in fixed})
-        return cand if sub.why_invalid(cand) is None else None
+        if sub.why_invalid(cand) is None:
+            return cand
+        outer = plan.for_config(cand).outer
+        free = [k for k in outer if k not in fixed]
+        return sub.first({k: v for k, v in cand.items() if k not in free}, free) if free else None
     plan = space.phases
     sub.phases = None if plan is None else plan.with_starts(inside)
     return sub
