@@ -34,6 +34,13 @@ def test_one_run_tunes_each_language_and_times_the_baselines_beside(gl, bench, t
     assert {r["config"]["unroll"] for r in searches["arbfp"]["results"]} == {"full"}
     assert {(r["config"]["out"], r["config"]["glsl"]) for r in searches["glsl"]["results"]} == {("mrt", "330")}
     assert rows["tuned arbfp"]["config"] == searches["arbfp"]["best_config"]
+    assert all(len(r["times_ms"]) >= 2 for r in doc["rows"] if r["status"] == "ok")   # interleaved rounds
+    same = rows.get("tuned glsl's knobs in arbfp")        # absent where the bests already agree
+    if same is not None:
+        g = searches["glsl"]["best_config"]
+        assert same["status"] == "ok" and same["config"]["lang"] == "arbfp"
+        knobs = ("mc", "mrt_h", "mrt_w", "np")
+        assert [same["config"][k] for k in knobs] == [g[k] for k in knobs]
     if "nvfp" not in gl.device().limits["asm_limits"]:
         assert "runs no nvfp" in doc["skipped_langs"]["nvfp"]
     md = (out / "bench-gl-lang.md").read_text()

@@ -207,7 +207,7 @@ def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
     assert s.phases.branch == "family" and s.knobs["family"] == ("compute", "fragment")
     fragment = s.phases.plan_for("fragment")
     assert (fragment.outer, fragment.refine, fragment.groups) == (
-        ("out", "glsl", "fetch", "unroll"), "np",
+        ("out", "lang", "glsl", "fetch", "unroll"), "np",
         (("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
     compute = s.phases.plan_for("compute")
     assert compute.groups[0] == ("bm", "bn") and compute.refine == "ks"

@@ -91,7 +91,8 @@ class CompatLoader:
                                     EGL_NONE)
         self.ctx = egl.create_context(self.dpy, cfg, None, cattrs)
         if not self.ctx:
-            raise OSError(f"EGL made no compatibility-profile context of GL {version // 100}.{(version // 10) % 10}")
+            raise OSError("EGL made no compatibility-profile context of "
+                          f"GL {version // 100}.{(version // 10) % 10}")
         self.__enter__()
 
     def load_opengl_function(self, name: str) -> int:

@@ -34,8 +34,9 @@ limits), the shape (np <= K, no render target or block row made only of
 padding) and budgets for unrolled code and registers.
 
 Phased order (Jiang's, with the path in front and the language, his compiler,
-next): for each out (image first), lang, glsl, fetch, unroll: np over powers of two, then mc, then the MRT grid, then the
-image block, then the operand sources, then np refined recursively.  On one
+next): for each out (image first), lang, glsl, fetch, unroll: np over powers of
+two, then mc, then the MRT grid, then the image block, then the operand sources,
+then np refined recursively.  On one
 path the other path's groups hold one valid point, so they cost nothing.  The
 image path goes first because its best config is the bar every later config
 races against: MRT configs slower than 1.5x that bar are abandoned after their
@@ -261,19 +262,16 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
 
     @restriction(knobs=('lang', 'out', 'glsl', 'fetch', 'unroll',))
     def assembly_knobs(cfg: Config) -> bool:
-        """assembly (lang arbfp, nvfp) writes the MRT path; glsl holds 330, fetch the kind of
-        its texture instruction (arbfp: normalised TEX, like texture(); nvfp: TXF, like
-        texelFetch); ARBfp has no loops: unroll full"""
+        """assembly: the MRT path, glsl 330, its own fetch (arbfp texture, nvfp texelFetch), arbfp unroll full"""
         lang = cfg["lang"]
         return lang == "glsl" or (cfg["out"] == "mrt" and cfg["glsl"] == ASM_GLSL
                                   and cfg["fetch"] == ASM_FETCH[lang]
                                   and (lang != "arbfp" or cfg["unroll"] == "full"))
 
+    # counted before the program is written (asm_codegen.program_counts)
     @restriction(knobs=('lang', 'unroll', 'np', 'mc', 'mrt_h', 'mrt_w',))
     def assembly_limits(cfg: Config) -> bool:
-        """the assembly program within the driver's limits (instructions, ALU and texture
-        instructions, texture indirections, temporaries, parameters), counted before it is
-        written (asm_codegen.program_counts)"""
+        """the assembly program within the driver's limits (instructions, ALU, TEX, indirections, temps, params)"""
         lang = cfg["lang"]
         if lang == "glsl":
             return True
