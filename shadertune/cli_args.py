@@ -18,7 +18,8 @@ Conventions, the same in every tool:
 - every option has help text (tests/test_cli_conventions.py walks every parser);
 - every argument is checked here, by the parser (the `type=` functions below, which
   apply the rules of shadertune.arguments that the library applies too) or by
-  check_environment / check_output before the tool touches the store, so that
+  check_output before the tool touches the store (and the backend's check_environment,
+  search/cli.py), so that
   an error the arguments cause stops the tool with one line and is never measured,
   stored or replayed as a config's verdict.
 """
@@ -181,17 +182,6 @@ def status(text: str) -> str:
 
 
 # --- checks after parsing --------------------------------------------------------------
-
-def check_environment(backend: str) -> None:
-    """The environment variables a backend reads, checked by the very functions that read
-    them when it runs (so a search refuses what matmul refuses); ValueError names the
-    variable.  Backends other than the built-in ones read none here."""
-    if backend == "gl":
-        from .backends.gl.pool import default_pool_bytes
-        from .backends.gl.transfer import transfer_mode
-        transfer_mode()              # $SHADERTUNE_GL_TRANSFER (the context's default when unset)
-        default_pool_bytes()         # $SHADERTUNE_GL_POOL_MB
-
 
 def check_output(path, *, protect=(), stream_ok: bool = True,
                  protected: str = "the store's file") -> None:

@@ -19,8 +19,8 @@ def build_parser():
     p.add_argument("--sizes", type=ca.sizes, default=None, help="square sizes to tune, comma-separated "
                    "(default: 128,256 on llvmpipe, 512,1024,2048 on a GPU)")
     p.add_argument("--budget", type=ca.positive, default=40, help="evaluations per size (default 40)")
-    p.add_argument("--time-limit", type=ca.seconds, default=30.0,
-                   help="seconds per size (default 30; 0: no limit)")
+    p.add_argument("--time-limit", type=ca.seconds, default=24.0,
+                   help="seconds per size (default 24; 0: no limit)")
     ca.add_db(p)
     return p
 

@@ -182,7 +182,8 @@ def test_cost_model_ranks_like_the_h200():
               "max_compute_groups": [65535] * 3, "max_ssbo_bytes": 1 << 31,
               "max_texture_buffer_texels": 1 << 27, "compute_units": 132, "software_renderer": False}
     p = Problem(512, 512, 65536)
-    space = compute_space(p, limits)
+    space = compute_space(p, limits).narrowed({"lanes_n": (8,), "pad": (4,), "unroll": ("full",),
+                                              "a_src": ("ssbo",), "b_src": ("ssbo",)})
     configs = [{**c.to_dict(), "family": "compute"} for c in space.configs()]
     ms = predict_ms(p, configs, limits)
     best = configs[int(np.argmin(ms))]

@@ -108,10 +108,14 @@ def test_gl_and_cuda_derived_features_need_no_gpu_context():
     p = Problem(100, 60, 70)
     space = gl_space(p, {"gl_version": 450, "image_store": True, "fbo_no_attachments": True,
                          "max_image_units": 8, "max_fragment_image_uniforms": 8})
-    mrt = space.phases.start
+    mrt = space.phases.plan_for("fragment").start
     image = next(c for c in space.configs() if c["out"] == "image" and c["block_h"] == 8)
-    g, i = gl_features(p, mrt, {}), gl_features(p, image, {})
-    assert list(g) == list(i)                                    # the same names on both paths
+    compute = gl_space(p, {"gl_version": 450, "compute": True, "max_compute_shared_bytes": 49152,
+                           "max_compute_invocations": 1024, "max_ssbo_bytes": 1 << 30,
+                           "compute_units": 8}).phases.plan_for("compute").start
+    g, i, c = (gl_features(p, cfg, {}) for cfg in (mrt, image, compute))
+    assert list(g) == list(i) == list(c)                         # the same names on both families
+    assert c["compute"] == 1 and g["compute"] == 0 and c["threads"] >= 32 and c["outputs_per_fragment"] == 0
     assert g["padding"] >= 1 and g["log2_passes"] >= 0 and g["outputs_per_fragment"] == 32
     assert i["padding"] >= 1 and i["outputs_per_fragment"] == 8 * image["block_w"]
     # an FFMA, a split-K and a warpgroup-MMA config (run V's bests); sm_90 limits without a GPU

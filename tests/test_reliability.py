@@ -243,7 +243,7 @@ NO_HOME = """
     argv = ["--backend", "fake_backend:FakeBackend", "--size", "8", "--budget", "2", "-q"]
     # every import the runs below need, while this process may still read them
     assert main(argv + ["--db", os.path.join(where, "warm.sqlite")]) == 0
-    shadertune.matmul(np.ones((3, 4)), np.ones((4, 5)), db=os.path.join(where, "warm.sqlite"))
+    shadertune.matmul(np.ones((3, 4), np.float32), np.ones((4, 5), np.float32), db=os.path.join(where, "warm.sqlite"))
     os.chdir(where)
     os.setgid(uid)
     os.setuid(uid)
@@ -258,7 +258,7 @@ NO_HOME = """
     except SystemExit as e:
         code = e.code
     print("search", code)
-    C = shadertune.matmul(np.ones((3, 4)), np.ones((4, 5)))     # auto: no store, the default
+    C = shadertune.matmul(np.ones((3, 4), np.float32), np.ones((4, 5), np.float32))     # auto: no store, the default
     print("matmul", float(C.sum()))
     print("files", sorted(os.listdir(".")))
 """

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from shadertune.backends.gl.compute_space import FRAGMENT_VALUES  # noqa: E402
 from shadertune.report import landscape as L                     # noqa: E402
 from shadertune.report.__main__ import main                      # noqa: E402
 from shadertune.report.knobs import Knobs                        # noqa: E402
@@ -49,7 +50,7 @@ def test_np_lines_are_the_stored_medians_through_each_mc_best(runs):
     assert ls.layout.line == "np" and ls.layout.family == ("mc",) and ls.measured.complete
     # Jiang's MRT path: the image path's knobs hold their MRT values
     assert ls.fixed == {"glsl": "330", "unroll": 1, "out": "mrt", "block_h": 0, "block_w": 0,
-                        "a_src": "texture", "b_src": "texture"}
+                        "a_src": "texture", "b_src": "texture", **FRAGMENT_VALUES}   # + the compute knobs' 0s
     line = view(ls, "line")
     assert line.xs == [4, 8, 16] and len(line.series) == 2
     fig = L.draw(ls, line)

@@ -6,14 +6,16 @@ from shadertune.problem import Problem
 from shadertune.search import Budget, tune
 from shadertune.search.cli import main
 from shadertune.search.report_json import check_report
+from shadertune.search.restrict import RestrictedBackend
 from shadertune.select import select_config
 
 P = Problem(16, 24, 20)
 
 
 def test_phased_search_on_gl_verifies_times_stores_and_resumes(gl, tmp_path):
+    jiang = RestrictedBackend(gl, {"family": ("fragment",)})          # Jiang's phases (--fix family=fragment)
     with Store(tmp_path / "t.sqlite") as s:
-        e = tune(gl, P, strategy="phased", budget=Budget(max_evals=12), store=s, repeats=3)
+        e = tune(jiang, P, strategy="phased", budget=Budget(max_evals=12), store=s, repeats=3)
         assert e["evaluated"] == e["measured"] == 12 and e["cached"] == 0
         assert e["space_size"] < e["full_space_size"]               # pruned before compiling
         ok = [r for r in e["results"] if r["status"] == "ok"]
@@ -25,7 +27,7 @@ def test_phased_search_on_gl_verifies_times_stores_and_resumes(gl, tmp_path):
         # the first configs are Jiang's np phase: powers of two at the start point
         nps = [r["config"]["np"] for r in e["results"][:3]]
         assert nps == sorted(nps) and all(n & (n - 1) == 0 for n in nps)
-        again = tune(gl, P, strategy="phased", budget=Budget(max_evals=12), store=s, repeats=3)
+        again = tune(jiang, P, strategy="phased", budget=Budget(max_evals=12), store=s, repeats=3)
         assert again["measured"] == 0 and again["cached"] == 12
         assert again["best"]["config"] == e["best"]["config"]
         cfg, how = select_config(gl, P, s)

@@ -1,6 +1,8 @@
 """auto's selection kept while the store is unchanged, and seen again after any write;
 the tolerance in force throughout the chain."""
 
+import pathlib
+
 import pytest
 from subproc import run_python
 from fake_backend import FakeBackend
@@ -189,6 +191,6 @@ def test_a_write_the_stamp_cannot_see_is_seen_while_fresh(one, monkeypatch):
             "from shadertune.config import Config; s = Store(sys.argv[1]); "
             "put(s, Problem(8, 8, 64), Config(glsl='450', fetch='texelFetch', unroll=4, np=30, "
             "mc='1x4', mrt_h=2, mrt_w=2), ms=0.1); s.close()")
-    subprocess.run([sys.executable, "-c", code, str(one)], check=True,
-                   cwd=pathlib.Path(__file__).parent.parent)
+    r = run_python(code, str(one), cwd=pathlib.Path(__file__).parent.parent)
+    assert r.returncode == 0, r.stderr
     assert select_config(be, P, one) == (cfg(30), "exact")

@@ -278,3 +278,47 @@ def test_the_driver_launches_the_persistent_grid(cp, rng, cfg):
     packed = sum(k._packed) if cfg.get("PS", 0) else 0
     assert w == ws[0] + 4 * packed and ws[2] >= packed + streamk.workspace(G, cfg["BM"], cfg["BN"])
     assert cnt == k._cnt[0][0] and k._cnt[0][1].size == tiles
+
+
+def stream_k_jobs(space, ta, tb):
+    """Stream-K configs of every tensor-core family on ragged shapes (valid: a
+    partial last wave, more work units than blocks), for the GPU tests
+    (test_cuda_gpu.py); `space`: a backend's space of a problem."""
+    f32 = Problem(301, 203, 517, "float32", ta, tb)
+    f64 = Problem(301, 203, 517, "float64", ta, tb)
+    mma = Config(AR=0, BK=16, BM=64, BN=32, DB=1, KG=1, KL=1, KR=0, MMA=3, PAD=4, ST=3, TM=4, TN=4, VEC=1,
+                 WM=32, WN=16, trans=1, SK=1)
+    wg = Config(AR=0, BK=16, BM=64, BN=64, DB=1, KG=1, KL=1, KR=0, MMA=4, PAD=4, ST=3, TM=4, TN=4, VEC=1,
+                WM=64, WN=32, trans=1, SK=1)
+    dm = Config(BM=64, BN=64, BK=16, TM=2, TN=2, WM=32, WN=32, trans=1, VEC=1, PAD=2, DB=1, ST=3,
+                KG=1, KL=1, KR=0, MMA=1, SK=1)
+    deep = Problem(301, 203, 1517, "float32", ta, tb)                  # 6 tiles of 128 x 128
+    even = Problem(302, 204, 516, "float64", ta, tb)                   # VEC = 2
+    jobs = [(f32, mma), (f32, mma.replace(SK=2, ST=4)), (f32, wg), (f32, wg.replace(SK=2)),
+            (f32, wg.replace(AR=1)), (f32, wg.replace(PS=1, BK=32)), (f32, wg.replace(PS=2, ST=4, SK=2)),
+            (deep, wg.replace(BM=128, BN=128, WN=128, PS=2, BK=32)), (f64, dm), (f64, dm.replace(SK=2, ST=4)),
+            (even, dm.replace(BM=128, BN=64, WM=64, WN=32, VEC=2))]
+    bad = [(q.key, c.key, space(q).why_invalid(c)) for q, c in jobs if space(q).why_invalid(c)]
+    assert not bad, bad
+    return jobs
+
+
+@pytest.mark.parametrize("ta, tb", list(itertools.product((False, True), repeat=2)))
+def test_the_gpu_tests_configs_are_valid_and_emulated(ta, tb):
+    """The GPU tests' stream-K configs lie in the space (the GPU run would fail on
+    them otherwise), and the emulator's stream-K tiles compute A B (its segments
+    summed as the fixup sums them) within float32 accuracy of float64."""
+    from shadertune.backends.cuda import emulate
+    jobs = stream_k_jobs(lambda q: make_space(q, L), ta, tb)
+    assert {c["MMA"] for _, c in jobs} == {1, 3, 4} and {c.get("PS", 0) for _, c in jobs} == {0, 1, 2}
+    small = Problem(150, 100, 800, "float32", ta, tb)
+    emulated = [c for _, c in jobs if c["MMA"] in (3, 4) and make_space(small, L).why_invalid(c) is None]
+    assert len(emulated) >= 4
+    if (ta, tb) != (False, False):
+        return
+    rng = np.random.default_rng(5)
+    A, B = rng.uniform(-1, 1, (small.M, small.K)).astype("float32"), rng.uniform(-1, 1, (small.K, small.N)).astype("float32")
+    ref = A.astype(np.float64) @ B
+    kw = emulate.for_config(small, emulated[-1], SMS)
+    got = emulate.emulate_3xtf32(A, B, model="exact-rz", **kw)
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-6

@@ -206,6 +206,12 @@ class Backend(abc.ABC):
         """Hash of the templates the kernels come from (a store key part)."""
 
     # --- optional hooks (defaults say what 'none' means) -------------------
+    @classmethod
+    def check_environment(cls) -> None:
+        """Check the environment variables the backend reads, with the functions that read
+        them when it runs (so a tool refuses before it touches a store what a run would
+        refuse later); ValueError names the variable.  None are read by default."""
+
     def default_for(self, problem: Problem, given) -> Config:
         """The config a partial config (the knobs `given`) is completed from: the
         default config; a backend whose paths have different defaults picks by the

@@ -93,7 +93,7 @@ def _fail(reason: str, code: int = 1) -> int:
 def main(argv=None) -> int:
     from ..db import Store, StoreError
     from ..db.location import store_files, store_path
-    from ..search.cli import load_backend
+    from ..search.cli import check_environment, load_backend
     parser = build_parser()
     a = parser.parse_args(argv)
     if a.command == "explain":
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     if a.command == "sample" and a.max_size < a.min_size:
         parser.error("--max-size must be at least --min-size")
     try:
-        ca.check_environment(a.backend)
+        check_environment(a.backend)
         path = store_path(a.db)
         if a.command == "train":
             ca.check_output(a.json, protect=store_files(path))

@@ -151,6 +151,19 @@ def problems_from(args, parser) -> list[Problem]:
     return unique
 
 
+def check_environment(name: str) -> None:
+    """The environment variables backend `name` reads (Backend.check_environment), checked
+    before anything touches a store; a module:Class backend is checked when it loads."""
+    if ":" in name:
+        return
+    from ..backends import backend_class
+    try:
+        cls = backend_class(name)
+    except (KeyError, ValueError):
+        return                       # an unknown name fails where the backend is made
+    cls.check_environment()
+
+
 def load_backend(name: str):
     """A backend by registry name, or module:Class of a shadertune Backend subclass."""
     from ..backends import Backend, get_backend
@@ -178,7 +191,7 @@ def check_arguments(args, parser) -> None:
     node, a folder, or the store's own files)."""
     from ..db.location import store_files, store_path
     try:
-        ca.check_environment(args.backend)
+        check_environment(args.backend)
         store = store_path(args.db)
         if args.report:
             for path in report_paths(args.report, 1):
@@ -447,4 +460,4 @@ def _search(args, problems, Store, StoreError) -> int:
     return 0
 
 
-__all__ = ["DeviceRun", "build_parser", "load_backend", "main", "problems_from", "table"]
+__all__ = ["DeviceRun", "build_parser", "check_environment", "load_backend", "main", "problems_from", "table"]

@@ -43,6 +43,13 @@ class GLBackend(Backend):
         self._transfers = None
         self._searching = False       # inside search_session: compiles are heated over
 
+    @classmethod
+    def check_environment(cls) -> None:
+        """$SHADERTUNE_GL_TRANSFER and $SHADERTUNE_GL_POOL_MB, read as a run reads them."""
+        from .transfer import transfer_mode
+        transfer_mode()              # the context's default when unset
+        default_pool_bytes()
+
     @property
     def pool(self):
         """Textures kept between this backend's kernels (backends/gl/pool.py): at most

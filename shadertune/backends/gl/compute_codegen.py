@@ -19,7 +19,9 @@ MAX_GROUPS = 65535                               # work groups a dispatch dimens
 
 
 def describe(config) -> str:
-    return " ".join(f"{k}={config[k]}" for k in sorted(config))
+    """The knobs a compute program depends on, as its header says them (np is not one:
+    passes are dispatches, so one program serves every np and every shape)."""
+    return " ".join(f"{k}={config[k]}" for k in sorted(config) if k != "np")
 
 
 def _log2(n: int) -> int:
@@ -37,9 +39,9 @@ def operand_plans(L: ComputeLayout, config) -> list[dict]:
     plans = []
     for name, width, along, row_is_k, origin, bound, rowvec, lds in (
             ("A", L.bm if L.trans_a else L.bk, L.a_along, L.trans_a,
-             "m0", "M", (L.M if L.trans_a else L.K) // L.vec, L.lda4),
+             "m0", "M", f"({'M' if L.trans_a else 'K'} >> {_log2(L.vec)})", L.lda4),
             ("B", L.bk if L.trans_b else L.bn, L.b_along, not L.trans_b,
-             "n0", "N", (L.K if L.trans_b else L.N) // L.vec, L.ldb4)):
+             "n0", "N", f"({'K' if L.trans_b else 'N'} >> {_log2(L.vec)})", L.ldb4)):
         loads = L.loads_a if name == "A" else L.loads_b
         per_group = L.group_size(along)
         plans.append(dict(
@@ -58,14 +60,13 @@ def compute_source(L: ComputeLayout, config, probe_warps: bool = False) -> str:
     (NVIDIA's GL_NV_shader_thread_group) into a buffer at binding 4."""
     return render(
         TEMPLATE, glsl=COMPUTE_GLSL, config_text=describe(config), probe_warps=probe_warps,
-        ops=operand_plans(L, config),
-        M=L.M, N=L.N, K=L.K, batch=L.batch, trans_a=L.trans_a, trans_b=L.trans_b,
+        ops=operand_plans(L, config), trans_a=L.trans_a, trans_b=L.trans_b,
         BM=L.bm, BN=L.bn, BK=L.bk, TM=L.tm, TN=L.tn, threads=L.threads,
         lanes_m=L.lanes_m, lanes_n=L.lanes_n, warps_n=L.warps_n, WM=L.wm, WN=L.wn,
         VEC=L.vec, vec_shift=_log2(L.vec), vtype=_VTYPES[L.vec], vcomp=_VCOMPS[L.vec], swizzle=_SWIZZLES[L.vec],
-        comp=_VCOMPS[4], cvec=L.c_vec, ctype=_VTYPES[L.c_vec],
+        comp=_VCOMPS[4], cvec=L.c_vec, cvec_shift=_log2(L.c_vec), ctype=_VTYPES[L.c_vec],
         lda4=L.lda4, ldb4=L.ldb4, a_rows=L.a_rows,
-        nbuf=L.nbuf, a_t=L.a_t, db=L.db, KS=L.ks, ksplit=L.ksplit, unroll=L.unroll)
+        nbuf=L.nbuf, a_t=L.a_t, db=L.db, KS=L.ks, unroll=L.unroll)
 
 
 def reduce_groups(L: ComputeLayout) -> tuple[int, int]:
@@ -77,8 +78,14 @@ def reduce_groups(L: ComputeLayout) -> tuple[int, int]:
 
 
 def reduce_source(L: ComputeLayout) -> str:
-    """The split-K reduce shader of layout L (L.ks > 1)."""
+    """The split-K reduce shader of layout L (L.ks > 1): one program per splits and store
+    width, the shape in uniforms (reduce_uniforms)."""
+    return render(REDUCE_TEMPLATE, glsl=COMPUTE_GLSL, KS=L.ks, cvec=L.c_vec, ctype=_VTYPES[L.c_vec],
+                  threads=REDUCE_THREADS)
+
+
+def reduce_uniforms(L: ComputeLayout) -> dict:
+    """The reduce program's shape uniforms for layout L."""
     x, _ = reduce_groups(L)
-    return render(REDUCE_TEMPLATE, glsl=COMPUTE_GLSL, KS=L.ks, batch=L.batch,
-                  per=L.M * L.N // L.c_vec, cvec=L.c_vec, ctype=_VTYPES[L.c_vec],
-                  threads=REDUCE_THREADS, row=x * REDUCE_THREADS)
+    per = L.M * L.N // L.c_vec
+    return {"u_per": per, "u_count": L.batch * per, "u_row": x * REDUCE_THREADS}

@@ -15,6 +15,12 @@ A checked run may time the first tile rows of a one-pass config on their own
 (racing, driver.GLKernel.checked_run): the dispatch then covers a band of tile
 rows (u_ty0), and bands add up to the whole pass where nothing is reduced
 (ks = 1).
+
+Programs: the shape is a uniform, so the kernels of every shape whose config
+renders the same source share one compiled program, kept with the context
+(a client that multiplies many shapes, a blocked factorisation, compiles each
+kind of kernel once); at most PROGRAMS_KEPT are kept, and a kernel past that
+compiles and releases its own.
 """
 from __future__ import annotations
 
@@ -24,7 +30,8 @@ from ...config import Config
 from ...errors import BuildError, RunError
 from ...problem import Problem
 from . import glraw
-from .compute_codegen import reduce_groups
+from .compute_codegen import reduce_groups, reduce_uniforms
+from .context import state_of
 from .compute_layout import ComputeLayout
 from .driver import GLKernel
 from .transfer import Transfers
@@ -33,7 +40,7 @@ from .transfer import Transfers
 # A or B takes the unit of its buffer's binding)
 _BIND_A, _BIND_B, _BIND_C, _BIND_W = 0, 1, 2, 3
 _UNIT_A, _UNIT_B = _BIND_A, _BIND_B
-_NAN = np.float32(np.nan).tobytes()
+PROGRAMS_KEPT = 256
 
 
 class ComputeKernel(GLKernel):
@@ -48,19 +55,34 @@ class ComputeKernel(GLKernel):
         self.b_src = config.get("b_src", "ssbo")
         self._views: dict[str, int] = {}      # operand -> buffer texture name (texture sources)
         self._strides = (0, 0)
+        self._own_programs: list = []        # programs not kept with the context
+        self._gpu_fill = None                 # whether poison() fills C on the GPU (first use)
         super().__init__(ctx, problem, config, layout, source, pool=pool, transfers=transfers)
 
     # --- programs -------------------------------------------------------------
     def _compile(self, source: str):
+        """The context's program of `source`: compiled once, kept for every kernel that
+        renders it (one the context cannot keep any more is this kernel's own)."""
+        kept = state_of(self.ctx).programs
+        program = kept.get(source)
+        if program is not None:
+            return program
         try:
-            return self.ctx.compute_shader(source)
+            program = self.ctx.compute_shader(source)
         except Exception as e:  # moderngl raises a plain Exception with the compiler log
             raise BuildError(f"GLSL compute compile/link failed: {str(e).strip()[:2000]}", source) from None
+        if len(kept) < PROGRAMS_KEPT:
+            kept[source] = program
+        else:
+            self._own_programs.append(program)
+        return program
+
+    def _own(self, program) -> None:
+        """Programs are the context's or in _own_programs (_compile): nothing to add."""
 
     def _make_pipeline(self) -> None:
         if self.layout.ks > 1:
             self.reducer = self._compile(self.reduce_source)
-            self._resources.append(self.reducer)
 
     # --- resources ------------------------------------------------------------
     def _make_textures(self):
@@ -103,6 +125,9 @@ class ComputeKernel(GLKernel):
 
     def release(self) -> None:
         self._drop_views()
+        for program in self._own_programs:
+            program.release()
+        self._own_programs.clear()
         super().release()
 
     # --- uploads ----------------------------------------------------------------
@@ -137,10 +162,14 @@ class ComputeKernel(GLKernel):
         self._loaded = True
 
     def poison(self) -> None:
-        """Fill C with NaN: an element no invocation wrote cannot pass.  Only without
-        beta: with beta != 0, C holds the caller's C, which the first pass reads."""
-        if self._beta == 0.0:
-            self.c_buf.clear(chunk=_NAN)
+        """Fill C with NaN on the GPU: an element no invocation wrote cannot pass.  Only
+        without beta: with beta != 0, C holds the caller's C, which the first pass reads."""
+        if self._beta != 0.0:
+            return
+        if self._gpu_fill is None:
+            self._gpu_fill = glraw.usable(self.ctx)
+        if not (self._gpu_fill and glraw.fill_buffer(self.ctx, self.c_buf.glo, np.nan)):
+            self.c_buf.write(np.full(self.layout.c_floats, np.nan, np.float32))
 
     # --- execution ----------------------------------------------------------------
     @property
@@ -173,6 +202,8 @@ class ComputeKernel(GLKernel):
         self._set("u_sa", self._strides[0])
         self._set("u_sb", self._strides[1])
         self._set("u_ty0", r0)
+        for name, value in (("M", L.M), ("N", L.N), ("K", L.K), ("u_ksplit", L.ksplit)):
+            self._set(name, value)
         for p in range(start, stop):
             k0, k1 = L.pass_range(p)
             self._set("u_k0", k0)
@@ -181,7 +212,8 @@ class ComputeKernel(GLKernel):
             self.program.run(L.tiles_n, r1 - r0, L.batch * L.ks)
             self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
             if self.reducer is not None:
-                for name, value in (("u_alpha", self._alpha), ("u_beta", self._beta), ("u_first", p == 0)):
+                for name, value in (("u_alpha", self._alpha), ("u_beta", self._beta), ("u_first", p == 0),
+                                    *reduce_uniforms(L).items()):
                     self._set(name, value, self.reducer)
                 self.reducer.run(*reduce_groups(L), 1)
                 self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)

@@ -109,7 +109,7 @@ def compute_space(problem: Problem, limits: dict) -> Space:
     # rules are functions whose parameter names are the knobs they read; each
     # docstring is the message when it fails
     def workgroup_shape(bm, bn, tm, tn, lanes_n) -> bool:
-        """tm | bm, tn | bn, groups of 32 tile the block, 32..max invocations a workgroup"""
+        """tm divides bm and tn divides bn, groups of 32 tile the block, 32 to the most invocations a workgroup"""
         if bm % tm or bn % tn:
             return False
         t = threads(bm, bn, tm, tn)

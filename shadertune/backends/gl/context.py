@@ -53,9 +53,11 @@ class ContextState:
                  get_context() made; None for contexts made elsewhere (their
                  maker keeps them current)
     clock        the context's ClockKeeper (timing.py), made when timing first needs it
+    programs     compiled compute programs by source, shared by the kernels of every
+                 shape that renders the same source (compute_driver.py)
     """
 
-    __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software", "clock")
+    __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software", "clock", "programs")
 
     def __init__(self, owner: tuple[int, int] | None = None):
         self.owner = owner
@@ -64,6 +66,7 @@ class ContextState:
         self.placeholder = None
         self.software = None
         self.clock = None
+        self.programs = {}
 
     def check(self) -> None:
         """Raise ContextError unless the calling thread may use the context: GL calls

@@ -136,7 +136,7 @@ class GLKernel(Kernel):
         self.timing_source = None     # 'query' (GL timer) or 'wall' (finish-to-finish)
         t0 = _time.perf_counter()
         self.program = self._compile(source)
-        self._resources.append(self.program)
+        self._own(self.program)
         try:
             self._make_pipeline()
             self._make_textures()
@@ -156,6 +156,11 @@ class GLKernel(Kernel):
             return self.ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
         except Exception as e:  # moderngl raises a plain Exception with the compiler log
             raise BuildError(f"GLSL compile/link failed: {str(e).strip()[:2000]}", source) from None
+
+    def _own(self, program) -> None:
+        """The kernel releases `program` with its other resources (a kernel whose programs
+        are shared keeps them apart)."""
+        self._resources.append(program)
 
     def _make_pipeline(self) -> None:
         """What draws the program: a vertex array of no attributes (the fullscreen

@@ -51,6 +51,8 @@ _SIGNATURES = {
     "glClientWaitSync": (ctypes.c_uint, [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint64]),
     "glDeleteSync": (None, [ctypes.c_void_p]),
     "glFlush": (None, []),
+    "glClearNamedBufferData": (None, [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                      ctypes.c_void_p]),
     "glCreateTextures": (None, [ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
     "glTextureBuffer": (None, [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint]),
     "glBindTextureUnit": (None, [ctypes.c_uint, ctypes.c_uint]),
@@ -234,3 +236,22 @@ def flush() -> None:
     fn = function("glFlush")
     if fn is not None:
         fn()
+
+
+_RED, _FLOAT = 0x1903, 0x1406
+
+
+def fill_buffer(ctx, buffer_glo: int, value: float) -> bool:
+    """Fill a buffer with one float32 value on the GPU (glClearNamedBufferData, GL 4.5);
+    False where the driver cannot (the caller then writes it).  The caller has checked
+    that these entry points reach ctx (usable)."""
+    clear = function("glClearNamedBufferData")
+    if clear is None or ctx.version_code < 450:
+        return False
+    data = ctypes.c_float(value)
+    _clear_errors(ctx)
+    clear(buffer_glo, R32F, _RED, _FLOAT, ctypes.byref(data))
+    if ctx.error != "GL_NO_ERROR":
+        _clear_errors(ctx)
+        return False
+    return True

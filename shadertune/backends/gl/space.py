@@ -85,8 +85,9 @@ REGISTER_BUDGET = 128
 
 FRAGMENT_PHASES = PhasePlan(outer=("out", "lang", "glsl", "fetch", "unroll"), refine="np",
                             groups=(("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
-# The families in turn, compute first (its best is the bar the fragment family's
-# configs race against, so slow ones are abandoned early), each in its own order.
+# The families in turn, each in its own order; gl_space puts the family that runs
+# faster on the device first (a GPU: compute; a software renderer: fragment), so that
+# its best is the bar the other family's configs race against.
 PHASES = PhasePlan(branch="family", branches=(("compute", COMPUTE_PHASES), ("fragment", FRAGMENT_PHASES)))
 
 # What a config that leaves out knobs means (configs stored and written before the
@@ -192,8 +193,11 @@ def gl_space(problem: Problem, limits: dict) -> GLSpace:
     if compute_available(limits):
         parts.append(("compute", compute_space(problem, limits), COMPUTE_FIXED))
     if problem.batch == 1:
-        parts.append(("fragment", fragment_space(problem, limits),
-                      {k: v for k, v in FRAGMENT_VALUES.items() if k != "family"}))
+        fragment = ("fragment", fragment_space(problem, limits),
+                    {k: v for k, v in FRAGMENT_VALUES.items() if k != "family"})
+        # the family that runs faster on this kind of device first (default_config's rule):
+        # the phased search walks it first, and its best is the bar the other races against
+        parts.insert(0 if limits.get("software_renderer") else len(parts), fragment)
     if not parts:
         raise ValueError(f"the GL backend runs stacked products ({problem.key}) in one dispatch of "
                          "the compute family, which needs GL 4.5 compute shaders; this device has none")
