@@ -50,7 +50,8 @@ def test_np_lines_are_the_stored_medians_through_each_mc_best(runs):
     assert ls.layout.line == "np" and ls.layout.family == ("mc",) and ls.measured.complete
     # Jiang's MRT path: the image path's knobs hold their MRT values
     assert ls.fixed == {"glsl": "330", "unroll": 1, "out": "mrt", "block_h": 0, "block_w": 0,
-                        "a_src": "texture", "b_src": "texture", **FRAGMENT_VALUES}   # + the compute knobs' 0s
+                        "a_src": "texture", "b_src": "texture", "lang": "glsl",
+                        **FRAGMENT_VALUES}   # + the compute knobs' 0s
     line = view(ls, "line")
     assert line.xs == [4, 8, 16] and len(line.series) == 2
     fig = L.draw(ls, line)

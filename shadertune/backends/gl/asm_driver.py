@@ -92,7 +92,7 @@ def assembly_limits(ctx) -> dict:
         got = [v for v in (_program_iv(limit), _program_iv(native)) if v > 0]
         if got:
             read[name] = min(got)
-    glraw.clear_errors(ctx)                     # a limit the driver does not know
+    glraw._clear_errors(ctx)                     # a limit the driver does not know
     return {lang: {k: v for k, v in read.items() if lang == "arbfp" or k in _NVFP_LIMITS} for lang in langs}
 
 
@@ -102,7 +102,7 @@ class AsmProgram:
     def __init__(self, ctx, lang: str, source: str):
         self.lang = lang
         ids = ctypes.c_uint(0)
-        glraw.clear_errors(ctx)                 # errors left by others are not this program's
+        glraw._clear_errors(ctx)                 # errors left by others are not this program's
         _fn("glGenProgramsARB")(1, ctypes.byref(ids))
         self.id = int(ids.value)
         _fn("glBindProgramARB")(FRAGMENT_PROGRAM_ARB, self.id)
@@ -119,7 +119,7 @@ class AsmProgram:
                 line, column = before.count(b"\n") + 1, pos.value - before.rfind(b"\n")
                 where = f" at line {line}, column {column}"
             self.release()
-            glraw.clear_errors(ctx)
+            glraw._clear_errors(ctx)
             raise BuildError(f"the driver rejected the {lang} program{where} ({error}): "
                              f"{message or 'no message'}", source)
         self.counts = self._counts(native=False)

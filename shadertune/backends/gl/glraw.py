@@ -102,7 +102,7 @@ def function(name: str):
     return ctypes.CFUNCTYPE(restype, *argtypes)(addr)
 
 
-def clear_errors(ctx, limit: int = 8) -> None:
+def _clear_errors(ctx, limit: int = 8) -> None:
     """Read GL errors until none is left (at most `limit`: a lost context repeats its own)."""
     for _ in range(limit):
         if ctx.error == "GL_NO_ERROR":
@@ -116,7 +116,7 @@ def usable(ctx) -> bool:
     """Whether the entry points found here reach ctx (the context current in this
     thread): they must read ctx's own max texture size."""
     ok = _get_integer(ctx, MAX_TEXTURE_SIZE) == int(ctx.info.get("GL_MAX_TEXTURE_SIZE", -2))
-    clear_errors(ctx)                    # ctx.info's own probes may leave errors
+    _clear_errors(ctx)                    # ctx.info's own probes may leave errors
     return ok
 
 
@@ -131,11 +131,11 @@ def _get_integer(ctx, pname: int) -> int | None:
     fn = function("glGetInteger64v")
     if fn is None:
         return None
-    clear_errors(ctx)
+    _clear_errors(ctx)
     v = ctypes.c_int64(-1)
     fn(pname, ctypes.byref(v))
     if ctx.error != "GL_NO_ERROR":
-        clear_errors(ctx)
+        _clear_errors(ctx)
         return None
     return int(v.value)
 
@@ -157,14 +157,14 @@ def persistent_buffer(ctx, nbytes: int, read: bool):
                                                    "glMapNamedBufferRange"))
     if None in (create, storage, mapr) or nbytes <= 0:
         return None
-    clear_errors(ctx)
+    _clear_errors(ctx)
     glo = ctypes.c_uint(0)
     create(1, ctypes.byref(glo))
     access = MAP_PERSISTENT_BIT | MAP_COHERENT_BIT | (MAP_READ_BIT if read else MAP_WRITE_BIT)
     storage(glo.value, nbytes, None, access | (CLIENT_STORAGE_BIT if read else 0))
     ptr = mapr(glo.value, 0, nbytes, access) if ctx.error == "GL_NO_ERROR" else None
     if not ptr or ctx.error != "GL_NO_ERROR":
-        clear_errors(ctx)
+        _clear_errors(ctx)
         function("glDeleteBuffers")(1, ctypes.byref(glo))
         return None
     view = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
@@ -210,12 +210,12 @@ def buffer_texture(ctx, buffer_glo: int, floats: int) -> int | None:
     create, attach = function("glCreateTextures"), function("glTextureBuffer")
     if create is None or attach is None or ctx.version_code < 450 or not usable(ctx):
         return None
-    clear_errors(ctx)
+    _clear_errors(ctx)
     name = ctypes.c_uint(0)
     create(TEXTURE_BUFFER, 1, ctypes.byref(name))
     attach(name.value, _BUFFER_TEXTURE_FORMATS[floats], buffer_glo)
     if ctx.error != "GL_NO_ERROR" or not name.value:
-        clear_errors(ctx)
+        _clear_errors(ctx)
         delete_texture(name.value)
         return None
     return int(name.value)
