@@ -150,3 +150,26 @@ def test_one_thread_with_two_contexts_switches_between_them(rng, config):
             A, B = rng.standard_normal(a), rng.standard_normal(b)
             got = shadertune.matmul(A, B, config=config, device_index=step)
             assert rel_err(got, A @ B) <= 1e-5
+
+
+def test_the_profile_is_compatibility_on_a_software_renderer_and_core_on_a_gpu(monkeypatch):
+    """SHADERTUNE_GL_PROFILE: 'auto' (the default) gives llvmpipe the compatibility profile
+    (assembly kernels shade there) and a GPU the core profile; 'compat' and 'core' ask."""
+    from shadertune.backends.gl import context, device
+    from shadertune.backends.gl.egl_compat import is_compatibility_profile
+
+    def profile_of(env, software=True):
+        monkeypatch.setenv("SHADERTUNE_GL_PROFILE", env)
+        monkeypatch.setattr(device, "is_software_renderer", lambda renderer: software)
+        ctx = context.create_egl_context()
+        try:
+            return is_compatibility_profile(ctx)
+        finally:
+            ctx.release()
+    assert profile_of("auto") is True
+    assert profile_of("auto", software=False) is False          # what a GPU gets
+    assert profile_of("compat", software=False) is True
+    assert profile_of("core") is False
+    monkeypatch.setenv("SHADERTUNE_GL_PROFILE", "bogus")
+    with pytest.raises(context.ContextError, match="SHADERTUNE_GL_PROFILE"):
+        context.gl_profile()

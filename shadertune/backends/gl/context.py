@@ -4,8 +4,9 @@ EGL picks Mesa llvmpipe where there is no GPU and the NVIDIA driver where
 there is one; `device_index` chooses among EGL devices.  Failures become one
 ContextError that says what is missing and how to fix it.
 
-Profile: an EGL context is a compatibility-profile one where the driver gives
-one of GL 4.5 (egl_compat.py), so that assembly kernels (lang=arbfp, nvfp) run
+Profile: on a software renderer an EGL context is a compatibility-profile one where
+the driver gives one of GL 4.5 (egl_compat.py; a GPU keeps the core profile unless
+SHADERTUNE_GL_PROFILE=compat asks: see PROFILES), so that assembly kernels (lang=arbfp, nvfp) run
 in the same context, with the same textures, framebuffers, transfers and
 timing, as the GLSL ones; else core profile ($SHADERTUNE_GL_PROFILE=core asks
 for core; notes/gl.md has the measurements behind the choice).
@@ -179,15 +180,19 @@ def create_egl_context(device_index: int | None = None, require: int | None = No
     return ctx
 
 
-# Which profile create_egl_context asks for (SHADERTUNE_GL_PROFILE): 'compat' (the default)
-# takes a compatibility-profile context where the driver gives one of the version asked
-# for (GL 4.5 unless `require` says otherwise), else a core one; 'core' always core.
-PROFILES = ("compat", "core")
+# Which profile create_egl_context asks for (SHADERTUNE_GL_PROFILE): 'compat' takes a
+# compatibility-profile context where the driver gives one of the version asked for (GL
+# 4.5 unless `require` says otherwise), else a core one; 'core' always core; 'auto' (the
+# default) compat on a software renderer and core on a GPU.  A GPU keeps the core profile
+# that every GPU measurement so far ran in until the compatibility profile has been
+# measured there (notes/gl.md, "assembly beside GLSL"): with 'compat' on NVIDIA's driver
+# the assembly kernels run too.
+PROFILES = ("auto", "compat", "core")
 
 
 def gl_profile() -> str:
-    """The profile asked for: $SHADERTUNE_GL_PROFILE, 'compat' by default."""
-    profile = os.environ.get("SHADERTUNE_GL_PROFILE", "compat").strip().lower() or "compat"
+    """The profile asked for: $SHADERTUNE_GL_PROFILE, 'auto' by default."""
+    profile = os.environ.get("SHADERTUNE_GL_PROFILE", "auto").strip().lower() or "auto"
     if profile not in PROFILES:
         raise ContextError(f"SHADERTUNE_GL_PROFILE must be one of {list(PROFILES)}, got {profile!r}")
     return profile
@@ -198,14 +203,21 @@ def _compat_context(device_index: int | None, require: int | None):
     assembly programs shade, or None where the profile asked for is core or EGL gives
     none of the version needed (the core-profile path then makes the context, and says
     what went wrong if it cannot either)."""
-    if gl_profile() != "compat":
+    profile = gl_profile()
+    if profile == "core":
         return None
+    from .device import is_software_renderer
     from .egl_compat import create_compat_context
     try:
-        return create_compat_context(device_index, require or 450)
+        ctx = create_compat_context(device_index, require or 450)
     except OSError:
         _local.current = None       # a failed attempt may have changed what is current
         return None
+    if profile == "auto" and not is_software_renderer(ctx.info.get("GL_RENDERER", "")):
+        ctx.release()               # a GPU: the core profile (see PROFILES)
+        _local.current = None
+        return None
+    return ctx
 
 
 def create_glfw_context(require: int = 330):
