@@ -31,7 +31,6 @@ from ...space import PhasePlan, Space
 from .compute_codegen import COMPUTE_GLSL, MAX_GROUPS
 from .compute_layout import ComputeLayout, one_pass_np
 
-FAMILIES = ("compute", "fragment")
 # Domain orders put the untuned default first (compute_default): the phased plan's
 # start and the model strategy's tie-break.
 BLOCKS = (128, 64, 256, 32)

@@ -55,7 +55,7 @@ from ...problem import Problem
 from ...space import PhasePlan, Space, UnionSpace, restriction
 from .asm_codegen import ASM_FETCH, ASM_GLSL, ASM_LANGS, LANGS, program_counts
 from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
-from .compute_space import (COMPUTE_FIXED, COMPUTE_PHASES, FRAGMENT_VALUES, compute_available,
+from .compute_space import (COMPUTE_FIXED, COMPUTE_KNOBS, COMPUTE_PHASES, FRAGMENT_VALUES, compute_available,
                             compute_candidates, compute_space)
 from .image_layout import ImageLayout
 from .layout import MC_SHAPES, Layout, packing, pass_depth
@@ -442,10 +442,10 @@ def fragment_default_config(problem: Problem, space: Space) -> Config:
     return mrt_default_config(problem, space)
 
 
-# Knobs only the fragment family has (a partial config naming one is completed from a
-# fragment default), and those only the compute family has.
+# Knobs only the fragment family has: a partial config naming one is completed from a
+# fragment default (one naming a compute knob, compute_space.COMPUTE_KNOBS, from the
+# compute family's).
 FRAGMENT_ONLY_KNOBS = ("mc", "mrt_h", "mrt_w", "block_h", "block_w", "fetch")
-COMPUTE_ONLY_KNOBS = ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks", "shuffle")
 
 
 def default_for(problem: Problem, space: Space, given) -> Config:
@@ -459,7 +459,7 @@ def default_for(problem: Problem, space: Space, given) -> Config:
     if family is None:
         if given.get("out") in ("mrt", "image") or any(k in given for k in FRAGMENT_ONLY_KNOBS):
             family = "fragment"
-        elif given.get("out") == "buffer" or any(k in given for k in COMPUTE_ONLY_KNOBS):
+        elif given.get("out") == "buffer" or any(k in given for k in COMPUTE_KNOBS):
             family = "compute"
     if family == "compute":
         return compute_default_config(problem, space) or default_config(problem, space)

@@ -96,12 +96,6 @@ class ClockKeeper:
         glraw.flush()
         self.busy_until = max(self.busy_until, time.perf_counter()) + n * self.dispatch_s
 
-    def release(self) -> None:
-        for r in (self._program, self._sink):
-            if r is not None:
-                r.release()
-        self._program = self._sink = None
-
 
 def clock_of(ctx) -> ClockKeeper | None:
     """The context's ClockKeeper, or None on a software renderer (no clock to keep)."""
