@@ -96,13 +96,14 @@ def parse(argv=None) -> argparse.Namespace:
     p = Parser(prog=PROG, description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", metavar="OUT", help="folder for the JSON, the table, reports, stores, logs")
-    p.add_argument("--size", type=ca.positive, metavar="N", help=f"N of the N x N x N problem (default {DEFAULT_SIZE}; "
-                   f"--quick: {QUICK_SIZE})")
+    p.add_argument("--size", type=ca.positive, metavar="N",
+                   help=f"N of the N x N x N problem (default {DEFAULT_SIZE}; --quick: {QUICK_SIZE})")
     p.add_argument("--fix", action="append", default=[], metavar="KNOB=V[,V...]",
                    help="narrow (or widen) a knob of the subspace, replacing its default "
                         f"({' '.join(f'{k}={v}' for k, v in SUBSPACE.items())}); repeatable")
-    p.add_argument("--repeats", type=ca.positive, metavar="R", help="timed runs per config in the searches and of "
-                   "each re-timed kernel (default 10; --quick: 2)")
+    p.add_argument("--repeats", type=ca.positive, metavar="R",
+                   help="timed runs per config in the searches and of each re-timed kernel "
+                        "(default 10; --quick: 2)")
     p.add_argument("--exhaustive-seconds", type=ca.seconds, default=0.0, metavar="S",
                    help="stop the exhaustive search starting evaluations after S seconds (0: no "
                         "limit, the default); a cut search's time is projected")
@@ -115,7 +116,8 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--shader-cache", action="store_true",
                    help="leave the drivers' shader disk caches on in the searches")
     p.add_argument("--quick", action="store_true",
-                   help=f"the test's run: size {QUICK_SIZE}, 2 repeats, {' '.join(QUICK_FIX)}, unless given")
+                   help=f"the test's run: size {QUICK_SIZE}, 2 repeats, {' '.join(QUICK_FIX)} "
+                        "(each unless given)")
     a = p.parse_args(argv)
     a.size = a.size or (QUICK_SIZE if a.quick else DEFAULT_SIZE)
     a.repeats = a.repeats or (2 if a.quick else 10)
@@ -156,9 +158,17 @@ def fix_args(fixed: dict[str, str]) -> list[str]:
 
 # --- the searches ----------------------------------------------------------------------------
 
+def search_folder(out) -> pathlib.Path:
+    """OUT as the searches (run in the repository root) name it: relative to the root where
+    it lies inside it, else absolute."""
+    out = pathlib.Path(out).resolve()
+    return out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+
+
 def search_command(a, strategy: str) -> list[str]:
-    """The search command line (after `python -m shadertune.search`) for `strategy`."""
-    out = pathlib.Path(a.out)
+    """The search command line (after `python -m shadertune.search`) for `strategy`, run in
+    the repository root (where `python -m shadertune` finds the checkout's package)."""
+    out = search_folder(a.out)
     cmd = ["--backend", "gl", "--size", str(a.size), "--strategy", strategy, *fix_args(a.fixed),
            "--repeats", str(a.repeats), "--seed", "0", "--db", str(out / "stores" / f"{strategy}.sqlite"),
            "--report", str(out / "reports" / f"{strategy}.json"), "-q"]

@@ -85,10 +85,12 @@ def test_quick_run_compares_phased_with_the_exhaustive_optimum_and_the_experts(g
 
 
 def test_a_capped_exhaustive_search_is_projected_not_claimed(gl, tmp_path):
-    # the GPU command's flags at a tiny size: --fix and --exhaustive-seconds, a cut search
+    # the GPU command's flags at a tiny size (--size, --fix, --repeats, --exhaustive-seconds), and
+    # a search cut by its caps
     out = tmp_path / "c"
-    assert bench.main([str(out), "--quick", "--fix", "fetch=texelFetch", "--exhaustive-budget", "2",
-                       "--exhaustive-seconds", "60", "--phased-budget", "2", "--repeats", "1"], backend=gl) == 0
+    args = ["--quick", "--size", "16", "--fix", "fetch=texelFetch", "--repeats", "1",
+            "--exhaustive-seconds", "60", "--exhaustive-budget", "2", "--phased-budget", "2"]
+    assert bench.main([str(out), *args], backend=gl) == 0
     doc = json.loads((out / "bench-reproduction.json").read_text())
     ex = _report(out, "exhaustive")
     assert ex["evaluated"] == 2 < ex["space_size"]
