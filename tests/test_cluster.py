@@ -160,6 +160,109 @@ def test_the_backend_hooks_come_from_a_worker(client):
     assert remote.device().key == KEY and remote.template_hash() == local.template_hash()
 
 
+def test_a_call_answered_while_its_caller_polls_never_fails(client, control, monkeypatch):
+    # distributed's blocking result(timeout) fails with UnboundLocalError when the
+    # time-out and the answer meet (the CUDA half of bench-workers on two H100s);
+    # the coordinator polls calls on done-callbacks instead, here every 5 ms
+    from shadertune.cluster import coordinator as coord_mod
+    monkeypatch.setattr(coord_mod, "CALL_POLL_SECONDS", 0.005)
+    (group,) = coordinator(client).groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    configs = [Config(base, np=n) for n in range(8, 48, 2)]
+    (control / "sleep").write_text("0.005")
+    try:
+        got = [group.backend.source(P, c) for c in configs]
+    finally:
+        (control / "sleep").unlink()
+    assert got == [OneKind().source(P, c) for c in configs]
+
+
+def test_a_whole_space_goes_to_the_cost_model_by_index_not_in_the_graph(client):
+    import warnings
+    import dask
+    from cluster_fakes import ModelKind
+    big = Problem(8, 8, 256)                        # about 46,000 configs: 4 MB pickled
+    (group,) = coordinator(client, MODEL).groups.values()
+    local = ModelKind()
+    every = local.space(big).configs()
+    assert len(every) > 40_000
+    sample = every[::7]
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("error")              # Dask's "Sending large graph" warning
+        assert group.backend.predict_ms(big, every) == local.predict_ms(big, every)
+        assert group.backend.predict_ms(big, sample) == local.predict_ms(big, sample)
+    # a config outside the space is sent as itself
+    odd = [Config(every[0], np=2000)] + every[:2000]
+    assert group.backend.predict_ms(big, odd) == local.predict_ms(big, odd)
+
+
+def test_a_worker_that_enumerates_a_space_differently_refuses_to_guess():
+    from shadertune.cluster.worker import BackendPlugin
+    from shadertune.errors import ShadertuneError
+    plugin = BackendPlugin(ONE)
+    plugin.backend, plugin.worker_name = OneKind(), "gpu0"
+    every = OneKind().space(P).configs()
+    assert plugin.configs_at(P, (len(every), [3, 1], [(3, every[3].key)])) == [every[3], every[1]]
+    with pytest.raises(ShadertuneError, match="enumerates differently on worker gpu0"):
+        plugin.configs_at(P, (len(every), [3], [(3, every[4].key)]))
+    with pytest.raises(ShadertuneError, match="enumerates differently"):
+        plugin.configs_at(P, (len(every) + 1, [3], [(3, every[3].key)]))
+
+
+def test_a_batch_compiles_beside_the_gpus_chunk_by_chunk_while_they_time(client, control):
+    live_workers(client, 2)
+    for name in ("precompiled", "chunks", "builds"):
+        (control / name).unlink(missing_ok=True)
+    (group,) = coordinator(client).groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    batch = [Config(base, np=n) for n in range(8, 40, 2)]          # 16 configs
+    (control / "compile-sleep").write_text("0.3")
+    (control / "build-sleep").write_text("0.05")
+    try:
+        got = ClusterEvaluator(group, P, repeats=2).many(batch)
+    finally:
+        (control / "compile-sleep").unlink()
+        (control / "build-sleep").unlink()
+    assert [r.status for r in got] == ["ok"] * len(batch)
+    # compiled once each, in the batch's order, in chunks: first one per GPU of the
+    # host, then one per core, each on a worker's compile thread, never its GPU thread
+    assert (control / "precompiled").read_text().split() == [c.key for c in batch]
+    chunks = [json.loads(line) for line in (control / "chunks").read_text().splitlines()]
+    cores = max(st.cpus for st in group.coordinator.statuses.values())
+    assert chunks[0]["n"] == 2 and all(ch["n"] <= max(1, cores) for ch in chunks[1:])
+    assert not any(ch["thread"].startswith("shadertune-gpu") for ch in chunks)
+    builds = [line.split() for line in (control / "builds").read_text().splitlines()]
+    assert all(thread.startswith("shadertune-gpu") for _, thread in builds)
+    # the GPUs started on the first chunk while the later ones compiled
+    first_build = min(float(t) for t, _ in builds)
+    assert chunks[0]["end"] <= first_build < chunks[-1]["end"]
+
+
+def test_the_workers_share_a_table_evenly_while_it_compiles(client, control, tmp_path):
+    # a compile that held a worker (the precompile call on its GPU thread) split a
+    # CUDA table 19 / 5 between two GPUs; compiling beside them, they share it
+    live_workers(client, 2)
+    per_worker: dict = {}
+    lock = threading.Lock()
+
+    def count(r, cached, worker):
+        with lock:
+            per_worker[worker] = per_worker.get(worker, 0) + 1
+    (control / "compile-sleep").write_text("0.5")
+    (control / "build-sleep").write_text("0.05")
+    try:
+        table = tune_table(coordinator(client, MODEL), [P, P2], budget=Budget(20), repeats=2,
+                           store_path=tmp_path / "t.sqlite", on_search=lambda g, p: count)
+    finally:
+        (control / "compile-sleep").unlink()
+        (control / "build-sleep").unlink()
+    assert [e["evaluated"] for e in table[0][1]] == [20, 20]
+    a, b = sorted(per_worker.values())
+    assert set(per_worker) == {"gpu0", "gpu1"} and a + b == 40
+    assert b - a <= 0.15 * b, per_worker
+
+
 def test_a_strategy_loop_of_batches_finds_the_optimum(client):
     coord = coordinator(client)
     (group,) = coord.groups.values()
@@ -276,7 +379,8 @@ def test_a_backend_no_worker_serves_is_one_clear_error(client):
 
 def test_a_worker_killed_mid_evaluation_costs_only_that_evaluation(client, control, tmp_path):
     live_workers(client, 2)
-    coord = coordinator(client)
+    events = []
+    coord = coordinator(client, events=events)
     (control / "hang").write_text("")
     out = {}
     t = threading.Thread(target=lambda: out.update(table=tune_table(
@@ -305,6 +409,15 @@ def test_a_worker_killed_mid_evaluation_costs_only_that_evaluation(client, contr
     local = tune(FakeBackend(), P, budget=Budget(30), repeats=2)
     assert entry["best"]["config"] == local["best"]["config"]
     live_workers(client, 2)                          # its nanny restarted it
+    # which worker went, and why (its nanny's word, which may come after the search)
+    pid = int(hung.name.split("-")[1])
+    deadline = time.monotonic() + 10
+    while not any(f"pid {pid} " in e for e in events) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (said,) = [e for e in events if f"pid {pid} " in e]
+    assert said.startswith("worker gpu") and said.endswith(
+        "died: its process was killed by signal 9 (SIGKILL); its evaluation runs again on "
+        "another worker, and its nanny restarts it"), said
 
 
 def test_a_config_that_kills_every_worker_it_runs_on_is_recorded_after_three_tries(

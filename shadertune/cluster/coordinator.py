@@ -51,6 +51,7 @@ NO_WORKER_SECONDS = 60.0         # a group without a live worker this long gives
 GONE_SECONDS = 3.0               # a worker gone this long without its nanny's word is reported
 RECONNECT_SECONDS = 60.0         # how long a call waits for the client to reconnect
 DROPPED_TRIES = 5                # a call whose future the cluster drops this often in a row fails
+CALL_POLL_SECONDS = 1.0          # how often a waiting call looks at the cluster
 
 
 class Cancelled(Exception):
@@ -148,7 +149,7 @@ class DeviceGroup:
             fut = coord.client.submit(call_task, self.spec, method, problem, *args,
                                       pure=False, priority=10, resources={self.resource: 1})
             try:
-                wait_done(fut, 1.0, waiting)
+                wait_done(fut, CALL_POLL_SECONDS, waiting)
             finally:
                 if not fut.done():
                     fut.cancel()
@@ -227,9 +228,11 @@ class Coordinator:
                 return
             if not self.connected or scheduler_id != self._scheduler_id:
                 if self._scheduler_id is not None:
+                    restarted = scheduler_id != self._scheduler_id
                     self.on_event(f"connected to the scheduler again"
-                                  f"{' (restarted)' if scheduler_id != self._scheduler_id else ''}"
-                                  f": its workers rejoin as they come back")
+                                  f"{' (restarted)' if restarted else ''}"
+                                  + (": its workers rejoin as they come back, the evaluations it "
+                                     "dropped are sent again" if restarted else ""))
                     self._gone.clear()   # everyone left with the old one: no one to report
                     self._members.clear()
                 self.connected = True
@@ -301,10 +304,12 @@ class Coordinator:
         _, msg = event
         name = str(msg.get("name"))
         st = self._members.get(name)
-        if st is None:
-            return                       # not one of this coordinator's workers
+        # (one that joined moments ago may not be learned yet: reported all the same)
+        gpu = st.gpu if st is not None else msg.get("gpu")
+        pid = msg.get("pid") or (st.pid if st is not None else None)
+        where = f" on {st.host}" if st is not None else ""
         self._explained[name] = time.monotonic()
-        self.on_event(f"worker {name} (GPU {st.gpu}, pid {msg.get('pid')} on {st.host}) died: "
+        self.on_event(f"worker {name} (GPU {gpu}, pid {pid}{where}) died: "
                       f"{exit_reason(msg.get('exitcode'))}; its evaluation runs again on another "
                       f"worker, and its nanny restarts it")
 

@@ -91,14 +91,23 @@ def reporting_nanny():
     from distributed.core import Status
 
     class ReportingNanny(Nanny):
+        worker_pid = None
+
+        async def instantiate(self):
+            status = await super().instantiate()
+            self.worker_pid = self.pid        # gone from the nanny once the process ended
+            return status
+
         async def _on_worker_exit(self, exitcode):
             # (Nanny's hook for its process's end; gone from a later Dask, the coordinator
             # still reports the worker as gone, without the exit status)
-            if self.status not in (Status.init, Status.closing, Status.closed,
-                                   Status.closing_gracefully, Status.failed):
+            # (as Nanny restarts it: unless the nanny itself is closing)
+            if self.status not in (Status.closing, Status.closed, Status.closing_gracefully,
+                                   Status.failed):
                 try:
                     self.log_event(WORKER_EXIT_TOPIC, {
-                        "name": str(self.name), "pid": self.pid, "exitcode": exitcode,
+                        "name": str(self.name), "pid": self.pid or self.worker_pid,
+                        "exitcode": exitcode,
                         "gpu": (self.env or {}).get(GPU_ENV)})
                 except Exception:        # the report is a courtesy: the restart matters
                     pass
