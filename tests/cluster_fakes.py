@@ -16,7 +16,8 @@ inherit from the test process:
 - 'build-sleep': every build sleeps that many seconds (an evaluation's GPU time).
 Every precompile appends its configs' keys to 'precompiled' there, one a line, and a
 JSON line to 'chunks' ({thread, start, end, n}: when and where it ran); every build
-appends 'monotonic-time thread-name' to 'builds'.
+appends 'monotonic-time thread-name' to 'builds', every predict_ms 'N thread-name' to
+'predicted'.
 """
 from __future__ import annotations
 
@@ -94,7 +95,10 @@ class OneKind(FakeBackend):
 
     def predict_ms(self, problem, configs):
         """A cost model: the fake's own cost surface, doubled (so that it is not the
-        default None, nor the measured times)."""
+        default None, nor the measured times).  Appends 'N thread-name' to 'predicted'."""
+        if os.path.isdir(_control("")):
+            with open(_control("predicted"), "a") as f:
+                f.write(f"{len(configs)} {threading.current_thread().name}\n")
         return [2 * cost_ms(c) for c in configs]
 
 

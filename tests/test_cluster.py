@@ -177,11 +177,12 @@ def test_a_call_answered_while_its_caller_polls_never_fails(client, control, mon
     assert got == [OneKind().source(P, c) for c in configs]
 
 
-def test_a_whole_space_goes_to_the_cost_model_by_index_not_in_the_graph(client):
+def test_a_whole_space_goes_to_the_cost_model_by_index_not_in_the_graph(client, control):
     import warnings
     import dask
     from cluster_fakes import ModelKind
-    big = Problem(8, 8, 256)                        # about 46,000 configs: 4 MB pickled
+    (control / "predicted").unlink(missing_ok=True)
+    big = Problem(8, 8, 256)                        # about 51,000 configs: 2 MB pickled
     (group,) = coordinator(client, MODEL).groups.values()
     local = ModelKind()
     every = local.space(big).configs()
@@ -195,6 +196,11 @@ def test_a_whole_space_goes_to_the_cost_model_by_index_not_in_the_graph(client):
     # a config outside the space is sent as itself
     odd = [Config(every[0], np=2000)] + every[:2000]
     assert group.backend.predict_ms(big, odd) == local.predict_ms(big, odd)
+    assert group.backend.predict_ms(big, every[:5]) == local.predict_ms(big, every[:5])
+    # a long ranking is host work, beside the GPU thread; a short one goes where calls go
+    threads = [line.split() for line in (control / "predicted").read_text().splitlines()]
+    assert [(int(n), t.startswith("shadertune-gpu")) for n, t in threads] == \
+        [(len(every), False), (len(sample), False), (len(odd), True), (5, True)]
 
 
 def test_a_worker_that_enumerates_a_space_differently_refuses_to_guess():

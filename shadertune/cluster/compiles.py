@@ -4,7 +4,8 @@ A backend that compiles ahead (CUDA: NVRTC into a cubin cache on the host's
 disk) gets each config of a batch compiled on every host of the device group
 before a worker there times it.  A host compiles the batch in chunks, in the
 batch's order, one chunk at a time on one of its workers' compile thread
-(worker.compile_task: the host's cores, never the GPU thread): the first chunk
+(worker.compile_task, on its host resource: the host's cores, never the GPU
+thread): the first chunk
 has one config per GPU of the host, so that every GPU starts as soon as it
 can, the next ones as many configs as the host has cores.  The evaluator times
 configs[:ready()] while the chunks after them compile, so compiling overlaps
@@ -84,7 +85,7 @@ class CompileAhead:
         client = self.group.coordinator.client
         fut = client.submit(compile_task, self.group.spec, self.problem, self.configs[start:end],
                             pure=False, workers=addrs, allow_other_workers=False,
-                            resources={self.group.compile_resource: 1},
+                            resources={self.group.host_resource: 1},
                             key=f"shadertune-compile-{uuid.uuid4().hex}")
         h["future"], h["end"], h["addrs"] = fut, end, addrs
         fut.add_done_callback(lambda _f: self.wake())

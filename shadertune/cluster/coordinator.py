@@ -40,7 +40,7 @@ from ..errors import ContextError, ShadertuneError
 from .engine import WORKER_EXIT_TOPIC, exit_reason
 from .futures import outcome, wait_done
 from .remote import RemoteBackend
-from .worker import WorkerStatus, call_task, compile_resource_name, worker_status
+from .worker import WorkerStatus, call_task, host_call_task, host_resource_name, worker_status
 
 REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
 # How long a new coordinator waits for workers it could not ask yet (none registered,
@@ -75,7 +75,8 @@ class DeviceGroup:
         self.coordinator = coordinator
         self.spec = coordinator.spec
         self.resource = status.resource
-        self.compile_resource = compile_resource_name(status.resource) if status.compiles else None
+        self.host_resource = host_resource_name(status.resource)   # the workers' second thread
+        self.compiles = status.compiles         # its backend compiles ahead (compiles.py)
         self.device = status.device
         self.backend_name = status.backend
         self.default_strategy = status.default_strategy
@@ -132,10 +133,11 @@ class DeviceGroup:
         return max(cpus, default=1)
 
     # --- backend calls on one of the group's workers --------------------------
-    def call(self, method: str, problem, *args):
+    def call(self, method: str, problem, *args, host: bool = False):
         """backend.<method>(problem, *args) on a worker of this group (space, candidates, ...);
         a worker whose GPU context fails meanwhile is excluded and another one asked, and
-        a call the cluster dropped (its scheduler was lost) is asked again."""
+        a call the cluster dropped (its scheduler was lost) is asked again.  host: host
+        work (worker.HOST_CALLS), on a worker's second thread, beside its GPU's."""
         coord = self.coordinator
         since = None
         dropped = 0
@@ -146,8 +148,9 @@ class DeviceGroup:
             coord.refresh()
             since = self.starving(since)
         while True:
-            fut = coord.client.submit(call_task, self.spec, method, problem, *args,
-                                      pure=False, priority=10, resources={self.resource: 1})
+            fut = coord.client.submit(host_call_task if host else call_task, self.spec, method,
+                                      problem, *args, pure=False, priority=10,
+                                      resources={self.host_resource if host else self.resource: 1})
             try:
                 wait_done(fut, CALL_POLL_SECONDS, waiting)
             finally:

@@ -2,7 +2,7 @@
 scheduler, and the GPU workers of one host for such a scheduler.
 
 A worker is one process with one GPU: its GPU thread times, a second task
-thread compiles ahead (worker.py).  Its GPU is the environment variable
+thread does host work beside it (compiling ahead, ranking: worker.py).  Its GPU is the environment variable
 SHADERTUNE_GPU, which the worker specs below set (a worker started some other
 way, e.g. by `dask worker`, takes its name when that is an integer, else GPU 0:
 see worker.gpu_index).  Its nanny (ReportingNanny) restarts the process when it
@@ -27,7 +27,7 @@ from ..errors import ShadertuneError
 GPU_ENV = "SHADERTUNE_GPU"
 WORKER_EXIT_TOPIC = "shadertune-worker-exit"
 # a worker's task threads: its GPU thread's tasks (one unit of the device resource) and
-# compile tasks (one unit of the compile resource) side by side
+# host tasks (one unit of the host resource) side by side
 WORKER_THREADS = 2
 # how long the workers of `python -m shadertune.cluster worker` wait for a scheduler
 # that went away to come back before they give up

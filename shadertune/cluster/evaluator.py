@@ -101,7 +101,7 @@ class ClusterEvaluator(RecordingEvaluator):
         """Configs the strategy evaluates next: compiled ahead on the group's hosts (CUDA),
         without waiting; nothing where the backend does not compile ahead (GL)."""
         todo = [c for c in (Config(c) for c in dict.fromkeys(configs)) if self.stored(c) is None]
-        if self.group.compile_resource is not None and len(todo) > 1:
+        if self.group.compiles and len(todo) > 1:
             CompileAhead(self.group, self.problem, todo, wake=lambda: None)
 
     # --- farming out ------------------------------------------------------------
@@ -111,7 +111,7 @@ class ClusterEvaluator(RecordingEvaluator):
         running: dict = {}                         # future -> (config, when sent)
         order = {c: i for i, c in enumerate(todo)}
         plan = (CompileAhead(self.group, self.problem, todo, wake=lambda: finished.put(_WAKE))
-                if self.group.compile_resource is not None and len(todo) > 1 else None)
+                if self.group.compiles and len(todo) > 1 else None)
         dropped = 0
         starved_since = None
 

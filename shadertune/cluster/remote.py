@@ -62,7 +62,7 @@ class RemoteBackend(Backend):
         where = self.indices(problem, configs) if len(configs) >= BY_INDEX_FROM else None
         if where is None:
             return self.group.call("predict_ms", problem, configs)
-        pred = self.group.call("predict_at", problem, where)
+        pred = self.group.call("predict_at", problem, where, host=True)   # beside the GPU
         return None if pred is None else [float(p) for p in pred]
 
     def indices(self, problem: Problem, configs: Sequence[Config]):

@@ -20,12 +20,14 @@ All GPU work of a process runs on one thread of its own (gpu_thread): a GL
 context is current on the thread that made it, and Dask's task threads are not
 guaranteed to be that thread.
 
-Compiling is host work, timing is GPU work: a backend that compiles ahead
-(Backend.precompile overridden: CUDA's NVRTC in a process pool) also offers one
-unit of a compile resource, and the coordinator's compile tasks (compile_task)
-run on the worker's second Dask thread, never on its GPU thread, so that one
-batch compiles on the host's cores while the GPUs time the last one.  Such a
-backend's precompile must not touch the device.
+Compiling and ranking are host work, timing is GPU work: every worker also
+offers one unit of a host resource, and the coordinator's host tasks run on the
+worker's second Dask thread, never on its GPU thread: compiling ahead
+(compile_task, where the backend's precompile is its own: CUDA's NVRTC in a
+process pool), so that one batch compiles on the host's cores while the GPUs
+time the last one, and the cost model over a long list of configs (the model
+strategy ranking a whole space: host_call_task).  Such hooks must not touch the
+device.
 
 Inputs are made on the worker from the search's seed (never shipped): one
 Evaluator per (search, problem), the least recently used ones dropped past
@@ -70,6 +72,7 @@ def _make_cuda_device_current(gpu: int) -> None:
 BIND_GPU_THREAD = {"cuda": _make_cuda_device_current}
 KEEP_INPUT_BYTES = 4 << 30
 KEEP_ENUMERATED = 4              # problems whose enumerated space a worker keeps (configs_at)
+HOST_CALLS = ("predict_at",)     # backend calls that run beside the GPU thread (host_call_task)
 
 _gpu_thread: ThreadPoolExecutor | None = None
 
@@ -131,14 +134,14 @@ def resource_name(spec: str, device_key: str, template_hash: str) -> str:
     return f"shadertune-{digest}"
 
 
-def compile_resource_name(resource: str) -> str:
-    """The resource a compile task asks for: one per worker, on its second thread."""
-    return f"{resource}-compile"
+def host_resource_name(resource: str) -> str:
+    """The resource a host task asks for: one per worker, on its second thread."""
+    return f"{resource}-host"
 
 
 def compiles_ahead(backend: Backend) -> bool:
     """Whether the backend compiles ahead (its precompile is its own, not the base's
-    nothing): only then does a worker offer a compile resource."""
+    nothing): only then does the coordinator compile ahead on the hosts."""
     return type(backend).precompile is not Backend.precompile
 
 
@@ -166,7 +169,7 @@ class WorkerStatus:
     host: str | None = None              # its machine's name: one compile cache, one set of cores
     pid: int | None = None
     cpus: int | None = None              # cores its process may use
-    compiles: bool = False               # it offers the compile resource (compile_resource_name)
+    compiles: bool = False               # its backend compiles ahead (on the host resource)
     open_seconds: float | None = None    # how long opening the backend took
 
 
@@ -199,8 +202,7 @@ class BackendPlugin(WorkerPlugin):
         self.ready = True
         if self.resource is not None:
             # the worker has not registered yet: its registration offers these
-            offered = [self.resource] + ([compile_resource_name(self.resource)] if self.compiles else [])
-            for name in offered:
+            for name in (self.resource, host_resource_name(self.resource)):
                 worker.state.total_resources[name] = 1
                 worker.state.available_resources[name] = 1
 
@@ -363,8 +365,15 @@ def evaluate_task(spec: str, search: str, problem, config, options: dict, best_m
 
 
 def compile_task(spec: str, problem, configs):
-    """Runs on the task thread it is given (the compile resource's), not the GPU thread."""
+    """Runs on the task thread it is given (the host resource's), not the GPU thread."""
     return _plugin(spec).precompile(problem, configs)
+
+
+def host_call_task(spec: str, method: str, problem, *args):
+    """A backend call that is host work (HOST_CALLS), on the host resource's thread."""
+    if method not in HOST_CALLS:
+        raise ValueError(f"{method!r} is not host work")
+    return _plugin(spec).call(method, problem, *args)
 
 
 def call_task(spec: str, method: str, problem, *args):
