@@ -222,7 +222,7 @@ def test_a_batch_compiles_beside_the_gpus_chunk_by_chunk_while_they_time(client,
         (control / name).unlink(missing_ok=True)
     (group,) = coordinator(client).groups.values()
     base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
-    batch = [Config(base, np=n) for n in range(8, 40, 2)]          # 16 configs
+    batch = [Config(base, np=n) for n in range(8, 60, 2)]          # 26 configs
     (control / "compile-sleep").write_text("0.3")
     (control / "build-sleep").write_text("0.05")
     try:
@@ -235,8 +235,10 @@ def test_a_batch_compiles_beside_the_gpus_chunk_by_chunk_while_they_time(client,
     # host, then one per core, each on a worker's compile thread, never its GPU thread
     assert (control / "precompiled").read_text().split() == [c.key for c in batch]
     chunks = [json.loads(line) for line in (control / "chunks").read_text().splitlines()]
+    from shadertune.cluster.compiles import MIN_CHUNK
     cores = max(st.cpus for st in group.coordinator.statuses.values())
-    assert chunks[0]["n"] == 2 and all(ch["n"] <= max(1, cores) for ch in chunks[1:])
+    assert chunks[0]["n"] == 2 and len(chunks) > 2
+    assert all(ch["n"] <= max(MIN_CHUNK, cores) for ch in chunks[1:])
     assert not any(ch["thread"].startswith("shadertune-gpu") for ch in chunks)
     builds = [line.split() for line in (control / "builds").read_text().splitlines()]
     assert all(thread.startswith("shadertune-gpu") for _, thread in builds)
@@ -513,6 +515,16 @@ def test_the_search_cli_joins_a_cluster_and_shows_evaluations_per_worker(client,
     renderers = [json.loads((tmp_path / f"r.{i}.json").read_text())["device"]["renderer"]
                  for i in (0, 1)]
     assert renderers == ["fake gpu kind 0", "fake gpu kind 1"]
+
+
+def test_the_search_cli_starts_its_own_workers_on_the_gpus_given(tmp_path, capsys):
+    assert main(["--backend", ONE, "--size", "8", "--budget", "6", "--repeats", "2",
+                 "--gpus", "1,0", "--db", str(tmp_path / "t.sqlite")]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("evaluations per worker: "))
+    counts = dict(w.rsplit(" ", 1) for w in line.split(": ", 1)[1].split(";")[0].split(", "))
+    assert set(counts) <= {"gpu0", "gpu1"} and sum(map(int, counts.values())) == 6
+    assert line.endswith("total 6 measured")
 
 
 @pytest.mark.parametrize("args, text", [

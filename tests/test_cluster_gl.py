@@ -1,6 +1,8 @@
-"""Two GL hosts simulated on this machine (llvmpipe): a Dask scheduler process and two
-`python -m shadertune.cluster worker` processes, one owning GPU 0, the other GPUs 0 and
-9 (EGL device 9 does not exist), and the search CLI joining them with --cluster.
+"""Two GL hosts simulated on this machine: a Dask scheduler process and two
+`python -m shadertune.cluster worker` processes, one owning GPU 0 (serving GL and CUDA),
+the other GPU 1 (GPU 0 again on llvmpipe, which has one EGL device) and GPU 9 (an EGL
+device that does not exist), and the search CLI joining them with --cluster.  The
+same test runs on llvmpipe here and on the GPU machine.
 Mid-search one worker process is killed (kill -9) and then the scheduler is killed and
 started again on its port: the search finishes on the rest, every measured result is
 in the store exactly once, the CLI says which worker went and why, and a rerun resumes
@@ -91,23 +93,36 @@ def stored(db) -> list:
                 for r in s.results("gl", d["device"], P)]
 
 
-def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_restart(tmp_path, capsys):
+def second_gpu() -> int:
+    """EGL device 1 where there is one (the GPU machine), else 0 (llvmpipe)."""
+    from shadertune.backends.gl import GLBackend
+    from shadertune.errors import ContextError
+    try:
+        GLBackend(device_index=1).device()
+        return 1
+    except ContextError:
+        return 0
+
+
+def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_restart(
+        gl, tmp_path, capsys):
+    b = second_gpu()
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
     procs = [scheduler(port)]
-    common = ["--host", "127.0.0.1", "--backends", "gl", "--rejoin", "60"]
+    common = ["--host", "127.0.0.1", "--rejoin", "60"]
     host_a = popen_python(None, "-m", "shadertune.cluster", "worker", address, "--gpus", "0",
-                          "--name", "hostA", *common, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, start_new_session=True)
-    host_b = popen_python(None, "-m", "shadertune.cluster", "worker", address, "--gpus", "0,9",
-                          "--name", "hostB", *common, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, start_new_session=True)
+                          "--name", "hostA", "--backends", "gl,cuda", *common,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    host_b = popen_python(None, "-m", "shadertune.cluster", "worker", address, "--gpus", f"{b},9",
+                          "--name", "hostB", "--backends", "gl", *common,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     procs += [host_a, host_b]
     args = ["-m", "shadertune.search", "--backend", "gl", "--m", P.M, "--n", P.N, "--k", P.K,
             "--budget", BUDGET, "--repeats", "2", "--db", db, "--cluster", address]
     try:
-        pids = worker_pids(address, {"hostA-gpu0", "hostB-gpu0", "hostB-gpu9"})
+        pids = worker_pids(address, {"hostA-gpu0", f"hostB-gpu{b}", "hostB-gpu9"})
         search = popen_python(None, *args, "--report", rep, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, start_new_session=True)
         procs.append(search)
@@ -120,7 +135,7 @@ def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_resta
                 assert time.monotonic() < deadline, f"waited in vain for {what}: {err.text()}"
                 time.sleep(0.05)
         until("4 results", lambda: len(stored(db)) >= 4)
-        killed = pids["hostB-gpu0"]
+        killed = pids[f"hostB-gpu{b}"]
         os.kill(killed, signal.SIGKILL)               # a worker process dies mid-search
         until("the report of its death", lambda: " died: " in err.text())
         at = len(stored(db))
@@ -133,7 +148,7 @@ def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_resta
         err.thread.join(10)
         assert search.returncode == 0, err.text()
         lines, err = err.lines, err.text()
-        said = [ln for ln in lines if "worker hostB-gpu0 " in ln and " died: " in ln]
+        said = [ln for ln in lines if f"worker hostB-gpu{b} " in ln and " died: " in ln]
         assert said and said[0].endswith(
             f"died: its process was killed by signal 9 (SIGKILL); its evaluation runs again "
             f"on another worker, and its nanny restarts it"), err
@@ -143,7 +158,7 @@ def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_resta
         assert any(ln.startswith("shadertune.search: connected to the scheduler again (restarted)")
                    for ln in lines), err
         per_worker = next(ln for ln in out.splitlines() if ln.startswith("evaluations per worker: "))
-        assert "hostA-gpu0 " in per_worker and "hostB-gpu0 " in per_worker, out
+        assert "hostA-gpu0 " in per_worker and f"hostB-gpu{b} " in per_worker, out
         # every measured result in the store exactly once: the store holds the search's configs
         (entry,) = json.loads(rep.read_text())["problems"]
         check_report(json.loads(rep.read_text()))
@@ -157,6 +172,19 @@ def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_resta
         out = capsys.readouterr().out
         assert f"total 0 measured, {BUDGET} replayed from the store" in out, out
         assert len(stored(db)) == BUDGET
+        # the same cluster serves CUDA from hostA's worker where CuPy and a GPU are there
+        code = main(["--backend", "cuda", "--size", "64", "--budget", "2", "-q", "--db",
+                     str(tmp_path / "cuda.sqlite"), "--cluster", address])
+        err = capsys.readouterr().err
+        try:
+            import cupy  # noqa: F401
+            has_cuda = cupy.cuda.runtime.getDeviceCount() > 0
+        except Exception:
+            has_cuda = False
+        if has_cuda:
+            assert code == 0, err
+        else:
+            assert code == 1 and "no worker could open backend 'cuda': hostA-gpu0: " in err, err
     finally:
         for p in procs:
             if p.poll() is None:

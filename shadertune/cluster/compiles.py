@@ -7,7 +7,8 @@ batch's order, one chunk at a time on one of its workers' compile thread
 (worker.compile_task, on its host resource: the host's cores, never the GPU
 thread): the first chunk
 has one config per GPU of the host, so that every GPU starts as soon as it
-can, the next ones as many configs as the host has cores.  The evaluator times
+can, the next ones as many configs as the host has cores (at least MIN_CHUNK:
+each chunk is a round trip and, on CUDA, a process pool started).  The evaluator times
 configs[:ready()] while the chunks after them compile, so compiling overlaps
 timing and no config is compiled twice on a host.  Workers of one host share
 its compile cache (the host is the worker's machine name).
@@ -22,6 +23,8 @@ import uuid
 from typing import Callable
 
 from .worker import compile_task
+
+MIN_CHUNK = 8
 
 
 class CompileAhead:
@@ -77,7 +80,7 @@ class CompileAhead:
         start = h["done"]
         if start >= len(self.configs):
             return
-        size = h["gpus"] if start == 0 else self.group.host_cpus(host)
+        size = h["gpus"] if start == 0 else max(MIN_CHUNK, self.group.host_cpus(host))
         end = min(len(self.configs), start + max(1, size))
         addrs = self.group.hosts().get(host) or []
         if not addrs:

@@ -23,7 +23,7 @@ goes to another worker.  An evaluation the cluster dropped because its
 scheduler was lost is sent again once the client has reconnected.
 
 `timings` says where the cluster's own time goes: the round trips of the
-evaluations (submitted to result processed here), the workers' time inside
+evaluations (submitted, to its Result fetched here), the workers' time inside
 them (task_seconds), and each worker's busy seconds.
 """
 from __future__ import annotations
@@ -107,7 +107,7 @@ class ClusterEvaluator(RecordingEvaluator):
     # --- farming out ------------------------------------------------------------
     def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None) -> None:
         client = self.group.coordinator.client
-        finished: queue.Queue = queue.Queue()       # (future, when), put there as they finish
+        finished: queue.Queue = queue.Queue()       # futures, put there as they finish
         running: dict = {}                         # future -> (config, when sent)
         order = {c: i for i, c in enumerate(todo)}
         plan = (CompileAhead(self.group, self.problem, todo, wake=lambda: finished.put(_WAKE))
@@ -116,7 +116,7 @@ class ClusterEvaluator(RecordingEvaluator):
         starved_since = None
 
         def arrived(f) -> None:
-            finished.put((f, time.perf_counter()))
+            finished.put(f)
         try:
             while todo or running:
                 self.group.coordinator.check_cancelled()
@@ -146,7 +146,7 @@ class ClusterEvaluator(RecordingEvaluator):
                     continue
                 if item is _WAKE:
                     continue
-                f, when = item
+                f = item
                 if f.status not in ("finished", "error", "cancelled"):
                     # its result was lost with its worker before it reached us: Dask
                     # computes it again, and the callback fires again when it is done
@@ -154,7 +154,7 @@ class ClusterEvaluator(RecordingEvaluator):
                     continue
                 c, sent = running.pop(f)
                 self.group.release()
-                r = self._outcome(f, c, when - sent)
+                r = self._outcome(f, c, sent)
                 if r is None:
                     dropped += 1
                     if dropped > DROPPED_TRIES * max(1, len(order)):
@@ -178,9 +178,10 @@ class ClusterEvaluator(RecordingEvaluator):
         except queue.Empty:
             return None
 
-    def _outcome(self, f, config: Config, round_trip: float) -> Result | None:
+    def _outcome(self, f, config: Config, sent: float) -> Result | None:
         """The Result of a finished future (written and noted), or None to evaluate again."""
         status, value = outcome(f)
+        round_trip = time.perf_counter() - sent      # sent to its Result here (fetched too)
         if status == "finished":
             out = value
             if "context_error" in out:
