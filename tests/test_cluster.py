@@ -247,6 +247,20 @@ def test_a_batch_compiles_beside_the_gpus_chunk_by_chunk_while_they_time(client,
     assert chunks[0]["end"] <= first_build < chunks[-1]["end"]
 
 
+def test_prefetch_compiles_on_the_hosts_without_waiting(client, control):
+    (control / "precompiled").unlink(missing_ok=True)
+    (group,) = coordinator(client).groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    ahead = [Config(base, np=n) for n in (10, 12, 14)]
+    ClusterEvaluator(group, P, repeats=2).prefetch(ahead)   # returns at once
+    deadline = time.monotonic() + 30
+    while not (control / "precompiled").exists() or \
+            len((control / "precompiled").read_text().split()) < 3:
+        assert time.monotonic() < deadline, "nothing was compiled ahead"
+        time.sleep(0.05)
+    assert (control / "precompiled").read_text().split() == [c.key for c in ahead]   # one host
+
+
 def test_the_workers_share_a_table_evenly_while_it_compiles(client, control, tmp_path):
     # a compile that held a worker (the precompile call on its GPU thread) split a
     # CUDA table 19 / 5 between two GPUs; compiling beside them, they share it
@@ -257,8 +271,10 @@ def test_the_workers_share_a_table_evenly_while_it_compiles(client, control, tmp
     def count(r, cached, worker):
         with lock:
             per_worker[worker] = per_worker.get(worker, 0) + 1
+    # (evaluations of 0.15 s, mostly waiting like a GPU's: CPU contention on a loaded
+    # machine would otherwise make one worker process faster than the other)
     (control / "compile-sleep").write_text("0.5")
-    (control / "build-sleep").write_text("0.05")
+    (control / "build-sleep").write_text("0.15")
     try:
         table = tune_table(coordinator(client, MODEL), [P, P2], budget=Budget(20), repeats=2,
                            store_path=tmp_path / "t.sqlite", on_search=lambda g, p: count)

@@ -77,8 +77,9 @@ def tune_on_cluster(args, problems, store, runs: list, notes: list, device_run, 
         with where as client:
             coordinator = Coordinator(client, args.backend, on_event=event)
             total = args.budget * len(problems) * len(coordinator.groups) if args.budget else None
+            workers = len(coordinator.names())
             label = f"{len(problems)} problem{'s' * (len(problems) > 1)} on " \
-                    f"{len(coordinator.names())} workers"
+                    f"{workers} worker{'s' * (workers != 1)}"
             progress = Progress(label, total=total, stream=stream,
                                 mode="off" if args.quiet else None)
             by_group: dict = {}          # DeviceGroup -> DeviceRun

@@ -44,7 +44,7 @@ from ..search.evaluate import RecordingEvaluator, _line
 from .compiles import CompileAhead
 from .coordinator import DROPPED_TRIES, DeviceGroup
 from .futures import outcome
-from .worker import evaluate_task
+from .worker import compile_task, evaluate_task
 
 _WAKE = object()                          # a compile chunk is done: look again
 
@@ -98,11 +98,17 @@ class ClusterEvaluator(RecordingEvaluator):
         return out
 
     def prefetch(self, configs) -> None:
-        """Configs the strategy evaluates next: compiled ahead on the group's hosts (CUDA),
-        without waiting; nothing where the backend does not compile ahead (GL)."""
+        """Configs the strategy evaluates next: compiled ahead on each of the group's hosts
+        (CUDA), without waiting; nothing where the backend does not compile ahead (GL)."""
+        from distributed import fire_and_forget
         todo = [c for c in (Config(c) for c in dict.fromkeys(configs)) if self.stored(c) is None]
-        if self.group.compiles and len(todo) > 1:
-            CompileAhead(self.group, self.problem, todo, wake=lambda: None)
+        if not self.group.compiles or len(todo) < 2:
+            return
+        client = self.group.coordinator.client
+        for addrs in self.group.hosts().values():
+            fire_and_forget(client.submit(compile_task, self.group.spec, self.problem, todo,
+                                          pure=False, workers=addrs, allow_other_workers=False,
+                                          resources={self.group.host_resource: 1}))
 
     # --- farming out ------------------------------------------------------------
     def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None) -> None:
