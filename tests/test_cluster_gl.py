@@ -37,11 +37,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+SCHEDULER = """
+import asyncio, sys
+from distributed import Scheduler
+async def serve():
+    async with Scheduler(host="127.0.0.1", port=int(sys.argv[1]), dashboard=False,
+                         dashboard_address="127.0.0.1:0") as s:
+        await s.finished()
+asyncio.run(serve())
+"""
+
+
 def scheduler(port: int) -> subprocess.Popen:
-    """A `dask scheduler` on `port`, once it takes connections."""
-    p = popen_python(None, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
-                     "--port", port, "--no-dashboard", stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+    """A Dask scheduler process on `port` (what `dask scheduler` runs; its command needs
+    click, which the GPU machine may lack), once it takes connections."""
+    p = popen_python(SCHEDULER, port, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -150,8 +161,8 @@ def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_resta
         lines, err = err.lines, err.text()
         said = [ln for ln in lines if f"worker hostB-gpu{b} " in ln and " died: " in ln]
         assert said and said[0].endswith(
-            f"died: its process was killed by signal 9 (SIGKILL); its evaluation runs again "
-            f"on another worker, and its nanny restarts it"), err
+            "died: its process was killed by signal 9 (SIGKILL); its evaluation runs again "
+            "on another worker, and its nanny restarts it"), err
         assert f"pid {killed} " in said[0]
         assert any(ln.startswith("shadertune.search: worker hostB-gpu9 (GPU 9) excluded: cannot "
                                  "create a headless EGL GL context") for ln in lines), err
