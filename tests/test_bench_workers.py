@@ -57,9 +57,14 @@ def test_bests_agree_by_config_by_time_or_by_their_times_in_the_other_run(bench)
 
 
 def test_the_plan_runs_the_baseline_first_and_cuda_warm_after_a_cold_run(bench):
-    assert bench.plan("gl", [1, 2, 4], "warm") == [("-", 1), ("-", 2), ("-", 4)]
-    assert bench.plan("cuda", [1, 2], "warm") == [("cold", 1), ("warm", 1), ("warm", 2)]
-    assert bench.plan("cuda", [1, 2], "cold") == [("cold", 1), ("cold", 2)]
+    both = ("table", "one search")
+    assert bench.plan("gl", [1, 2, 4], "warm") == [("-", 1, both), ("-", 2, both), ("-", 4, both)]
+    assert bench.plan("cuda", [1, 2], "warm") == [("cold", 1, ("table",)), ("warm", 1, both),
+                                                  ("warm", 2, both)]
+    assert bench.plan("cuda", [1, 2], "cold") == [("cold", 1, both), ("cold", 2, both)]
+    (t, table, b1), (o, one, b2) = bench.jobs_of(both, ["p", "q"], 5)
+    assert (t, table, b1.max_evals, o, one, b2.max_evals) == ("table", ["p", "q"], 5,
+                                                              "one search", ["p"], 10)
 
 
 def test_one_call_runs_both_backends_and_writes_the_table(bench, gl_backend, tmp_path, capsys):
@@ -68,16 +73,21 @@ def test_one_call_runs_both_backends_and_writes_the_table(bench, gl_backend, tmp
                        "--gl-problems", "24:NN,24:TN", "--gl-budget", "4"]) == 0
     doc = json.loads((out / "bench-workers.json").read_text())
     gl = doc["backends"]["gl"]["runs"]
-    assert [r["workers"] for r in gl] == [1, 2] and not any("error" in r for r in gl)
+    assert [(r["workers"], r["kind"]) for r in gl] == [(1, "table"), (1, "one search"),
+                                                       (2, "table"), (2, "one search")]
+    assert not any("error" in r for r in gl)
     for r in gl:
         assert r["measured"] == 8 == sum(r["per_worker"].values())
         assert r["overhead"]["startup_s"] >= 0 and r["overhead"]["dispatch_ms"] >= 0
         assert 0 < r["overhead"]["fraction_60s"] < 1
-    assert set(gl[1]["per_worker"]) == {"gpu0-0", "gpu0-1"} and gl[1]["speedup"] > 0
-    assert [a["problem"] for a in gl[1]["agreement"]] == ["24x24x24:float32:NN",
+    assert gl[0]["startup_s"] > 0 and gl[1]["startup_s"] == 0      # one cluster, two jobs
+    assert set(gl[2]["per_worker"]) == {"gpu0-0", "gpu0-1"} and gl[2]["speedup"] > 0
+    assert [a["problem"] for a in gl[2]["agreement"]] == ["24x24x24:float32:NN",
                                                           "24x24x24:float32:TN"]
+    assert [a["problem"] for a in gl[3]["agreement"]] == ["24x24x24:float32:NN"]
     table = (out / "bench-workers.md").read_text()
-    assert "| gl | - | 2 | 8 |" in table and "of a 60 s search" in table
+    assert "| gl | table | - | 2 | 8 |" in table and "| gl | one search | - | 2 | 8 |" in table
+    assert "of a 60 s search" in table
     cuda = doc["backends"]["cuda"]["runs"]
     try:
         import cupy  # noqa: F401
