@@ -28,7 +28,12 @@ def problem(key, best, best_ms, times):
     return {"problem": key, "best_config": best, "best_ms": best_ms, "times": times}
 
 
-def test_spread_and_overhead(bench):
+def test_spread_overhead_and_the_serial_share(bench):
+    assert bench.serial_share({1: 6, 8: 3}) == pytest.approx(6 / 30)
+    assert bench.serial_share({}) is None
+    # 6 single steps and three batches of 8: 6 + 3 x 2 rounds on 4 workers for 30 configs
+    assert bench.steps_allow({1: 6, "8": 3}, 4) == pytest.approx(30 / 12)
+    assert bench.steps_allow({1: 6, 8: 3}, 1) == 1.0
     assert bench.spread({"gpu0": 10}) is None
     assert bench.spread({"gpu0": 20, "gpu1": 17}) == pytest.approx(0.15)
     o = bench.overhead(run({"gpu0": 10}, 40.0, []))
@@ -87,6 +92,7 @@ def test_one_call_runs_both_backends_and_writes_the_table(bench, gl_backend, tmp
     assert [a["problem"] for a in gl[3]["agreement"]] == ["24x24x24:float32:NN"]
     table = (out / "bench-workers.md").read_text()
     assert "| gl | table | - | 2 | 8 |" in table and "| gl | one search | - | 2 | 8 |" in table
+    assert all(0 <= r["serial_share"] <= 1 for r in gl)
     assert "of a 60 s search" in table
     cuda = doc["backends"]["cuda"]["runs"]
     try:

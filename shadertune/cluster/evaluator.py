@@ -24,7 +24,8 @@ scheduler was lost is sent again once the client has reconnected.
 
 `timings` says where the cluster's own time goes: the round trips of the
 evaluations (submitted, to its Result fetched here), the workers' time inside
-them (task_seconds), and each worker's busy seconds.
+them (task_seconds), each worker's busy seconds, and how many batches of each
+size the strategy sent (its steps of one config keep one worker busy).
 """
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ class ClusterEvaluator(RecordingEvaluator):
                         "seed": seed}
         self.search = uuid.uuid4().hex       # one Evaluator per worker for this search
         self.timings = {"evaluations": 0, "round_trip_s": 0.0, "task_s": 0.0, "compile_s": 0.0,
-                        "busy_s": {}}
+                        "busy_s": {}, "batches": {}}
 
     def __call__(self, config) -> Result:
         return self.many([config])[0]
@@ -89,6 +90,8 @@ class ClusterEvaluator(RecordingEvaluator):
                 done[c] = r
                 self._replayed(r, None)
         if todo:
+            sizes = self.timings["batches"]           # how parallel the strategy's steps were
+            sizes[len(todo)] = sizes.get(len(todo), 0) + 1
             self._farm_out(todo, done, stop)
         out = []
         for c in configs:                          # the prefix whose Results exist
