@@ -11,12 +11,19 @@ inherit from the test process:
 - 'sleep': every build and source() sleeps that many seconds (a slow search, to kill its
   coordinator; calls that keep every worker busy);
 - 'crash': every build of the config whose key the file holds ends its process at once
-  (a kernel that takes the driver down with it).
-Every precompile appends its configs' keys to 'precompiled' there, one a line.
+  (a kernel that takes the driver down with it);
+- 'compile-sleep': every precompile sleeps that many seconds (NVRTC's time);
+- 'build-sleep': every build sleeps that many seconds (an evaluation's GPU time).
+Every precompile appends its configs' keys to 'precompiled' there, one a line, and a
+JSON line to 'chunks' ({thread, start, end, n}: when and where it ran); every build
+appends 'monotonic-time thread-name' to 'builds', every predict_ms 'N thread-name' to
+'predicted'.
 """
 from __future__ import annotations
 
+import json
 import os
+import threading
 import time
 
 from fake_backend import FakeBackend, cost_ms
@@ -30,9 +37,9 @@ def _control(name: str) -> str:
     return os.path.join(os.environ.get("CLUSTER_FAKE_DIR", "/nonexistent"), name)
 
 
-def _sleep() -> None:
+def _sleep(name: str = "sleep") -> None:
     try:
-        with open(_control("sleep")) as f:
+        with open(_control(name)) as f:
             time.sleep(float(f.read()))
     except OSError:
         pass
@@ -48,7 +55,11 @@ class OneKind(FakeBackend):
     def build(self, problem, config):
         if os.path.exists(_control(f"lose-{self.device_index}")):
             raise ContextError(f"fake GPU {self.device_index} fell off the bus")
+        if os.path.isdir(_control("")):
+            with open(_control("builds"), "a") as f:
+                f.write(f"{time.monotonic()} {threading.current_thread().name}\n")
         _sleep()
+        _sleep("build-sleep")
         try:
             with open(_control("crash")) as f:
                 if f.read() == config.key:
@@ -74,12 +85,20 @@ class OneKind(FakeBackend):
         return super().source(problem, config)
 
     def precompile(self, problem, configs):
+        start = time.monotonic()
+        _sleep("compile-sleep")
         with open(_control("precompiled"), "a") as f:
             f.writelines(f"{c.key}\n" for c in configs)
+        with open(_control("chunks"), "a") as f:
+            f.write(json.dumps({"thread": threading.current_thread().name, "start": start,
+                                "end": time.monotonic(), "n": len(configs)}) + "\n")
 
     def predict_ms(self, problem, configs):
         """A cost model: the fake's own cost surface, doubled (so that it is not the
-        default None, nor the measured times)."""
+        default None, nor the measured times).  Appends 'N thread-name' to 'predicted'."""
+        if os.path.isdir(_control("")):
+            with open(_control("predicted"), "a") as f:
+                f.write(f"{len(configs)} {threading.current_thread().name}\n")
         return [2 * cost_ms(c) for c in configs]
 
 

@@ -160,6 +160,133 @@ def test_the_backend_hooks_come_from_a_worker(client):
     assert remote.device().key == KEY and remote.template_hash() == local.template_hash()
 
 
+def test_a_call_answered_while_its_caller_polls_never_fails(client, control, monkeypatch):
+    # distributed's blocking result(timeout) fails with UnboundLocalError when the
+    # time-out and the answer meet (the CUDA half of bench-workers on two H100s);
+    # the coordinator polls calls on done-callbacks instead, here every 5 ms
+    from shadertune.cluster import coordinator as coord_mod
+    monkeypatch.setattr(coord_mod, "CALL_POLL_SECONDS", 0.005)
+    (group,) = coordinator(client).groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    configs = [Config(base, np=n) for n in range(8, 48, 2)]
+    (control / "sleep").write_text("0.005")
+    try:
+        got = [group.backend.source(P, c) for c in configs]
+    finally:
+        (control / "sleep").unlink()
+    assert got == [OneKind().source(P, c) for c in configs]
+
+
+def test_a_whole_space_goes_to_the_cost_model_by_index_not_in_the_graph(client, control):
+    import warnings
+    import dask
+    from cluster_fakes import ModelKind
+    (control / "predicted").unlink(missing_ok=True)
+    big = Problem(8, 8, 256)                        # about 51,000 configs: 2 MB pickled
+    (group,) = coordinator(client, MODEL).groups.values()
+    local = ModelKind()
+    every = local.space(big).configs()
+    assert len(every) > 40_000
+    sample = every[::7]
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("error")              # Dask's "Sending large graph" warning
+        assert group.backend.predict_ms(big, every) == local.predict_ms(big, every)
+        assert group.backend.predict_ms(big, sample) == local.predict_ms(big, sample)
+    # a config outside the space is sent as itself
+    odd = [Config(every[0], np=2000)] + every[:2000]
+    assert group.backend.predict_ms(big, odd) == local.predict_ms(big, odd)
+    assert group.backend.predict_ms(big, every[:5]) == local.predict_ms(big, every[:5])
+    # a long ranking is host work, beside the GPU thread; a short one goes where calls go
+    threads = [line.split() for line in (control / "predicted").read_text().splitlines()]
+    assert [(int(n), t.startswith("shadertune-gpu")) for n, t in threads] == \
+        [(len(every), False), (len(sample), False), (len(odd), True), (5, True)]
+
+
+def test_a_worker_that_enumerates_a_space_differently_refuses_to_guess():
+    from shadertune.cluster.worker import BackendPlugin
+    from shadertune.errors import ShadertuneError
+    plugin = BackendPlugin(ONE)
+    plugin.backend, plugin.worker_name = OneKind(), "gpu0"
+    every = OneKind().space(P).configs()
+    assert plugin.configs_at(P, (len(every), [3, 1], [(3, every[3].key)])) == [every[3], every[1]]
+    with pytest.raises(ShadertuneError, match="enumerates differently on worker gpu0"):
+        plugin.configs_at(P, (len(every), [3], [(3, every[4].key)]))
+    with pytest.raises(ShadertuneError, match="enumerates differently"):
+        plugin.configs_at(P, (len(every) + 1, [3], [(3, every[3].key)]))
+
+
+def test_a_batch_compiles_beside_the_gpus_chunk_by_chunk_while_they_time(client, control):
+    live_workers(client, 2)
+    for name in ("precompiled", "chunks", "builds"):
+        (control / name).unlink(missing_ok=True)
+    (group,) = coordinator(client).groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    batch = [Config(base, np=n) for n in range(8, 60, 2)]          # 26 configs
+    (control / "compile-sleep").write_text("0.3")
+    (control / "build-sleep").write_text("0.05")
+    try:
+        got = ClusterEvaluator(group, P, repeats=2).many(batch)
+    finally:
+        (control / "compile-sleep").unlink()
+        (control / "build-sleep").unlink()
+    assert [r.status for r in got] == ["ok"] * len(batch)
+    # compiled once each, in the batch's order, in chunks: first one per GPU of the
+    # host, then one per core, each on a worker's compile thread, never its GPU thread
+    assert (control / "precompiled").read_text().split() == [c.key for c in batch]
+    chunks = [json.loads(line) for line in (control / "chunks").read_text().splitlines()]
+    from shadertune.cluster.compiles import MIN_CHUNK
+    cores = max(st.cpus for st in group.coordinator.statuses.values())
+    assert chunks[0]["n"] == 2 and len(chunks) > 2
+    assert all(ch["n"] <= max(MIN_CHUNK, cores) for ch in chunks[1:])
+    assert not any(ch["thread"].startswith("shadertune-gpu") for ch in chunks)
+    builds = [line.split() for line in (control / "builds").read_text().splitlines()]
+    assert all(thread.startswith("shadertune-gpu") for _, thread in builds)
+    # the GPUs started on the first chunk while the later ones compiled
+    first_build = min(float(t) for t, _ in builds)
+    assert chunks[0]["end"] <= first_build < chunks[-1]["end"]
+
+
+def test_prefetch_compiles_on_the_hosts_without_waiting(client, control):
+    (control / "precompiled").unlink(missing_ok=True)
+    (group,) = coordinator(client).groups.values()
+    base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
+    ahead = [Config(base, np=n) for n in (10, 12, 14)]
+    ClusterEvaluator(group, P, repeats=2).prefetch(ahead)   # returns at once
+    deadline = time.monotonic() + 30
+    while not (control / "precompiled").exists() or \
+            len((control / "precompiled").read_text().split()) < 3:
+        assert time.monotonic() < deadline, "nothing was compiled ahead"
+        time.sleep(0.05)
+    assert (control / "precompiled").read_text().split() == [c.key for c in ahead]   # one host
+
+
+def test_the_workers_share_a_table_evenly_while_it_compiles(client, control, tmp_path):
+    # a compile that held a worker (the precompile call on its GPU thread) split a
+    # CUDA table 19 / 5 between two GPUs; compiling beside them, they share it
+    live_workers(client, 2)
+    per_worker: dict = {}
+    lock = threading.Lock()
+
+    def count(r, cached, worker):
+        with lock:
+            per_worker[worker] = per_worker.get(worker, 0) + 1
+    # (evaluations of 0.15 s, mostly waiting like a GPU's: CPU contention on a loaded
+    # machine would otherwise make one worker process faster than the other)
+    (control / "compile-sleep").write_text("0.5")
+    (control / "build-sleep").write_text("0.15")
+    try:
+        table = tune_table(coordinator(client, MODEL), [P, P2], budget=Budget(20), repeats=2,
+                           store_path=tmp_path / "t.sqlite", on_search=lambda g, p: count)
+    finally:
+        (control / "compile-sleep").unlink()
+        (control / "build-sleep").unlink()
+    assert [e["evaluated"] for e in table[0][1]] == [20, 20]
+    a, b = sorted(per_worker.values())
+    assert set(per_worker) == {"gpu0", "gpu1"} and a + b == 40
+    assert b - a <= 0.15 * b, per_worker
+
+
 def test_a_strategy_loop_of_batches_finds_the_optimum(client):
     coord = coordinator(client)
     (group,) = coord.groups.values()
@@ -276,7 +403,8 @@ def test_a_backend_no_worker_serves_is_one_clear_error(client):
 
 def test_a_worker_killed_mid_evaluation_costs_only_that_evaluation(client, control, tmp_path):
     live_workers(client, 2)
-    coord = coordinator(client)
+    events = []
+    coord = coordinator(client, events=events)
     (control / "hang").write_text("")
     out = {}
     t = threading.Thread(target=lambda: out.update(table=tune_table(
@@ -305,6 +433,15 @@ def test_a_worker_killed_mid_evaluation_costs_only_that_evaluation(client, contr
     local = tune(FakeBackend(), P, budget=Budget(30), repeats=2)
     assert entry["best"]["config"] == local["best"]["config"]
     live_workers(client, 2)                          # its nanny restarted it
+    # which worker went, and why (its nanny's word, which may come after the search)
+    pid = int(hung.name.split("-")[1])
+    deadline = time.monotonic() + 10
+    while not any(f"pid {pid} " in e for e in events) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (said,) = [e for e in events if f"pid {pid} " in e]
+    assert said.startswith("worker gpu") and said.endswith(
+        "died: its process was killed by signal 9 (SIGKILL); its evaluation runs again on "
+        "another worker, and its nanny restarts it"), said
 
 
 def test_a_config_that_kills_every_worker_it_runs_on_is_recorded_after_three_tries(
@@ -394,6 +531,16 @@ def test_the_search_cli_joins_a_cluster_and_shows_evaluations_per_worker(client,
     renderers = [json.loads((tmp_path / f"r.{i}.json").read_text())["device"]["renderer"]
                  for i in (0, 1)]
     assert renderers == ["fake gpu kind 0", "fake gpu kind 1"]
+
+
+def test_the_search_cli_starts_its_own_workers_on_the_gpus_given(tmp_path, capsys):
+    assert main(["--backend", ONE, "--size", "8", "--budget", "6", "--repeats", "2",
+                 "--gpus", "1,0", "--db", str(tmp_path / "t.sqlite")]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("evaluations per worker: "))
+    counts = dict(w.rsplit(" ", 1) for w in line.split(": ", 1)[1].split(";")[0].split(", "))
+    assert set(counts) <= {"gpu0", "gpu1"} and sum(map(int, counts.values())) == 6
+    assert line.endswith("total 6 measured")
 
 
 @pytest.mark.parametrize("args, text", [

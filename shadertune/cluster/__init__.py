@@ -4,9 +4,14 @@
     python -m shadertune.search --size 1024 --cluster tcp://head:8786
     python -m shadertune.cluster worker tcp://head:8786 --gpus 0,1   # on each GPU host
 
-engine       the Dask adapter: local cluster, connection, a host's workers
-worker       a worker's backend (one per process, on its GPU) and its evaluations
-coordinator  the workers grouped by device; flow control; exclusion of broken workers
+engine       the Dask adapter: local cluster, connection, a host's workers (rejoining a
+             restarted scheduler), the nanny that says how a worker process died
+worker       a worker's backend (one per process, on its GPU), its evaluations on its GPU
+             thread and its host work (compiles, long rankings) on a second thread
+coordinator  the workers grouped by device; flow control; faults reported (exclusions,
+             deaths, a lost scheduler)
+futures      waiting for a Dask future without result(timeout) (a distributed bug)
+compiles     a batch compiled on the hosts' cores, chunk by chunk, while the GPUs time
 remote       RemoteBackend: a group's backend as tune() sees it (hooks asked of a worker)
 evaluator    ClusterEvaluator: the evaluator contract (evaluate, many) over a group
 table        a table of problems over the device groups

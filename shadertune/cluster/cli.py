@@ -77,8 +77,9 @@ def tune_on_cluster(args, problems, store, runs: list, notes: list, device_run, 
         with where as client:
             coordinator = Coordinator(client, args.backend, on_event=event)
             total = args.budget * len(problems) * len(coordinator.groups) if args.budget else None
+            workers = len(coordinator.names())
             label = f"{len(problems)} problem{'s' * (len(problems) > 1)} on " \
-                    f"{len(coordinator.names())} workers"
+                    f"{workers} worker{'s' * (workers != 1)}"
             progress = Progress(label, total=total, stream=stream,
                                 mode="off" if args.quiet else None)
             by_group: dict = {}          # DeviceGroup -> DeviceRun
@@ -155,6 +156,9 @@ def build_worker_parser() -> argparse.ArgumentParser:
                         "open is reported to the coordinators that ask for it)")
     w.add_argument("--host", help="the address the workers listen on (default: Dask's choice)")
     w.add_argument("--name", help="worker name prefix (default: this host's name)")
+    w.add_argument("--rejoin", type=ca.seconds, default=engine.REJOIN_SECONDS, metavar="S",
+                   help="seconds to wait for a scheduler that went away (stopped, restarted) to "
+                        f"come back and join it again (default {engine.REJOIN_SECONDS:g})")
     return p
 
 
@@ -163,7 +167,9 @@ def main(argv=None) -> int:
     try:
         engine.check_reachable(args.address)
         engine.run_workers(args.address, args.gpus, args.backends, host=args.host,
-                           name_prefix=args.name)
+                           name_prefix=args.name, rejoin=args.rejoin,
+                           on_event=lambda m: print(f"{WORKER_PROG}: {m}", file=sys.stderr,
+                                                    flush=True))
     except KeyboardInterrupt:
         return 130
     except Exception as e:               # Dask raises OSError/TimeoutError and its own types here

@@ -14,12 +14,21 @@ places each on an idle worker.  An evaluation therefore starts with the
 freshest racing bar, and a worker that dies holds at most the one evaluation
 it was running.
 
-Faults: a worker that dies is restarted by its nanny and rejoins its group by
-itself (its plugin opens the backend and offers the resource again as it
-registers).  A worker whose backend does not open is reported and gets no
-work; one whose GPU context fails mid-search is reported and retired from the
-cluster.  A group with no live worker for NO_WORKER_SECONDS ends its searches
-with ContextError.
+Faults, each reported through on_event as it happens:
+- a worker process that dies (killed, crashed): its nanny says how on the
+  scheduler's exit topic (engine.WORKER_EXIT_TOPIC) and restarts it; it rejoins
+  its group by itself (its plugin opens the backend and offers the resource
+  again as it registers); a worker that leaves without a word (its host or
+  network went away) is reported once it has been gone GONE_SECONDS;
+- a worker whose backend does not open gets no work; one whose GPU context
+  fails mid-search is retired from the cluster;
+- the scheduler lost (stopped, restarted): Dask's client reconnects to the
+  same address for its connect time-out; the evaluations it dropped are asked
+  again (evaluator.py), and the workers of `python -m shadertune.cluster worker`
+  rejoin it by themselves;
+- a group with no live worker for NO_WORKER_SECONDS ends its searches with
+  ContextError.
+The coordinator never puts a time-out on Future.result() (futures.py says why).
 """
 from __future__ import annotations
 
@@ -27,9 +36,11 @@ import threading
 import time
 from typing import Callable
 
-from ..errors import ContextError
+from ..errors import ContextError, ShadertuneError
+from .engine import WORKER_EXIT_TOPIC, exit_reason
+from .futures import outcome, wait_done
 from .remote import RemoteBackend
-from .worker import WorkerStatus, call_task, worker_status
+from .worker import WorkerStatus, call_task, host_call_task, host_resource_name, worker_status
 
 REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
 # How long a new coordinator waits for workers it could not ask yet (none registered,
@@ -37,10 +48,26 @@ REFRESH_SECONDS = 1.0            # how stale the list of live workers may be
 # before it says that no worker serves its backend.
 STARTUP_WAIT_SECONDS = 15.0
 NO_WORKER_SECONDS = 60.0         # a group without a live worker this long gives up
+GONE_SECONDS = 3.0               # a worker gone this long without its nanny's word is reported
+RECONNECT_SECONDS = 60.0         # how long a call waits for the client to reconnect
+DROPPED_TRIES = 5                # a call whose future the cluster drops this often in a row fails
+CALL_POLL_SECONDS = 1.0          # how often a waiting call looks at the cluster
 
 
 class Cancelled(Exception):
     """The table was stopped (another search failed, or the user interrupted)."""
+
+
+def _scheduler_view():
+    """A function for client.run_on_scheduler giving (scheduler id, {address: {name,
+    resources}}) of every worker.  Made here so that it travels by value: a scheduler
+    started with plain `dask scheduler` need not import shadertune.  (Client.scheduler_info
+    lists 5 workers unless asked for all, and answers from its last copy when the
+    scheduler cannot be reached.)"""
+    def view(dask_scheduler=None):
+        return dask_scheduler.id, {addr: {"name": str(ws.name), "resources": dict(ws.resources)}
+                                   for addr, ws in dask_scheduler.workers.items()}
+    return view
 
 
 class DeviceGroup:
@@ -48,6 +75,8 @@ class DeviceGroup:
         self.coordinator = coordinator
         self.spec = coordinator.spec
         self.resource = status.resource
+        self.host_resource = host_resource_name(status.resource)   # the workers' second thread
+        self.compiles = status.compiles         # its backend compiles ahead (compiles.py)
         self.device = status.device
         self.backend_name = status.backend
         self.default_strategy = status.default_strategy
@@ -89,30 +118,58 @@ class DeviceGroup:
                                f"{NO_WORKER_SECONDS:g} s; results so far are in the store")
         return now if since is None else since
 
+    def hosts(self) -> dict[str, list[str]]:
+        """The live workers that compile ahead, by host: {host: [addresses]}."""
+        out: dict[str, list[str]] = {}
+        for addr in self.live:
+            st = self.coordinator.statuses.get(addr)
+            if st is not None and st.compiles and st.host is not None:
+                out.setdefault(st.host, []).append(addr)
+        return out
+
+    def host_cpus(self, host: str) -> int:
+        cpus = [st.cpus for a, st in self.coordinator.statuses.items()
+                if st.host == host and a in self.live and st.cpus]
+        return max(cpus, default=1)
+
     # --- backend calls on one of the group's workers --------------------------
-    def call(self, method: str, problem, *args):
+    def call(self, method: str, problem, *args, host: bool = False):
         """backend.<method>(problem, *args) on a worker of this group (space, candidates, ...);
-        a worker whose GPU context fails meanwhile is excluded and another one asked."""
+        a worker whose GPU context fails meanwhile is excluded and another one asked, and
+        a call the cluster dropped (its scheduler was lost) is asked again.  host: host
+        work (worker.HOST_CALLS), on a worker's second thread, beside its GPU's."""
+        coord = self.coordinator
         since = None
+        dropped = 0
+
+        def waiting() -> None:
+            nonlocal since
+            coord.check_cancelled()
+            coord.refresh()
+            since = self.starving(since)
         while True:
-            fut = self.coordinator.client.submit(call_task, self.spec, method, problem, *args,
-                                                 pure=False, priority=10,
-                                                 resources={self.resource: 1})
+            fut = coord.client.submit(host_call_task if host else call_task, self.spec, method,
+                                      problem, *args, pure=False, priority=10,
+                                      resources={self.host_resource if host else self.resource: 1})
             try:
-                while True:
-                    try:
-                        out = fut.result(timeout=1.0)
-                        break
-                    except TimeoutError:
-                        self.coordinator.check_cancelled()
-                        self.coordinator.refresh()
-                        since = self.starving(since)
+                wait_done(fut, CALL_POLL_SECONDS, waiting)
             finally:
                 if not fut.done():
                     fut.cancel()
-            if "context_error" not in out:
-                return out["value"]
-            self.coordinator.exclude(out["address"], out["worker"], out["context_error"])
+            status, value = outcome(fut)
+            if status == "error":
+                raise value
+            if status == "cancelled":
+                dropped += 1
+                if dropped >= DROPPED_TRIES:
+                    raise ShadertuneError(f"the cluster dropped the call {method} {dropped} times "
+                                          f"({value}); results so far are in the store, rerun to "
+                                          f"resume")
+                coord.await_connection()
+                continue
+            if "context_error" not in value:
+                return value["value"]
+            coord.exclude(value["address"], value["worker"], value["context_error"])
 
     def __repr__(self) -> str:
         return f"DeviceGroup({self.device.key!r}, workers={sorted(self.live.values())})"
@@ -133,7 +190,16 @@ class Coordinator:
         self._lock = threading.Lock()
         self._checked = 0.0
         self._seen: set[str] = set()                      # the workers the last refresh saw
+        self._scheduler_id: str | None = None
+        self.connected = True
+        self._members: dict[str, WorkerStatus] = {}       # name -> status, every worker of a group
+        self._gone: dict[str, float] = {}                 # name -> when it left, not yet explained
+        self._explained: dict[str, float] = {}            # name -> when its nanny's word came
         self.cancelled = threading.Event()
+        try:
+            client.subscribe_topic(WORKER_EXIT_TOPIC, self._worker_exited)
+        except Exception:                # an older Dask: workers are still reported, without why
+            pass
         self.refresh(force=True)
         deadline = time.monotonic() + STARTUP_WAIT_SECONDS
         while not self.groups and self._unanswered() and time.monotonic() < deadline:
@@ -151,26 +217,104 @@ class Coordinator:
         if self.cancelled.is_set():
             raise Cancelled()
 
+    # --- the live workers ---------------------------------------------------
     def refresh(self, force: bool = False) -> None:
         """Live workers per group, from the scheduler (at most every REFRESH_SECONDS)."""
         with self._lock:
             if not force and time.monotonic() - self._checked < REFRESH_SECONDS:
                 return
             self._checked = time.monotonic()
-            workers = self.client.scheduler_info()["workers"]
+            try:
+                scheduler_id, workers = self.client.run_on_scheduler(_scheduler_view())
+            except Exception as e:       # the scheduler is gone (its client reconnects meanwhile)
+                self._disconnected(e)
+                return
+            if not self.connected or scheduler_id != self._scheduler_id:
+                if self._scheduler_id is not None:
+                    restarted = scheduler_id != self._scheduler_id
+                    self.on_event(f"connected to the scheduler again"
+                                  f"{' (restarted)' if restarted else ''}"
+                                  + (": its workers rejoin as they come back, the evaluations it "
+                                     "dropped are sent again" if restarted else ""))
+                    self._gone.clear()   # everyone left with the old one: no one to report
+                    self._members.clear()
+                self.connected = True
+                self._scheduler_id = scheduler_id
             ours = {addr: w for addr, w in workers.items() if addr not in self.excluded}
             self._seen = set(ours)
             unknown = [addr for addr in ours if addr not in self.statuses]
             if unknown:
                 self._learn(unknown)
+            live_names = set()
             for g in self.groups.values():
-                live = {addr: str(w.get("name", addr)) for addr, w in ours.items()
-                        if w.get("resources", {}).get(g.resource, 0) >= 1}
+                live = {addr: w["name"] for addr, w in ours.items()
+                        if w["resources"].get(g.resource, 0) >= 1}
+                live_names.update(live.values())
                 with g._cond:
                     g.live = live
                     g._cond.notify_all()
             for addr in [a for a in self.statuses if a not in workers]:
                 del self.statuses[addr]
+            self._note_departures(live_names)
+
+    def _disconnected(self, e: BaseException) -> None:
+        if self.client.status in ("closing", "closed"):
+            raise ShadertuneError("the connection to the Dask scheduler is closed (it did not come "
+                                  "back in time); results so far are in the store, rerun to resume")
+        if self.connected:
+            self.connected = False
+            self.on_event(f"lost the connection to the scheduler ({type(e).__name__}); waiting for "
+                          f"it to come back")
+        for g in self.groups.values():
+            with g._cond:
+                g.live = {}
+
+    def await_connection(self) -> None:
+        """Return once the client is connected to a scheduler (after one was lost)."""
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        while self.client.status != "running":
+            self.check_cancelled()
+            if self.client.status in ("closing", "closed") or time.monotonic() > deadline:
+                raise ShadertuneError("the connection to the Dask scheduler was lost and not "
+                                      "restored; results so far are in the store, rerun to resume")
+            time.sleep(0.2)
+        self.refresh(force=True)
+
+    def _note_departures(self, live_names: set) -> None:
+        """Workers of a group that left: reported when their nanny's word comes
+        (_worker_exited), else after GONE_SECONDS; a worker back again is reported too."""
+        now = time.monotonic()
+        for name in list(self._gone):
+            if name in live_names:
+                del self._gone[name]
+                self.on_event(f"worker {name} rejoined")
+        for name in self._members:
+            if name not in live_names and name not in self._gone and self.connected:
+                self._gone[name] = now
+        for name, since in list(self._gone.items()):
+            told = self._explained.get(name, -1.0)
+            if told >= since - GONE_SECONDS:
+                continue                 # its nanny said why
+            if now - since >= GONE_SECONDS:
+                st = self._members[name]
+                self.on_event(f"worker {name} (GPU {st.gpu}, pid {st.pid} on {st.host}) left the "
+                              f"cluster: its connection to the scheduler closed (its host or network "
+                              f"went away, or it was stopped); its evaluation runs again elsewhere")
+                self._explained[name] = now
+
+    def _worker_exited(self, event) -> None:
+        """The scheduler's exit topic: a nanny saw its worker process die."""
+        _, msg = event
+        name = str(msg.get("name"))
+        st = self._members.get(name)
+        # (one that joined moments ago may not be learned yet: reported all the same)
+        gpu = st.gpu if st is not None else msg.get("gpu")
+        pid = msg.get("pid") or (st.pid if st is not None else None)
+        where = f" on {st.host}" if st is not None else ""
+        self._explained[name] = time.monotonic()
+        self.on_event(f"worker {name} (GPU {gpu}, pid {pid}{where}) died: "
+                      f"{exit_reason(msg.get('exitcode'))}; its evaluation runs again on another "
+                      f"worker, and its nanny restarts it")
 
     def _unanswered(self) -> bool:
         """The last refresh saw no worker, or one whose status is not known yet."""
@@ -191,6 +335,7 @@ class Coordinator:
             if st.resource is not None:
                 if st.resource not in self.groups:
                     self.groups[st.resource] = DeviceGroup(self, st)
+                self._members[st.name] = st
             elif st.serves:
                 self.on_event(f"worker {st.name} (GPU {st.gpu}) excluded: {st.error}")
 
@@ -201,6 +346,7 @@ class Coordinator:
             if address in self.excluded:
                 return
             self.excluded[address] = reason
+            self._members.pop(name, None)
         self.on_event(f"worker {name} excluded: {reason}")
 
         def retire():
@@ -215,4 +361,3 @@ class Coordinator:
 
     def names(self) -> list[str]:
         return sorted({n for g in self.groups.values() for n in g.live.values()})
-

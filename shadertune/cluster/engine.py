@@ -1,23 +1,37 @@
 """The Dask adapter: a local cluster of GPU workers, a connection to an existing
 scheduler, and the GPU workers of one host for such a scheduler.
 
-A worker is one process with one thread and one GPU.  Its GPU is the
-environment variable SHADERTUNE_GPU, which the worker specs below set (a worker
-started some other way, e.g. by `dask worker`, takes its name when that is an
-integer, else GPU 0: see worker.gpu_index).  Dask distributed is imported only
-inside these functions: a search without --workers/--cluster needs none of it.
+A worker is one process with one GPU: its GPU thread times, a second task
+thread does host work beside it (compiling ahead, ranking: worker.py).  Its GPU is the environment variable
+SHADERTUNE_GPU, which the worker specs below set (a worker started some other
+way, e.g. by `dask worker`, takes its name when that is an integer, else GPU 0:
+see worker.gpu_index).  Its nanny (ReportingNanny) restarts the process when it
+dies and says so on the scheduler's event topic WORKER_EXIT_TOPIC, with the
+exit status, which the coordinator reports.  The workers of
+`python -m shadertune.cluster worker` join a restarted scheduler again
+(run_workers).  Dask distributed is imported only inside these functions: a
+search without --workers/--cluster needs none of it.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import signal
 import socket
+import time
 
 from .._optional import optional_import
 from ..errors import ShadertuneError
 
 GPU_ENV = "SHADERTUNE_GPU"
+WORKER_EXIT_TOPIC = "shadertune-worker-exit"
+# a worker's task threads: its GPU thread's tasks (one unit of the device resource) and
+# host tasks (one unit of the host resource) side by side
+WORKER_THREADS = 2
+# how long the workers of `python -m shadertune.cluster worker` wait for a scheduler
+# that went away to come back before they give up
+REJOIN_SECONDS = 300.0
 
 # Dask settings in the coordinator of a local cluster and in every worker process
 # that this module starts.
@@ -52,9 +66,53 @@ def worker_options(gpu: int, name: str, backends, host: str | None, env: dict | 
     (with `env`: set again whenever the nanny restarts the worker), and a BackendPlugin
     for each of `backends` ('gl', 'cuda', module:Class), set up before it registers."""
     from .worker import BackendPlugin
-    return {"nthreads": 1, "name": name, "env": {**(env or {}), GPU_ENV: str(gpu)},
+    return {"nthreads": WORKER_THREADS, "name": name, "env": {**(env or {}), GPU_ENV: str(gpu)},
             "host": host, "silence_logs": silence,
             "plugins": tuple(BackendPlugin(spec) for spec in backends)}
+
+
+def exit_reason(exitcode: int | None) -> str:
+    """How a worker process ended, in words (a nanny's exit status)."""
+    if exitcode is None:
+        return "its process ended"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"its process was killed by signal {-exitcode} ({name})"
+    return f"its process exited with status {exitcode}"
+
+
+def reporting_nanny():
+    """Nanny that, when its worker process dies unasked (killed, crashed), says so on the
+    scheduler's WORKER_EXIT_TOPIC before restarting it: {name, gpu, pid, exitcode}."""
+    from distributed import Nanny
+    from distributed.core import Status
+
+    class ReportingNanny(Nanny):
+        worker_pid = None
+
+        async def instantiate(self):
+            status = await super().instantiate()
+            self.worker_pid = self.pid        # gone from the nanny once the process ended
+            return status
+
+        async def _on_worker_exit(self, exitcode):
+            # (Nanny's hook for its process's end; gone from a later Dask, the coordinator
+            # still reports the worker as gone, without the exit status)
+            # (as Nanny restarts it: unless the nanny itself is closing)
+            if self.status not in (Status.closing, Status.closed, Status.closing_gracefully,
+                                   Status.failed):
+                try:
+                    self.log_event(WORKER_EXIT_TOPIC, {
+                        "name": str(self.name), "pid": self.pid or self.worker_pid,
+                        "exitcode": exitcode,
+                        "gpu": (self.env or {}).get(GPU_ENV)})
+                except Exception:        # the report is a courtesy: the restart matters
+                    pass
+            await super()._on_worker_exit(exitcode)
+    return ReportingNanny
 
 
 def parse_gpus(text: str) -> list[int]:
@@ -74,12 +132,13 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
     listening on `host` only; yields a Client.  `env`: more environment for the workers."""
     require_distributed()
     import dask
-    from distributed import Client, Nanny, Scheduler, SpecCluster
+    from distributed import Client, Scheduler, SpecCluster
     dask.config.set(DASK_CONFIG)         # read again whenever a nanny restarts its worker
     gpus = list(gpus)
+    nanny = reporting_nanny()
     # the coordinator reports what matters (exclusions, failed evaluations) in its own
     # words: a local cluster's log lines would break the CLI's one-line errors
-    specs = {name: {"cls": Nanny,
+    specs = {name: {"cls": nanny,
                     "options": worker_options(g, name, backends, host, env, logging.CRITICAL)}
              for g, name in zip(gpus, worker_names(gpus))}
     cluster = SpecCluster(workers=specs, silence_logs=logging.CRITICAL,
@@ -146,23 +205,61 @@ def connect(address: str, timeout: float = 30.0):
 
 
 def run_workers(address: str, gpus, backends, host: str | None = None,
-                name_prefix: str | None = None) -> None:
+                name_prefix: str | None = None, rejoin: float = REJOIN_SECONDS,
+                on_event=None) -> None:
     """Serve `address` with one worker per GPU of this host, each serving `backends`,
-    until they are closed (python -m shadertune.cluster worker)."""
+    until they are closed (python -m shadertune.cluster worker).
+
+    Workers closed by the scheduler they serve (retired) end this.  Workers that lost
+    their scheduler (it was stopped or restarted) wait up to `rejoin` seconds for a
+    scheduler at `address` and join it again; none by then is a ShadertuneError.
+    on_event(message) hears those rejoins."""
     require_distributed()
     import dask
-    from distributed import Nanny
     dask.config.set(DASK_CONFIG)
     prefix = (name_prefix if name_prefix is not None else socket.gethostname()) + "-"
     gpus = list(gpus)
+    nanny = reporting_nanny()
+    say = on_event or (lambda message: None)
 
-    async def serve():
-        nannies = [Nanny(address, **worker_options(g, name, backends, host))
-                   for g, name in zip(gpus, worker_names(gpus, prefix))]
-        try:
-            await asyncio.gather(*nannies)           # start them all
-            await asyncio.gather(*(n.finished() for n in nannies))
-        finally:
-            await asyncio.gather(*(n.close() for n in nannies), return_exceptions=True)
+    async def serve() -> None:
+        while True:
+            nannies = [nanny(address, **worker_options(g, name, backends, host))
+                       for g, name in zip(gpus, worker_names(gpus, prefix))]
+            try:
+                await asyncio.gather(*nannies)           # start them all
+                served = await _scheduler_id(address)
+                await asyncio.gather(*(n.finished() for n in nannies))
+            finally:
+                await asyncio.gather(*(n.close() for n in nannies), return_exceptions=True)
+            # they all ended: closed by the scheduler they joined (it is still there), or
+            # that scheduler went away
+            now = await _wait_for_scheduler(address, rejoin)
+            if now is None:
+                raise ShadertuneError(f"the scheduler at {address} went away and did not come "
+                                      f"back within {rejoin:g} s")
+            if now == served:
+                return
+            say(f"the scheduler at {address} was restarted: its workers join it again")
 
     asyncio.run(serve())
+
+
+async def _scheduler_id(address: str) -> str | None:
+    """The id of the scheduler at `address` (a restarted one has a new one), or None."""
+    from distributed.core import rpc
+    try:
+        async with rpc(address) as r:
+            return (await asyncio.wait_for(r.identity(), REACH_SECONDS))["id"]
+    except (OSError, asyncio.TimeoutError, KeyError):
+        return None
+
+
+async def _wait_for_scheduler(address: str, seconds: float) -> str | None:
+    """The id of the scheduler at `address` once one answers, or None after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = await _scheduler_id(address)
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(0.5)

@@ -9,11 +9,23 @@ so a killed coordinator loses only the evaluations in flight and a rerun resumes
 from the store.  The racing bar (best median so far) is this search's on this
 device: every evaluation carries the bar known when it starts.
 
+Per-evaluation scheduling: each config of a batch is one Dask task, sent when a
+worker of the group is free (Coordinator's flow control), so no GPU idles while
+another has a queue.  Where the backend compiles ahead, the batch compiles on the
+hosts' cores chunk by chunk (compiles.py) and a config is sent once its host
+compiled it: the GPUs time one chunk while the next compiles.
+
 Faults: a worker killed mid-evaluation costs that evaluation only: Dask runs it
 again on another worker, and after its worker died allowed-failures + 1 times
 (engine.DASK_CONFIG) it is recorded as run_failed with that reason.  A worker
 whose GPU context fails is excluded (Coordinator.exclude) and its evaluation
-goes to another worker.
+goes to another worker.  An evaluation the cluster dropped because its
+scheduler was lost is sent again once the client has reconnected.
+
+`timings` says where the cluster's own time goes: the round trips of the
+evaluations (submitted, to its Result fetched here), the workers' time inside
+them (task_seconds), each worker's busy seconds, and how many batches of each
+size the strategy sent (its steps of one config keep one worker busy).
 """
 from __future__ import annotations
 
@@ -30,8 +42,12 @@ from ..errors import ShadertuneError
 from ..problem import Problem
 from ..result import RUN_FAILED, Result
 from ..search.evaluate import RecordingEvaluator, _line
-from .coordinator import Cancelled, DeviceGroup
-from .worker import evaluate_task
+from .compiles import CompileAhead
+from .coordinator import DROPPED_TRIES, DeviceGroup
+from .futures import outcome
+from .worker import compile_task, evaluate_task
+
+_WAKE = object()                          # a compile chunk is done: look again
 
 
 class ClusterEvaluator(RecordingEvaluator):
@@ -51,6 +67,8 @@ class ClusterEvaluator(RecordingEvaluator):
         self.options = {"tolerance": self.tolerance, "repeats": repeats, "warmup": warmup,
                         "seed": seed}
         self.search = uuid.uuid4().hex       # one Evaluator per worker for this search
+        self.timings = {"evaluations": 0, "round_trip_s": 0.0, "task_s": 0.0, "compile_s": 0.0,
+                        "busy_s": {}, "batches": {}}
 
     def __call__(self, config) -> Result:
         return self.many([config])[0]
@@ -58,10 +76,9 @@ class ClusterEvaluator(RecordingEvaluator):
     def many(self, configs, stop: Callable[[], bool] | None = None) -> list[Result]:
         """Results for `configs` in their order; each distinct config is evaluated once.
 
-        As the contract's default does, the configs to measure are announced first
-        (prefetch).  When stop() (asked before each evaluation starts, e.g. the time
-        limit) says so, no more start: the evaluations in flight finish and the
-        Results of the configs up to the last one started are returned (a shorter list)."""
+        When stop() (asked before each evaluation starts, e.g. the time limit) says
+        so, no more start: the evaluations in flight finish and the Results of the
+        configs up to the last one started are returned (a shorter list)."""
         configs = [c if isinstance(c, Config) else Config(c) for c in configs]
         done: dict[Config, Result] = {}
         todo = deque()
@@ -73,7 +90,8 @@ class ClusterEvaluator(RecordingEvaluator):
                 done[c] = r
                 self._replayed(r, None)
         if todo:
-            self._precompile(todo)
+            sizes = self.timings["batches"]           # how parallel the strategy's steps were
+            sizes[len(todo)] = sizes.get(len(todo), 0) + 1
             self._farm_out(todo, done, stop)
         out = []
         for c in configs:                          # the prefix whose Results exist
@@ -83,96 +101,118 @@ class ClusterEvaluator(RecordingEvaluator):
         return out
 
     def prefetch(self, configs) -> None:
-        """Configs the strategy evaluates next: a worker of the group precompiles those not
-        stored, as the local Evaluator does (CUDA: NVRTC in parallel into that host's cubin
-        cache, where the group's other workers on that host find them; GL: nothing).
-        It takes an evaluation slot meanwhile, and never fails the search: a config that
-        cannot compile says so when it is evaluated."""
-        self._precompile([c for c in (Config(c) for c in dict.fromkeys(configs))
-                          if self.stored(c) is None])
-
-    def _precompile(self, todo) -> None:
-        if len(todo) < 2:
+        """Configs the strategy evaluates next: compiled ahead on each of the group's hosts
+        (CUDA), without waiting; nothing where the backend does not compile ahead (GL)."""
+        from distributed import fire_and_forget
+        todo = [c for c in (Config(c) for c in dict.fromkeys(configs)) if self.stored(c) is None]
+        if not self.group.compiles or len(todo) < 2:
             return
-        t0 = time.perf_counter()
-        starved_since = None
-        while not self.group.acquire():
-            starved_since = self.group.starving(starved_since)
-            self.group.wait_for_slot(0.5)
-        try:
-            self.group.call("precompile", self.problem, todo)
-        except Cancelled:
-            raise
-        except Exception:                # ContextError too: the evaluations meet it again
-            pass
-        finally:
-            self.group.release()
-            self.stage_seconds["build"] += time.perf_counter() - t0
+        client = self.group.coordinator.client
+        for addrs in self.group.hosts().values():
+            fire_and_forget(client.submit(compile_task, self.group.spec, self.problem, todo,
+                                          pure=False, workers=addrs, allow_other_workers=False,
+                                          resources={self.group.host_resource: 1}))
 
     # --- farming out ------------------------------------------------------------
     def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None) -> None:
         client = self.group.coordinator.client
         finished: queue.Queue = queue.Queue()       # futures, put there as they finish
-        running: dict = {}                         # future -> config
+        running: dict = {}                         # future -> (config, when sent)
+        order = {c: i for i, c in enumerate(todo)}
+        plan = (CompileAhead(self.group, self.problem, todo, wake=lambda: finished.put(_WAKE))
+                if self.group.compiles and len(todo) > 1 else None)
+        dropped = 0
         starved_since = None
+
+        def arrived(f) -> None:
+            finished.put(f)
         try:
             while todo or running:
                 self.group.coordinator.check_cancelled()
                 if todo and stop is not None and stop():
                     todo.clear()                   # the ones started still finish
                     continue
-                while todo and self.group.acquire():
+                ready = plan.ready() if plan is not None else len(order)
+                while todo and order[todo[0]] < ready and self.group.acquire():
                     c = todo.popleft()
                     f = client.submit(evaluate_task, self.group.spec, self.search, self.problem, c,
                                       self.options, self._best_ms, pure=False,
                                       key=f"shadertune-eval-{uuid.uuid4().hex}",
                                       resources={self.group.resource: 1})
-                    running[f] = c
-                    f.add_done_callback(finished.put)
-                if not running:                    # every worker busy with other searches, or none
-                    starved_since = self.group.starving(starved_since)
-                    self.group.wait_for_slot(0.5)
+                    running[f] = (c, time.perf_counter())
+                    f.add_done_callback(arrived)
+                if not running:                    # every worker busy with other searches, or
+                    starved_since = self.group.starving(starved_since)   # compiling, or none
+                    if todo and order[todo[0]] < ready:
+                        self.group.wait_for_slot(0.5)
+                    else:
+                        self._wait(finished, 0.5)
                     continue
-                try:
-                    f = finished.get(timeout=0.5)
-                except queue.Empty:                # still running, or waiting for a worker
+                item = self._wait(finished, 0.5)
+                if item is None:                   # still running, or waiting for a worker
                     self.group.coordinator.refresh()
                     starved_since = self.group.starving(starved_since)
                     continue
+                if item is _WAKE:
+                    continue
+                f = item
                 if f.status not in ("finished", "error", "cancelled"):
                     # its result was lost with its worker before it reached us: Dask
                     # computes it again, and the callback fires again when it is done
-                    f.add_done_callback(finished.put)
+                    f.add_done_callback(arrived)
                     continue
-                c = running.pop(f)
+                c, sent = running.pop(f)
                 self.group.release()
-                r = self._outcome(f, c)
+                r = self._outcome(f, c, sent)
                 if r is None:
-                    todo.appendleft(c)              # its worker lost its GPU: again elsewhere
+                    dropped += 1
+                    if dropped > DROPPED_TRIES * max(1, len(order)):
+                        raise ShadertuneError("the cluster keeps dropping this search's "
+                                              "evaluations; results so far are in the store, "
+                                              "rerun to resume")
+                    todo.appendleft(c)              # to be evaluated again, elsewhere
                 else:
                     done[c] = r
         finally:
             for f in running:
                 f.cancel()
                 self.group.release()
+            if plan is not None:
+                plan.cancel()
+                self.timings["compile_s"] += plan.seconds
 
-    def _outcome(self, f, config: Config) -> Result | None:
+    def _wait(self, finished: queue.Queue, timeout: float):
+        try:
+            return finished.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _outcome(self, f, config: Config, sent: float) -> Result | None:
         """The Result of a finished future (written and noted), or None to evaluate again."""
-        if f.status == "finished":
-            out = f.result()
+        status, value = outcome(f)
+        round_trip = time.perf_counter() - sent      # sent to its Result here (fetched too)
+        if status == "finished":
+            out = value
             if "context_error" in out:
                 self.group.coordinator.exclude(out["address"], out["worker"], out["context_error"])
                 return None
             for k, v in out["stage_seconds"].items():
                 self.stage_seconds[k] = self.stage_seconds.get(k, 0.0) + v
+            t = self.timings
+            t["evaluations"] += 1
+            t["round_trip_s"] += round_trip
+            t["task_s"] += out.get("task_seconds", out["seconds"])
+            t["busy_s"][out["worker"]] = t["busy_s"].get(out["worker"], 0.0) + \
+                out.get("task_seconds", out["seconds"])
             self._record(out["result"], out["seconds"], out["worker"])
             return out["result"]
-        if f.status == "cancelled":
+        if status == "cancelled":
+            # not by us (we cancel only what is left when the batch ends): the scheduler
+            # was lost; once the client is connected again the evaluation is sent again
             self.group.coordinator.check_cancelled()
-            raise ShadertuneError(f"the cluster dropped the evaluation of {config.key} (its "
-                                  f"scheduler was lost or restarted); results so far are in the "
-                                  f"store, rerun to resume")
-        e = f.exception()
+            self.group.coordinator.await_connection()
+            return None
+        e = value
         if isinstance(e, KilledWorker):
             r = Result(self.backend.name, self.device, self.problem, config, RUN_FAILED,
                        message=f"its worker died {e.allowed_failures + 1} times while "

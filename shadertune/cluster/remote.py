@@ -6,11 +6,18 @@ reported them as they joined); everything else that needs the backend itself
 group's workers.  Kernels are built and run on the workers only, through
 ClusterEvaluator; matmul's run_call is not forwarded (a cluster tunes, it does
 not serve matmul calls).
+
+A long list of configs for the cost model (the model strategy ranks a whole
+space: 200,000 CUDA configs are 16 MB pickled) goes as their indices in the
+problem's enumerated space, which the worker enumerates too (worker.configs_at):
+4 bytes a config, and nothing but a range for the whole space in order.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..backends.base import Backend
 from ..config import Config
@@ -20,6 +27,9 @@ from ..problem import Problem
 if TYPE_CHECKING:
     from .coordinator import DeviceGroup
 
+# a list of configs at least this long travels as indices into the enumerated space
+BY_INDEX_FROM = 1000
+
 
 class RemoteBackend(Backend):
     def __init__(self, group: "DeviceGroup"):
@@ -27,6 +37,7 @@ class RemoteBackend(Backend):
         self.name = group.backend_name
         self.default_strategy = group.default_strategy
         self._spaces: dict = {}
+        self._positions: dict = {}           # problem -> ({config: index}, configs)
 
     def device(self):
         return self.group.device
@@ -47,7 +58,30 @@ class RemoteBackend(Backend):
         return self.group.call("candidates", problem, n)
 
     def predict_ms(self, problem: Problem, configs: Sequence[Config]) -> list[float] | None:
-        return self.group.call("predict_ms", problem, [Config(c) for c in configs])
+        configs = [c if isinstance(c, Config) else Config(c) for c in configs]
+        where = self.indices(problem, configs) if len(configs) >= BY_INDEX_FROM else None
+        if where is None:
+            return self.group.call("predict_ms", problem, configs)
+        pred = self.group.call("predict_at", problem, where, host=True)   # beside the GPU
+        return None if pred is None else [float(p) for p in pred]
+
+    def indices(self, problem: Problem, configs: Sequence[Config]):
+        """(size of the enumerated space, the configs' indices in it, three (index, key)
+        samples the worker checks its own enumeration with), or None when a config is
+        not in the space."""
+        if problem not in self._positions:
+            every = self.space(problem).configs()
+            self._positions[problem] = ({c: i for i, c in enumerate(every)}, every)
+        position, every = self._positions[problem]
+        try:
+            idx = np.fromiter((position[c] for c in configs), dtype=np.int64, count=len(configs))
+        except KeyError:
+            return None
+        if not len(idx):
+            return None
+        whole = len(idx) == len(every) and bool(np.all(idx == np.arange(len(every))))
+        samples = [(int(i), every[int(i)].key) for i in (idx[0], idx[len(idx) // 2], idx[-1])]
+        return len(every), (range(len(every)) if whole else idx.astype(np.uint32)), samples
 
     def source(self, problem: Problem, config) -> str:
         return self.group.call("source", problem, Config(config))

@@ -1,9 +1,10 @@
 """Tune a table of problems on a cluster: every problem on every device group.
 
 Each search stays sequential in its logic (tune() through the group's
-RemoteBackend with a ClusterEvaluator); a group runs up to as many of its
-problems side by side as it has workers, so a strategy step that asks for one
-config at a time still keeps the others busy.  Each search writes through its
+RemoteBackend with a ClusterEvaluator); a group runs up to twice as many of its
+problems side by side as it has workers (SEARCHES_PER_WORKER), so that while
+one search waits for the last config of a batch, or steps one config at a
+time, the others keep every worker busy.  Each search writes through its
 own store connection (SQLite connections stay in their thread); the coordinator
 process is the store's only writer.
 """
@@ -22,6 +23,8 @@ from .evaluator import ClusterEvaluator
 
 # a search's on_result: (result, from_store, worker name or None)
 OnResult = Callable[..., None]
+# searches a group runs side by side, per worker it has
+SEARCHES_PER_WORKER = 2
 
 
 def tune_table(coordinator: Coordinator, problems: list[Problem], *, strategy: str | None = None,
@@ -29,7 +32,8 @@ def tune_table(coordinator: Coordinator, problems: list[Problem], *, strategy: s
                store_path: str | pathlib.Path | None = None, retune: bool = False,
                repeats: int = 10, warmup: int = 2, seed: int = 0, tolerance: float | None = None,
                on_search: Callable[[DeviceGroup, Problem], OnResult | None] | None = None,
-               finished: dict | None = None) -> list[tuple[DeviceGroup, list[dict]]]:
+               finished: dict | None = None,
+               timings: dict | None = None) -> list[tuple[DeviceGroup, list[dict]]]:
     """[(group, report entries in the order of `problems`)] for each device group.
 
     strategy None: the backend's default.  budget: one for every search, or a
@@ -37,7 +41,9 @@ def tune_table(coordinator: Coordinator, problems: list[Problem], *, strategy: s
     on_search(group, problem) is called as a search starts, in its thread, and
     returns that search's on_result(result, from_store, worker) or None.  finished,
     when given, gets {(group, problem): entry} as each search ends: what a caller
-    still has when the table stops part-way.  The first error of any search
+    still has when the table stops part-way.  timings, when given, gets
+    {(group, problem): ClusterEvaluator.timings} (where the cluster's time went).
+    The first error of any search
     (ContextError, StoreError, ...) stops the others and is raised; what was
     measured is in the store."""
     coordinator.cancelled.clear()
@@ -52,6 +58,8 @@ def tune_table(coordinator: Coordinator, problems: list[Problem], *, strategy: s
         try:
             ev = ClusterEvaluator(group, problem, store=store, retune=retune, tolerance=tolerance,
                                   repeats=repeats, warmup=warmup, seed=seed, on_result=on_result)
+            if timings is not None:
+                timings[group, problem] = ev.timings
             entry = tune(group.backend, problem, strategy=strategy, budget=budgets[group.resource],
                          store=store, seed=seed, evaluator=ev)
         finally:
@@ -61,7 +69,7 @@ def tune_table(coordinator: Coordinator, problems: list[Problem], *, strategy: s
             finished[group, problem] = entry
         return entry
 
-    pools = [ThreadPoolExecutor(max(1, min(len(problems), len(g.live))),
+    pools = [ThreadPoolExecutor(max(1, min(len(problems), SEARCHES_PER_WORKER * len(g.live))),
                                 thread_name_prefix="shadertune-search") for g in groups]
     try:
         jobs = [[pool.submit(one, g, p) for p in problems] for g, pool in zip(groups, pools)]

@@ -20,9 +20,20 @@ All GPU work of a process runs on one thread of its own (gpu_thread): a GL
 context is current on the thread that made it, and Dask's task threads are not
 guaranteed to be that thread.
 
+Compiling and ranking are host work, timing is GPU work: every worker also
+offers one unit of a host resource, and the coordinator's host tasks run on the
+worker's second Dask thread, never on its GPU thread: compiling ahead
+(compile_task, where the backend's precompile is its own: CUDA's NVRTC in a
+process pool), so that one batch compiles on the host's cores while the GPUs
+time the last one, and the cost model over a long list of configs (the model
+strategy ranking a whole space: host_call_task).  Such hooks must not touch the
+device.
+
 Inputs are made on the worker from the search's seed (never shipped): one
 Evaluator per (search, problem), the least recently used ones dropped past
-KEEP_INPUT_BYTES of inputs and packed operands.
+KEEP_INPUT_BYTES of inputs and packed operands.  A large list of configs (the
+model strategy ranking a whole space) travels as indices into the problem's
+enumerated space, which the worker enumerates itself (configs_at).
 """
 from __future__ import annotations
 
@@ -31,12 +42,14 @@ import hashlib
 import multiprocessing
 import os
 import signal
+import socket
 import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 from distributed import WorkerPlugin, get_worker
 
 from ..backends.base import Backend, DeviceInfo
@@ -58,6 +71,8 @@ def _make_cuda_device_current(gpu: int) -> None:
 # what else binds the GPU thread to the worker's GPU, per backend name
 BIND_GPU_THREAD = {"cuda": _make_cuda_device_current}
 KEEP_INPUT_BYTES = 4 << 30
+KEEP_ENUMERATED = 4              # problems whose enumerated space a worker keeps (configs_at)
+HOST_CALLS = ("predict_at",)     # backend calls that run beside the GPU thread (host_call_task)
 
 _gpu_thread: ThreadPoolExecutor | None = None
 
@@ -119,6 +134,25 @@ def resource_name(spec: str, device_key: str, template_hash: str) -> str:
     return f"shadertune-{digest}"
 
 
+def host_resource_name(resource: str) -> str:
+    """The resource a host task asks for: one per worker, on its second thread."""
+    return f"{resource}-host"
+
+
+def compiles_ahead(backend: Backend) -> bool:
+    """Whether the backend compiles ahead (its precompile is its own, not the base's
+    nothing): only then does the coordinator compile ahead on the hosts."""
+    return type(backend).precompile is not Backend.precompile
+
+
+def host_cpus() -> int:
+    """The cores this process may run on (its affinity, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class WorkerStatus:
     """What the coordinator learns about one worker for one backend."""
@@ -132,6 +166,11 @@ class WorkerStatus:
     template_hash: str | None = None
     resource: str | None = None          # None: no usable backend; `error` says why
     error: str | None = None
+    host: str | None = None              # its machine's name: one compile cache, one set of cores
+    pid: int | None = None
+    cpus: int | None = None              # cores its process may use
+    compiles: bool = False               # its backend compiles ahead (on the host resource)
+    open_seconds: float | None = None    # how long opening the backend took
 
 
 class BackendPlugin(WorkerPlugin):
@@ -150,6 +189,9 @@ class BackendPlugin(WorkerPlugin):
         self.device = self.template_hash = self.resource = None
         self._session = None
         self._evaluators: OrderedDict = OrderedDict()
+        self._enumerated: OrderedDict = OrderedDict()    # problem -> space.configs()
+        self.compiles = False
+        self.open_seconds: float | None = None
 
     async def setup(self, worker) -> None:
         _leave_ctrl_c_to_the_parent()
@@ -159,14 +201,16 @@ class BackendPlugin(WorkerPlugin):
         await asyncio.get_running_loop().run_in_executor(gpu_thread(), self._open)
         self.ready = True
         if self.resource is not None:
-            # the worker has not registered yet: its registration offers this
-            worker.state.total_resources[self.resource] = 1
-            worker.state.available_resources[self.resource] = 1
+            # the worker has not registered yet: its registration offers these
+            for name in (self.resource, host_resource_name(self.resource)):
+                worker.state.total_resources[name] = 1
+                worker.state.available_resources[name] = 1
 
     async def teardown(self, worker) -> None:
         await asyncio.get_running_loop().run_in_executor(gpu_thread(), self._close)
 
     def _open(self) -> None:
+        t0 = time.perf_counter()
         try:
             if self.spec in BIND_GPU_THREAD:
                 BIND_GPU_THREAD[self.spec](self.gpu)
@@ -184,9 +228,12 @@ class BackendPlugin(WorkerPlugin):
             backend, backend.name, device, template_hash, session
         self.default_strategy = backend.default_strategy
         self.resource = resource_name(self.spec, device.key, template_hash)
+        self.compiles = compiles_ahead(backend)
+        self.open_seconds = time.perf_counter() - t0
 
     def _close(self) -> None:
         self._evaluators.clear()
+        self._enumerated.clear()
         if self._session is not None:
             self._session.__exit__(None, None, None)
             self._session = None
@@ -194,7 +241,10 @@ class BackendPlugin(WorkerPlugin):
     def status(self) -> WorkerStatus:
         return WorkerStatus(self.address, self.worker_name, self.gpu, True, self.backend_name,
                             self.default_strategy, self.device, self.template_hash,
-                            self.resource if self.backend else None, self.error)
+                            self.resource if self.backend else None, self.error,
+                            host=socket.gethostname(), pid=os.getpid(), cpus=host_cpus(),
+                            compiles=bool(self.backend) and self.compiles,
+                            open_seconds=self.open_seconds)
 
     # --- on the GPU thread ----------------------------------------------------
     def _lost(self, e: ContextError) -> dict:
@@ -202,6 +252,7 @@ class BackendPlugin(WorkerPlugin):
         self.error = _line(e)
         self.backend = None
         self._evaluators.clear()
+        self._enumerated.clear()
         return self._lost_reply()
 
     def _lost_reply(self) -> dict:
@@ -234,11 +285,51 @@ class BackendPlugin(WorkerPlugin):
             return self._lost_reply()
         b = self.backend
         fn = {"space": b.space, "default_config": b.default_config, "candidates": b.candidates,
-              "predict_ms": b.predict_ms, "source": b.source, "precompile": b.precompile}[method]
+              "predict_ms": b.predict_ms, "source": b.source, "precompile": b.precompile,
+              "predict_at": self._predict_at}[method]
         try:
             return {"value": fn(problem, *args)}
         except ContextError as e:
             return self._lost(e)
+
+    def _predict_at(self, problem, where):
+        """predict_ms of the configs at `where` (see configs_at), as a float array."""
+        pred = self.backend.predict_ms(problem, self.configs_at(problem, where))
+        return None if pred is None else np.asarray(pred, dtype=np.float64)
+
+    def configs_at(self, problem, where) -> list:
+        """The configs that `where` = (size, indices, samples) names in this worker's
+        enumeration of the problem's space (the coordinator's copy of the space
+        enumerates alike: same code, same device limits).  samples, (index, key)
+        pairs, check that; a space that enumerates differently here is an error,
+        never a wrong list."""
+        size, indices, samples = where
+        configs = self._enumerated.pop(problem, None)
+        if configs is None:
+            configs = self.backend.space(problem).configs()
+        self._enumerated[problem] = configs
+        while len(self._enumerated) > KEEP_ENUMERATED:
+            self._enumerated.popitem(last=False)
+        if len(configs) != size or any(configs[i].key != key for i, key in samples):
+            raise ShadertuneError(f"the space of {problem.key} enumerates differently on worker "
+                                  f"{self.worker_name} ({len(configs)} configs, the coordinator's "
+                                  f"{size})")
+        return [configs[i] for i in indices]
+
+    def precompile(self, problem, configs) -> dict:
+        """Compile `configs` ahead on this host's cores (not on the GPU thread: the
+        backend's precompile must not touch the device).  Never fails: a config that
+        does not compile says so when it is evaluated."""
+        t0 = time.perf_counter()
+        backend = self.backend
+        if backend is None:
+            return {"seconds": 0.0, "error": self.error}
+        try:
+            backend.precompile(problem, configs)
+            error = None
+        except Exception as e:
+            error = _line(e, typed=True)
+        return {"seconds": time.perf_counter() - t0, "error": error}
 
     def _evaluator(self, search: str, problem, options: dict) -> Evaluator:
         key = (search, problem)
@@ -266,8 +357,23 @@ def _plugin(spec: str) -> BackendPlugin:
 
 
 def evaluate_task(spec: str, search: str, problem, config, options: dict, best_ms):
+    t0 = time.perf_counter()
     p = _plugin(spec)
-    return gpu_thread().submit(p.evaluate, search, problem, config, options, best_ms).result()
+    out = gpu_thread().submit(p.evaluate, search, problem, config, options, best_ms).result()
+    out["task_seconds"] = time.perf_counter() - t0     # this worker's share of the round trip
+    return out
+
+
+def compile_task(spec: str, problem, configs):
+    """Runs on the task thread it is given (the host resource's), not the GPU thread."""
+    return _plugin(spec).precompile(problem, configs)
+
+
+def host_call_task(spec: str, method: str, problem, *args):
+    """A backend call that is host work (HOST_CALLS), on the host resource's thread."""
+    if method not in HOST_CALLS:
+        raise ValueError(f"{method!r} is not host work")
+    return _plugin(spec).call(method, problem, *args)
 
 
 def call_task(spec: str, method: str, problem, *args):

@@ -1,0 +1,94 @@
+"""Compile ahead on the hosts' cores while the GPUs time: one batch's plan.
+
+A backend that compiles ahead (CUDA: NVRTC into a cubin cache on the host's
+disk) gets each config of a batch compiled on every host of the device group
+before a worker there times it.  A host compiles the batch in chunks, in the
+batch's order, one chunk at a time on one of its workers' compile thread
+(worker.compile_task, on its host resource: the host's cores, never the GPU
+thread): the first chunk
+has one config per GPU of the host, so that every GPU starts as soon as it
+can, the next ones as many configs as the host has cores (at least MIN_CHUNK:
+each chunk is a round trip and, on CUDA, a process pool started).  The evaluator times
+configs[:ready()] while the chunks after them compile, so compiling overlaps
+timing and no config is compiled twice on a host.  Workers of one host share
+its compile cache (the host is the worker's machine name).
+
+A host whose workers all left drops out of the plan (its next workers compile
+what they time themselves, in build); a chunk that fails to compile is done
+(each config then says why when it is built).
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Callable
+
+from .worker import compile_task
+
+MIN_CHUNK = 8
+
+
+class CompileAhead:
+    def __init__(self, group, problem, configs, wake: Callable[[], None]):
+        self.group = group
+        self.problem = problem
+        self.configs = list(configs)
+        self.wake = wake                         # called when a chunk is done
+        self.seconds = 0.0                       # compile seconds the workers reported
+        self._hosts: dict[str, dict] = {}        # host -> {next, done, future}
+        for host, addrs in group.hosts().items():
+            self._hosts[host] = {"done": 0, "future": None, "gpus": len(addrs)}
+            self._next_chunk(host)
+
+    def ready(self) -> int:
+        """How many configs, from the batch's start, every host has compiled."""
+        self._advance()
+        return min((h["done"] for h in self._hosts.values()), default=len(self.configs))
+
+    def cancel(self) -> None:
+        for h in self._hosts.values():
+            if h["future"] is not None and not h["future"].done():
+                h["future"].cancel()
+            h["future"] = None
+
+    def _advance(self) -> None:
+        live = self.group.hosts()
+        for host, h in list(self._hosts.items()):
+            fut = h["future"]
+            if host not in live:
+                if fut is not None and not fut.done():
+                    fut.cancel()
+                del self._hosts[host]
+                continue
+            if fut is not None and not fut.done() and not set(h["addrs"]) & set(live[host]):
+                fut.cancel()             # its workers left (restarted ones have new addresses)
+                h["future"] = None
+                self._next_chunk(host)
+                continue
+            if fut is None or not fut.done():
+                continue
+            if fut.status == "finished":
+                try:
+                    self.seconds += float(fut.result().get("seconds", 0.0))
+                except Exception:        # a result lost with its worker: the chunk counts as done
+                    pass
+            h["done"] = h.pop("end")
+            h["future"] = None
+            self._next_chunk(host)
+
+    def _next_chunk(self, host: str) -> None:
+        h = self._hosts[host]
+        start = h["done"]
+        if start >= len(self.configs):
+            return
+        size = h["gpus"] if start == 0 else max(MIN_CHUNK, self.group.host_cpus(host))
+        end = min(len(self.configs), start + max(1, size))
+        addrs = self.group.hosts().get(host) or []
+        if not addrs:
+            return
+        client = self.group.coordinator.client
+        fut = client.submit(compile_task, self.group.spec, self.problem, self.configs[start:end],
+                            pure=False, workers=addrs, allow_other_workers=False,
+                            resources={self.group.host_resource: 1},
+                            key=f"shadertune-compile-{uuid.uuid4().hex}")
+        h["future"], h["end"], h["addrs"] = fut, end, addrs
+        fut.add_done_callback(lambda _f: self.wake())

@@ -1,0 +1,47 @@
+"""Waiting for a Dask future without Future.result(timeout=...).
+
+A blocking client's result(timeout) runs distributed.utils.sync with a time-out:
+when the time-out and the answer meet, the waiting coroutine can end cancelled,
+a BaseException that sync() does not catch, and it then fails with
+"UnboundLocalError: cannot access local variable 'result'" (seen with
+distributed 2025.11 on Python 3.12, a CUDA search on two H100s, where the
+coordinator polled a long precompile call once a second).  So the coordinator
+never puts a time-out on result(): it waits for the future's done-callback on
+a threading.Event, and asks for the result once the future is done.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+
+def wait_done(fut, poll: float, on_poll: Callable[[], None]) -> None:
+    """Return once `fut` is done (finished, erred or cancelled); on_poll() every
+    `poll` seconds meanwhile (it may raise to give up waiting)."""
+    done = threading.Event()
+    fut.add_done_callback(lambda _f: done.set())
+    while not done.wait(poll):
+        on_poll()
+
+
+def outcome(fut) -> tuple[str, object]:
+    """('finished', value), ('error', exception) or ('cancelled', reason) of a
+    done future, without raising."""
+    status = fut.status
+    if status == "finished":
+        try:
+            return "finished", fut.result()
+        except BaseException as e:   # noqa: B036 (lost between done and fetch: see the caller)
+            return "cancelled", _reason(e)
+    if status == "error":
+        try:
+            return "error", fut.exception()
+        except BaseException as e:   # noqa: B036
+            return "cancelled", _reason(e)
+    return "cancelled", _reason(None)
+
+
+def _reason(e) -> str:
+    if e is None:
+        return "cancelled"
+    return " ".join(str(e).split()) or type(e).__name__
