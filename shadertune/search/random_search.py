@@ -23,7 +23,7 @@ ENUMERATE_LIMIT = 100_000
 def search(space: Space, evaluate, budget: Budget | None = None,
            options: SearchOptions | None = None) -> list[Result]:
     options = options or SearchOptions()
-    run = Tracker(evaluate, budget)
+    run = Tracker(evaluate, budget, canonical=space.canonical)
     run.phase("random")
     try:
         for batch in fresh_batches(draws(space, random.Random(options.seed)), options.batch, run):
