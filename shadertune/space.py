@@ -601,17 +601,21 @@ class UnionSpace(Space):
     def narrowed(self, domains: Mapping[str, Sequence]) -> "UnionSpace":
         """The union of the parts narrowed to `domains` (a part whose branch value or
         fixed values fall outside them drops out)."""
-        parts = []
+        parts, why = [], []
         for value, (space, fixed) in self.parts.items():
-            if value not in domains.get(self.branch, (value,)) or any(
-                    v not in domains.get(k, (v,)) for k, v in fixed.items()):
-                continue
+            held = next((k for k, v in fixed.items() if v not in domains.get(k, (v,))), None)
             own = {k: tuple(v for v in space.knobs[k] if v in domains[k]) for k in space.knobs if k in domains}
-            if all(own.values()):            # a knob left with none of the part's values drops it
+            empty = next((k for k, v in own.items() if not v), None)
+            if value not in domains.get(self.branch, (value,)):
+                why.append(f"{self.branch}={value} is not asked for")
+            elif held is not None:
+                why.append(f"{self.branch}={value} holds {held}={fixed[held]}")
+            elif empty is not None:            # a knob left with none of the part's values drops it
+                why.append(f"{self.branch}={value} has none of those {empty} values")
+            else:
                 parts.append((value, space.narrowed(own), fixed))
         if not parts:
-            raise ValueError(f"no {self.branch} is left: its values {list(self.parts)} all fall outside "
-                             "the knob values asked for")
+            raise ValueError(f"no {self.branch} is left: {'; '.join(why)}")
         return type(self)(self.branch, parts, domain_order=self.domain_order)
 
     def binding_order(self) -> list[str]:
