@@ -65,6 +65,8 @@ def test_local_search_on_gl_measures_and_resumes(gl, tmp_path):
     args = ["--strategy", "model", "--fix", "family=fragment"]
     code, doc = _search(tmp_path, *args, "--budget", "6")
     assert code == 0
+    from shadertune.report.schema import validate
+    validate(doc, "r.json")                                      # the phases as reports read them
     (p,) = doc["problems"]
     local = [ph["at"] for ph in p["phases"] if ph["label"] == "local search"]
     assert local and local[0] < p["evaluated"] == 6          # local search evaluated configs

@@ -483,16 +483,25 @@ def _search(args, problems, Store, StoreError) -> int:
                             code or 1)
     if reason is not None:
         return fail(reason, code)
-    entries = [e for _, entries in tables for e in entries]
-    unmeasured = [f"{e['M']}x{e['N']}x{e['K']}" for e in entries if e["evaluated"] == 0]
-    failed = [f"{e['M']}x{e['N']}x{e['K']}" for e in entries if e["best"] is None and e["evaluated"]]
-    if unmeasured or failed:
-        # nothing measured is not a verdict on any config: said apart from a failed one
-        return fail("; ".join(
-            ([f"nothing was measured within the time limit for {', '.join(unmeasured)}"] if unmeasured else [])
-            + ([f"no config passed verification for {', '.join(failed)} (see the statuses in the "
-                f"store or --report)"] if failed else [])))
-    return 0
+    reason = failure([e for _, entries in tables for e in entries])
+    return 0 if reason is None else fail(reason)
 
 
-__all__ = ["DeviceRun", "build_parser", "check_environment", "load_backend", "main", "problems_from", "table"]
+def failure(entries: list[dict]) -> str | None:
+    """Why the search failed, from its report entries (None: each problem has a verified
+    best config).  Nothing measured is no verdict on any config: it is said apart from
+    configs that all failed verification."""
+    def named(es):
+        return ", ".join(f"{e['M']}x{e['N']}x{e['K']}" for e in es)
+    empty = [e for e in entries if e["evaluated"] == 0 and e.get("space_size") == 0]
+    unmeasured = [e for e in entries if e["evaluated"] == 0 and e not in empty]
+    failed = [e for e in entries if e["best"] is None and e["evaluated"]]
+    reasons = ([f"the space of {named(empty)} has no valid config"] if empty else []) + \
+        ([f"nothing was measured within the time limit for {named(unmeasured)}"] if unmeasured else []) + \
+        ([f"no config passed verification for {named(failed)} (see the statuses in the store or "
+          f"--report)"] if failed else [])
+    return "; ".join(reasons) or None
+
+
+__all__ = ["DeviceRun", "build_parser", "check_environment", "failure", "load_backend", "main", "problems_from",
+           "table"]
