@@ -102,7 +102,16 @@ class ModelTimings(BaseEvaluator):
 @pytest.mark.parametrize("fix", FIXES, ids=lambda f: ",".join(f) or "none")
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_strategy_and_fix_runs_its_course_on_the_gl_space(gl, strategy, fix):
-    problem = Problem(SIZE, SIZE, SIZE)
+    run_its_course(gl, Problem(SIZE, SIZE, SIZE), strategy, fix)
+
+
+@pytest.mark.parametrize("fix", [(), ("family=compute",)], ids=lambda f: ",".join(f) or "none")
+@pytest.mark.parametrize("strategy", ["phased", "model"])
+def test_local_search_on_an_odd_transposed_shape(gl, strategy, fix):
+    run_its_course(gl, Problem(13, 7, 9, trans_a=True, trans_b=True), strategy, fix)
+
+
+def run_its_course(gl, problem, strategy, fix):
     space = gl.space(problem)
     if fix:
         space = narrow(space, parse_fix(fix))
