@@ -63,10 +63,15 @@ evaluations over one worker per GPU (Dask distributed: pip install
 several devices, --report r.json writes r.0.json, r.1.json, ...); the progress
 counts evaluations per worker (docs/cluster.md).
 
+time limits: a search measures its first config whatever --time-limit says (its
+start point; the default config for the model strategy), so a short search still
+ends with a measurement.
+
 exit status: 0 when every problem has a verified best config; 1 on failure (no
-GPU context, unusable or unwritable store, no config passed verification) with one
-line '{PROG}: error: <reason>' on stderr; 2 on bad arguments; 130 when
-interrupted.
+GPU context, unusable or unwritable store, no config passed verification, nothing
+measured) with one line '{PROG}: error: <reason>' on stderr; 2 on bad arguments
+(--fix included: checked against the device's space before the store is opened);
+130 when interrupted.
 """
 
 
