@@ -55,14 +55,15 @@ def check_fix(backend, problems, fixed: dict) -> None:
     together leave a part of a union (GL: a family), and some valid config; else
     ValueError naming what is wrong."""
     for problem in problems:
-        sub = narrow(backend.space(problem), fixed)
+        sub = narrow(backend.space(problem), fixed, strict=True)
         if sub.first({}, sub.binding_order()) is None:
             what = " ".join(f"{k}={','.join(map(str, v))}" for k, v in fixed.items())
             raise ValueError(f"--fix {what} leaves no valid config for {problem.key}")
 
 
-def narrow(space: Space, fixed: dict) -> Space:
-    """The same space with each knob in `fixed` limited to the given values."""
+def narrow(space: Space, fixed: dict, strict: bool = False) -> Space:
+    """The same space with each knob in `fixed` limited to the given values (those in
+    its domain; ValueError where none is, or with `strict` where any is not: --fix)."""
     unknown = [k for k in fixed if k not in space.knobs]
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(space.knobs), n=1)
@@ -75,7 +76,7 @@ def narrow(space: Space, fixed: dict) -> Space:
             # domain values compare by equality: '330' (str) must match the space's type
             same = lambda v, d: v == d and type(v) is type(d) or str(v) == str(d)  # noqa: E731
             outside = [v for v in fixed[k] if not any(same(v, d) for d in dom)]
-            if outside:
+            if outside and (strict or len(outside) == len(fixed[k])):
                 raise ValueError(f"--fix {k}: {', '.join(map(str, outside))} "
                                  f"{'is' if len(outside) == 1 else 'are'} not in its domain "
                                  f"{', '.join(map(str, dom))} here")
