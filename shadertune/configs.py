@@ -156,8 +156,14 @@ def fill(backend, problem: Problem, given: Mapping, *, where: str | None = None,
         if not adapt and knobs[k] not in space.knobs[k]:
             raise ValueError(f"matmul: {label} is not valid for {where} on the {backend.name} backend: "
                              f"{k}={v!r} not in {list(space.knobs[k])}")
+    # knobs given that no config holds together (adapting may move them: not an error)
+    conflict = None if adapt else space.conflict(knobs)
+    if conflict is not None:
+        raise ValueError(f"matmul: {label} is not valid for {where} on the {backend.name} backend: "
+                         f"{conflict}")
     default = backend.default_for(problem, knobs)
-    start = Config({**default.to_dict(), **knobs})
+    # the canonical form: every knob the space reads (a union's part completes what it holds)
+    start = space.canonical(Config({**default.to_dict(), **knobs}))
     why = space.why_invalid(start)
     if why is None:
         return start

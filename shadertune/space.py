@@ -209,6 +209,8 @@ class Space:
             bad = [k for k in plan.named_knobs() if k not in self.knobs]
             if bad:
                 raise ValueError(f"phase plan names unknown knobs: {bad}")
+            # a start is where local search reads every knob: kept in canonical form
+            plan = plan.with_starts(self.canonical)
             for start in plan.starts():
                 why = self.why_invalid(start)
                 if why:
@@ -247,6 +249,20 @@ class Space:
                              f"knobs or constants, or it takes one config")
         # one mapping argument, no declaration: it may read any knob
         return _Rule(r, r, tuple(self.knobs), frozenset(self.knobs), True)
+
+    # --- canonical form ---------------------------------------------------
+    def canonical(self, cfg: Mapping) -> Config:
+        """`cfg` in the one form this space's configs take: every knob of the space
+        (a plain space: the config as given; a union completes a config to its part's
+        held values).  Strategies hold configs in this form, so one kernel is one
+        config: searched once, stored once, and every knob of it can be read."""
+        return cfg if isinstance(cfg, Config) else Config(cfg)
+
+    def conflict(self, given: Mapping) -> str | None:
+        """Why the knob values `given` (some knobs) can never be part of one valid
+        config of this space, as one line; None when no such conflict is known
+        (a plain space: only whole configs are judged, by why_invalid)."""
+        return None
 
     # --- membership -----------------------------------------------------
     def why_invalid(self, cfg: Mapping) -> str | None:
@@ -504,6 +520,39 @@ class UnionSpace(Space):
     def _whole(self, value, fixed: Mapping, cfg: Config) -> Config:
         return Config({self.branch: value, **fixed, **cfg.to_dict()})
 
+    def canonical(self, cfg: Mapping) -> Config:
+        """`cfg` with the knobs its part holds filled in where it leaves them out (a
+        config without the branch knob, or naming no part, is returned as it is)."""
+        cfg = cfg if isinstance(cfg, Config) else Config(cfg)
+        part = self.parts.get(cfg.get(self.branch))
+        if part is None:
+            return cfg
+        missing = {k: v for k, v in part[1].items() if k not in cfg}
+        return cfg.replace(**missing) if missing else cfg
+
+    def conflict(self, given: Mapping) -> str | None:
+        """The knobs `given` fit no part: a value another knob's part holds otherwise
+        (family=compute with mc='2x2': the compute family holds mc='1x4'), or values
+        of different parts' own knobs."""
+        value = given.get(self.branch)
+        names = [value] if self.branch in given else list(self.parts)
+        clashes = []
+        for v in names:
+            if v not in self.parts:
+                return None                 # the domain check names it
+            space, fixed = self.parts[v]
+            clash = next((f"{k}={given[k]!r}" + (f" (it holds {k}={fixed[k]!r})" if k in fixed
+                                                 else f" (its {k}: {list(space.knobs[k])})")
+                          for k in given if k != self.branch and k in self.knobs and
+                          (given[k] != fixed[k] if k in fixed else given[k] not in space.knobs[k])),
+                         None)
+            if clash is None:
+                return None
+            clashes.append(f"{self.branch}={v!r} takes no {clash}")
+        if self.branch in given:
+            return clashes[0]
+        return f"the knobs given fit no {self.branch}: " + "; ".join(clashes)
+
     def why_invalid(self, cfg: Mapping) -> str | None:
         cfg = cfg if isinstance(cfg, Config) else Config(cfg)
         value = cfg.get(self.branch)
@@ -552,17 +601,21 @@ class UnionSpace(Space):
     def narrowed(self, domains: Mapping[str, Sequence]) -> "UnionSpace":
         """The union of the parts narrowed to `domains` (a part whose branch value or
         fixed values fall outside them drops out)."""
-        parts = []
+        parts, why = [], []
         for value, (space, fixed) in self.parts.items():
-            if value not in domains.get(self.branch, (value,)) or any(
-                    v not in domains.get(k, (v,)) for k, v in fixed.items()):
-                continue
+            held = next((k for k, v in fixed.items() if v not in domains.get(k, (v,))), None)
             own = {k: tuple(v for v in space.knobs[k] if v in domains[k]) for k in space.knobs if k in domains}
-            if all(own.values()):            # a knob left with none of the part's values drops it
+            empty = next((k for k, v in own.items() if not v), None)
+            if value not in domains.get(self.branch, (value,)):
+                why.append(f"{self.branch}={value} is not asked for")
+            elif held is not None:
+                why.append(f"{self.branch}={value} holds {held}={fixed[held]}")
+            elif empty is not None:            # a knob left with none of the part's values drops it
+                why.append(f"{self.branch}={value} has none of those {empty} values")
+            else:
                 parts.append((value, space.narrowed(own), fixed))
         if not parts:
-            raise ValueError(f"no {self.branch} is left: its values {list(self.parts)} all fall outside "
-                             "the knob values asked for")
+            raise ValueError(f"no {self.branch} is left: {'; '.join(why)}")
         return type(self)(self.branch, parts, domain_order=self.domain_order)
 
     def binding_order(self) -> list[str]:
@@ -643,6 +696,8 @@ def _parameters(fn) -> tuple[str, ...] | None:
 
 
 def _describe(r: Restriction) -> str:
+    """A rule as messages name it: its expression, else its docstring on one line."""
     if isinstance(r, str):
         return repr(r)
-    return getattr(r, "__doc__", None) or getattr(r, "__name__", repr(r))
+    doc = getattr(r, "__doc__", None)
+    return " ".join(doc.split()) if doc else getattr(r, "__name__", repr(r))

@@ -9,6 +9,7 @@ measured, and the learned model trained afterwards when the store changed enough
 """
 from __future__ import annotations
 
+import math
 import numbers
 import os
 import pathlib
@@ -72,6 +73,8 @@ class TuneResult:
 
     def __str__(self) -> str:
         head = f"{self.problem.key} on {self.backend} ({self.device})"
+        if self.config is None and not self.evaluated:
+            return f"{head}: nothing was measured within the time limit"
         if self.config is None:
             return f"{head}: no config passed verification in {self.evaluated} evaluations"
         knobs = " ".join(f"{k}={v}" for k, v in self.config.items())
@@ -163,9 +166,11 @@ def tune(shape: int | str | Sequence | Problem | ArrayLike, B: ArrayLike | None 
         if p.dtype not in be.dtypes:
             raise ValueError(f"tune: the {be.name} backend computes in {', '.join(be.dtypes)}, "
                              f"not {p.dtype} ({p.key})")
+    # the device before the store: a backend that cannot run here (no CuPy, no device
+    # `device_index`) fails without making a store file
+    device = be.device()
     store = db if isinstance(db, Store) else Store(db)
     try:
-        device = be.device()
         out = []
         for p in problems:
             entry = guided_tune(be, p, strategy=strategy, budget=budget, store=store)
@@ -183,8 +188,8 @@ def _budget(evaluations, seconds) -> Budget:
                                     or not isinstance(evaluations, numbers.Integral) or evaluations < 1):
         raise ValueError(f"tune: evaluations must be a positive int, got {evaluations!r}")
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, numbers.Real)
-                                or not seconds > 0):
-        raise ValueError(f"tune: seconds must be a positive number, got {seconds!r}")
+                                or not 0 < seconds < math.inf):
+        raise ValueError(f"tune: seconds must be a positive finite number, got {seconds!r}")
     if evaluations is None and seconds is None:
         seconds = DEFAULT_SECONDS
     return Budget(None if evaluations is None else int(evaluations),

@@ -133,3 +133,36 @@ def test_parse_request_reads_config_objects_and_numpy_values(gl):
     assert parse_request({"np": np.int64(16)}, gl).knobs == Config(np=16)
     assert parse_request(json.dumps({"np": 16}), gl).knobs == Config(np=16)
     assert parse_request(None, gl).kind == "default" and parse_request(" auto ", gl).kind == "auto"
+
+
+# --- the compute family's partial configs (the union's held knobs) -------------------
+
+@pytest.mark.parametrize("given", [
+    {"family": "compute", "ks": 2}, {"family": "compute", "vec": 4}, {"family": "compute", "bk": 8, "db": 1},
+    '{"family": "compute", "vec": 1}', Config(family="compute", vec=4), {"family": "compute", "np": 64}])
+def test_partial_compute_configs_complete_to_a_whole_compute_config(gl, rng, given):
+    """A compute config that leaves out the fragment knobs its family holds (lang among
+    them) is completed, runs and matches numpy; its Config holds every knob."""
+    p = Problem(32, 32, 64)          # splits of K pay here: few workgroups, four slabs of K
+    cfg = resolve(gl, p, given)
+    knobs = json.loads(given) if isinstance(given, str) else dict(given)
+    assert set(cfg) == set(gl.space(p).knobs) and cfg in gl.space(p)
+    assert cfg["family"] == "compute" and cfg["lang"] == "glsl" and cfg["out"] == "buffer"
+    assert all(cfg[k] == v for k, v in knobs.items())
+    A = rng.standard_normal((32, 64)).astype(np.float32)
+    B = rng.standard_normal((64, 32)).astype(np.float32)
+    assert rel_err(shadertune.matmul(A, B, config=given), A @ B) <= 1e-5
+
+
+@pytest.mark.parametrize("given, conflict", [
+    ({"family": "compute", "mc": "2x2"}, "family='compute' takes no mc='2x2' (it holds mc='1x4')"),
+    ({"family": "compute", "out": "mrt"}, "family='compute' takes no out='mrt' (it holds out='buffer')"),
+    ({"family": "compute", "glsl": "330"}, "family='compute' takes no glsl='330' (it holds glsl='450')"),
+    ({"family": "compute", "np": 4}, "family='compute' takes no np=4 (its np: [64])"),
+    ({"out": "buffer", "mc": "2x2"}, "the knobs given fit no family: family='fragment' takes no out='buffer'")])
+def test_contradictory_partial_configs_name_the_conflict(gl, given, conflict):
+    A = np.ones((64, 64), np.float32)
+    with pytest.raises(ValueError) as e:
+        shadertune.matmul(A, A, config=given)
+    msg = str(e.value)
+    assert msg.startswith("matmul: config ") and conflict in msg and "\n" not in msg

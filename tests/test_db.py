@@ -207,12 +207,12 @@ def old_store(path, version, results, journal="wal"):
     c.close()
 
 
-def test_a_version_2_store_is_migrated_to_3_keeping_everything(tmp_path):
+def test_a_version_2_store_is_migrated_keeping_everything(tmp_path):
     path = tmp_path / "v2.sqlite"
     stored = [res(np_=2, ms=3.0), res(np_=4, ms=1.0), res(np_=8, status="wrong", error=0.5)]
     old_store(path, 2, stored)
     with Store(path) as s:
-        assert s.conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert s.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert [r.to_dict() for r in s.results("fake", DEV, P)] == [r.to_dict() for r in stored]
         assert s.best("fake", DEV, P, TH).config["np"] == 4
         assert s.measured_seconds("fake", DEV, P, TH, [r.config for r in stored]) == (0.0, 3)

@@ -16,7 +16,7 @@ from fullfs import fill_up, leftovers, small_tmpfs
 from test_db import as_another_user, shared_dir  # noqa: F401  (a fixture)
 
 import shadertune
-from shadertune.db import Store
+from shadertune.db import SCHEMA_VERSION, Store
 from shadertune.db.cli import main as db_main
 from shadertune.problem import Problem
 from shadertune.report.__main__ import main as report_main
@@ -331,7 +331,7 @@ def test_9_a_truncated_store_is_noticed_by_check_and_refused_for_writing(tmp_pat
     db = tmp_path / "s.sqlite"
     assert search(db, "--sizes", "8,16,32,64", "--budget", "60") == 0
     assert db_main(["--db", str(db), "check"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"store {db}: healthy (240 results, schema version 3)"
+    assert capsys.readouterr().out.splitlines()[-1] == f"store {db}: healthy (240 results, schema version {SCHEMA_VERSION})"
     r = run_python(WAL_WRITES, db)
     assert r.returncode == 0, r.stderr
     assert os.path.getsize(f"{db}-wal") > 0

@@ -100,3 +100,33 @@ def test_cli(runs, tmp_path, capsys):
     assert "unknown plot format '.txt'" in capsys.readouterr().err
     assert main(["trajectory", *paths(runs), "--problem", "8x8x8"]) == 2
     assert "no results for '8x8x8'" in capsys.readouterr().err
+
+
+def test_a_report_records_its_phases_and_the_figure_marks_them(runs):
+    """Each report carries its strategy's phases with the index of their first result;
+    the figure marks the milestones (the plan's parts, local search, the restarts)."""
+    reps = [load(p) for p in paths(runs)]
+    for rep in reps:
+        (p,) = rep["problems"]
+        assert p["phases"] and p["phases"][0]["at"] == 0
+        assert [ph["at"] for ph in p["phases"]] == sorted(ph["at"] for ph in p["phases"])
+        assert all(ph["at"] <= p["evaluated"] for ph in p["phases"])
+    assert reps[-1]["problems"][0]["phases"] == [{"at": 0, "label": "exhaustive"}]
+    rs = T.runs(reps, paths(runs))
+    fig = T.plot(rs)
+    ax_n = fig.axes[0]
+    marks = [ln for ln in ax_n.lines if ln.get_linestyle() == ":"]
+    want = [at + 1 for r in rs for at, _ in T.milestones(r.phases, r.evaluated)]
+    assert sorted(ln.get_xdata()[0] for ln in marks) == sorted(want) and want
+
+
+def test_milestones_are_where_the_search_moved_on():
+    phases = [(0, "family=compute: ks"), (0, "family=compute: bm bn"), (7, "family=compute: ks refinement"),
+              (9, "family=fragment out=mrt lang=glsl glsl=330 fetch=texture unroll=1: np"),
+              (12, "family=fragment out=mrt lang=glsl glsl=330 fetch=texture unroll=1: mc"),
+              (20, "local search"), (31, "restart 1: 1 new starting point"), (32, "restart 1: local search"),
+              (40, "restart 2: 8 new starting points"), (48, "converged: 3 restarts without a 1% gain")]
+    got = T.milestones([{"at": at, "label": label} for at, label in phases], evaluated=48)
+    assert got == [(0, "family=compute"), (9, "family=fragment"), (20, "local search"), (31, "restarts")]
+    assert T.milestones([{"at": 0, "label": "model: top 24"}, {"at": 24, "label": "local search"}], 24) == [
+        (0, "model")]                                       # a phase after the last evaluation: none

@@ -33,8 +33,13 @@ Optional hooks, with their defaults:
 - knob_layout              how reports arrange its knobs (KnobLayout: landscapes, tables)
 - model_features           what a learned performance model derives from its configs
                            (ModelFeatures), or None: the knobs alone
-Class attributes (knob_layout, model_features) are read without an instance, by the
-backend's registered name: a report or a saved model needs no device.
+- canonical_config(config) the one form of a config (a static method; default: the
+                           config as given): the store keeps and merges rows by it,
+                           so a config written before a knob existed and the same
+                           config naming the knob are one kernel, one row
+Class attributes (knob_layout, model_features, canonical_config) are read without an
+instance, by the backend's registered name: a report, a saved model or the store
+needs no device.
 """
 from __future__ import annotations
 
@@ -171,6 +176,13 @@ class Backend(abc.ABC):
     knob_layout: ClassVar[KnobLayout] = KnobLayout()
     # what a learned performance model derives from the configs (None: the knobs alone)
     model_features: ClassVar[ModelFeatures | None] = None
+
+    @staticmethod
+    def canonical_config(config: Mapping) -> Config:
+        """`config` in the one form the store keeps it in (read without a device; a
+        backend whose configs may leave out knobs completes them: GL's with_defaults).
+        It must agree with the canonical form of the backend's spaces (Space.canonical)."""
+        return config if isinstance(config, Config) else Config(config)
 
     @classmethod
     def on_device(cls, device_index: int | None) -> "Backend":

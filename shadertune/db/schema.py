@@ -5,10 +5,16 @@ a report rebuilt from the store carries the original search time) and the seed
 of the inputs it was verified on (`seed`: provenance only, not a key, see
 shadertune.verdict), and a table caching the size of each pruned space (counting
 a space enumerates it: about a second per problem on GL).
+
+Version 4 keeps one row per kernel: every config in its backend's canonical form,
+the rows of two spellings of one kernel merged, the rows merged away kept whole in
+`superseded_results` (db/canonical.py).
 """
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+from . import canonical
+
+SCHEMA_VERSION = 4
 
 RESULTS = """
 CREATE TABLE results (
@@ -45,7 +51,7 @@ CREATE TABLE IF NOT EXISTS space_sizes (
 )"""
 # A new store is made with these; the change counter's table and triggers
 # (changes.CREATE) come with its first writable open (Store.__init__).
-CREATE = (RESULTS, RESULTS_INDEX, SPACE_SIZES)
+CREATE = (RESULTS, RESULTS_INDEX, SPACE_SIZES, canonical.SUPERSEDED, canonical.SUPERSEDED_BY)
 
 # Columns every version's results table has; a table without one of them is not a store.
 REQUIRED_COLUMNS = ("backend", "device", "problem", "config", "template_hash", "schema", "M", "N",
@@ -62,12 +68,21 @@ def _to_3(c) -> None:
     c.execute("UPDATE results SET schema = 3")
 
 
+def _to_4(c) -> None:
+    c.execute(canonical.SUPERSEDED)
+    c.execute(canonical.SUPERSEDED_BY)
+    canonical.merge_spellings(c)
+    c.execute("UPDATE results SET schema = 4")
+
+
 # from_version -> function(conn) bringing a store to from_version + 1.
 # 1 -> 2: version 2 adds the status 'slow' (which version 1 cannot read); its rows are
 # version 2 rows as they are.  2 -> 3: two nullable columns and a cache table.
+# 3 -> 4: configs in canonical form, the spellings of one kernel merged.
 MIGRATIONS: dict = {1: lambda c: c.execute("UPDATE results SET schema = 2 WHERE schema = 1"),
-                    2: _to_3}
+                    2: _to_3, 3: _to_4}
 
 # Older versions whose rows this version reads as they are (the migrations above only
-# add columns, a table, or a status): a read-only store at one of them is used unmigrated.
-READABLE_AS_IS = (1, 2)
+# add columns, a table, or a status, or merge rows a reader may meet twice): a
+# read-only store at one of them is used unmigrated.
+READABLE_AS_IS = (1, 2, 3)

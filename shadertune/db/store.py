@@ -30,6 +30,7 @@ status the measuring run gave it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ from ..problem import Problem
 from ..result import OK, Result
 from ..verdict import DEFAULT_TOLERANCE
 from . import changes, check, schema
+from .canonical import canonical
 from .errors import StoreError
 from .location import store_path
 
@@ -243,7 +245,11 @@ class Store:
 
     @staticmethod
     def row_of(result: Result, template_hash: str, written: float, seconds=None, seed=None) -> dict:
-        """The results row of a Result (every column derived from it but these four)."""
+        """The results row of a Result (every column derived from it but these four), its
+        config in the backend's canonical form (canonical.py: one row per kernel)."""
+        config = canonical(result.backend, result.config)
+        if config != result.config:
+            result = dataclasses.replace(result, config=config)
         p = result.problem
         return {"backend": result.backend, "device": result.device, "problem": p.key,
                 "config": result.config.key, "template_hash": template_hash,
@@ -370,7 +376,7 @@ class Store:
         rows = self._query(
             "SELECT result FROM results WHERE backend=? AND device=? AND problem=? AND config=? "
             "AND template_hash=? AND schema=?",
-            (backend, device, problem.key, Config(config).key, template_hash, self.version))
+            (backend, device, problem.key, canonical(backend, config).key, template_hash, self.version))
         return self._decode(rows[0][0]) if rows else None
 
     def results(self, backend: str, device: str, problem: Problem,
@@ -422,7 +428,7 @@ class Store:
                          configs: Iterable[Config]) -> tuple[float, int]:
         """(seconds the stored measurements of `configs` took, how many have no time
         on record: written before schema version 3)."""
-        keys = [Config(c).key for c in configs]
+        keys = [canonical(backend, c).key for c in configs]
         total, unknown = 0.0, 0
         for i in range(0, len(keys), 500):          # SQLite's bound-parameter limit
             chunk = keys[i:i + 500]

@@ -69,6 +69,10 @@ def _validate_problem(p, where: str, src: str):
         _check(best, "median_ms", _NUM, w, src)
         _check(best, "gflops", _NUM, w, src)
         _check(best, "error", _NUM + (_NONE,), w, src)
+    if "phases" in p:                  # optional: the search's phases (search/report_json.py)
+        for j, ph in enumerate(_check(p, "phases", list, where, src)):
+            _check(ph, "at", int, f"{where}.phases[{j}]", src)
+            _check(ph, "label", str, f"{where}.phases[{j}]", src)
     results = _check(p, "results", list, where, src)
     for j, r in enumerate(results):
         w = f"{where}.results[{j}]"

@@ -10,6 +10,12 @@ last result's timestamp less the search's own seconds (run_seconds where a
 resumed search's report has it).  Results replayed from a store carry their
 old timestamps and count at the start.
 
+A report that records its search's phases (search/report_json.py: each with the
+index of its first evaluation) gets them marked on both axes: where the plan moved
+to another part of the space (GL's phased search: each family; a branch or outer
+knob's value), where local search began and where the restarts began
+(`milestones`).
+
 The exhaustive optimum of a problem is known where a report searched its
 whole pruned space exhaustively (evaluated == space_size); it is drawn as a
 line and is what "best / optimum" is measured against.  The fraction of the
@@ -44,6 +50,7 @@ class Run:
     best_config: dict | None
     name: str = ""                  # the label, with the problem where runs differ in it
     measured: dict = field(default_factory=dict)    # config key -> GFLOP/s of its verified configs
+    phases: list = field(default_factory=list)      # the report's phases: {"at", "label"}
 
     def __post_init__(self):
         self.name = self.name or self.label
@@ -101,10 +108,31 @@ def runs(reports: Sequence[Mapping], sources: Sequence[str], problem: str | None
                            evaluated=len(pts), timed=sum(q.timed for q in pts),
                            space_size=int(p["space_size"]), search_seconds=secs,
                            best_config=(p.get("best") or {}).get("config"),
-                           measured={config_key(q.config): q.gflops for q in pts if q.gflops is not None}))
+                           measured={config_key(q.config): q.gflops for q in pts if q.gflops is not None},
+                           phases=list(p.get("phases") or ())))
     if len({problem_key(r.problem) for r in out}) > 1:
         for r in out:
             r.name = f"{r.label} {problem_label(r.problem)}"
+    return out
+
+
+def milestones(phases, evaluated: int) -> list[tuple[int, str]]:
+    """(index of its first evaluation, name) of each phase a figure marks: the first,
+    and each where the search moved on, by the label's lead (up to its first colon,
+    first word; 'family=compute ...: np' -> 'family=compute'): another value of the
+    plan's branch or outer knob, 'local search', the restarts (one mark where they
+    began: 'restart N: ...' -> 'restarts').  The step phases within one lead, the
+    convergence note and phases that began after the last evaluation are left out."""
+    out: list[tuple[int, str]] = []
+    for ph in phases:
+        at, label = int(ph["at"]), str(ph["label"])
+        head = label.split(":")[0].strip()
+        name = ("restarts" if head.startswith("restart ") else head if head == "local search"
+                else (head.split() or [""])[0])
+        if not name or name == "converged" or at >= evaluated:
+            continue
+        if not out or out[-1][1] != name:
+            out.append((at, name))
     return out
 
 
@@ -208,6 +236,7 @@ def plot(rs: Sequence[Run], out=None, title: str | None = None):
             # a log axis has no 0: what the first second held is drawn from 0.01 s
             ax_s.step([max(s, 0.01) for s in r.seconds], r.best, where="post", lw=1.8, label=r.name, **st)
         tops += [v for v in r.best if not math.isnan(v)]
+        _mark_phases(ax_n, ax_s, r, st)
     for k, v in opt.items():
         lab = f"exhaustive optimum {F.plain(v)} GFLOP/s" + (f" ({problem_label(_problem(k))})"
                                                            if len(opt) > 1 else "")
@@ -234,6 +263,17 @@ def plot(rs: Sequence[Run], out=None, title: str | None = None):
     if out is not None:
         F.save(fig, out)
     return fig
+
+
+def _mark_phases(ax_n, ax_s, r: Run, st: dict) -> None:
+    """A dotted line in the run's colour where each milestone's first evaluation lies
+    (evaluation number; seconds from the start), named at the top of the axes."""
+    for at, name in milestones(r.phases, len(r.best)):
+        spots = [(ax_n, at + 1)] + ([(ax_s, max(r.seconds[at], 0.01))] if r.seconds else [])
+        for ax, x in spots:
+            ax.axvline(x, color=st["color"], ls=":", lw=1.0, alpha=0.7)
+            ax.text(x, 1.0, f" {name}", transform=ax.get_xaxis_transform(), rotation=90,
+                    va="top", ha="right", fontsize=7, color=st["color"], clip_on=True)
 
 
 def _problem(key: tuple) -> dict:

@@ -14,6 +14,16 @@ strategy asks one config at a time or a batch.
 Every distinct config counts against `max_evals`, whether the evaluator
 measured it or replayed it from the store: a resumed search then follows the
 same path and stops at the same point as one that was never interrupted.
+
+The time limit lets the search's first evaluation through, however short it is
+(`max_evals` does not: it is a count the caller gave): a search with a time limit
+always measures its first config (its start point, the backend's default for
+the model strategy), so that a short tune of any shape ends with a measurement,
+never with nothing measured.
+
+Configs enter the Tracker in the space's canonical form (`canonical`, the
+strategy passes Space.canonical): one kernel is one config, evaluated and
+stored once, and its Result's config holds every knob local search reads.
 """
 from __future__ import annotations
 
@@ -54,17 +64,32 @@ def score(r: Result | None) -> float:
 
 class Tracker:
     def __init__(self, evaluate, budget: Budget | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 canonical: Callable[[Config], Config] | None = None):
         self._evaluate = as_evaluator(evaluate)
         self.budget = budget or Budget()
         self._clock = clock
         self._t0 = clock()
+        self._canonical = canonical
+        self._started = False       # an evaluation was let through (the time limit's first)
         self.seen: dict[Config, Result] = {}
         self.results: list[Result] = []
 
+    def _config(self, cfg) -> Config:
+        cfg = cfg if isinstance(cfg, Config) else Config(cfg)
+        return cfg if self._canonical is None else self._canonical(cfg)
+
     def _out_of_time(self) -> bool:
+        """The time limit is spent (never before the first evaluation: module docstring)."""
         b = self.budget
-        return b.seconds is not None and self._clock() - self._t0 >= b.seconds
+        return self._started and b.seconds is not None and self._clock() - self._t0 >= b.seconds
+
+    def _stop(self) -> bool:
+        """Asked by the evaluator before each evaluation of a batch starts."""
+        if not self._started:
+            self._started = True
+            return False
+        return self._out_of_time()
 
     def _evals_left(self) -> float:
         b = self.budget
@@ -78,11 +103,12 @@ class Tracker:
         self.results.append(r)
 
     def __call__(self, cfg: Config) -> Result:
-        cfg = cfg if isinstance(cfg, Config) else Config(cfg)
+        cfg = self._config(cfg)
         if cfg in self.seen:
             return self.seen[cfg]
         if self.spent():
             raise BudgetExhausted
+        self._started = True
         r = self._evaluate(cfg)
         self._record(cfg, r)
         return r
@@ -93,14 +119,14 @@ class Tracker:
         The new ones are one batch for the evaluator, cut to the evaluations the
         budget has left; the time limit is checked before each.  When the budget
         cut the batch, what was evaluated is recorded and BudgetExhausted raised."""
-        cfgs = [c if isinstance(c, Config) else Config(c) for c in cfgs]
+        cfgs = [self._config(c) for c in cfgs]
         todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
         if todo:
             left = self._evals_left()
             allowed = todo[:max(0, left)] if left < len(todo) else todo
             if not allowed or self._out_of_time():
                 raise BudgetExhausted
-            results = self._evaluate.many(allowed, stop=self._out_of_time)
+            results = self._evaluate.many(allowed, stop=self._stop)
             if len(results) > len(allowed):
                 raise RuntimeError(f"the evaluator returned {len(results)} results "
                                    f"for a batch of {len(allowed)}")
@@ -116,7 +142,7 @@ class Tracker:
         evaluations, are left out."""
         if self.spent():
             return
-        todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
+        todo = [c for c in dict.fromkeys(map(self._config, cfgs)) if c not in self.seen]
         left = self._evals_left()
         todo = todo[:max(0, left)] if left < len(todo) else todo
         if todo:
@@ -128,7 +154,7 @@ class Tracker:
 
     def get(self, cfg: Config) -> Result | None:
         """The Result for `cfg` if this search has evaluated it (no evaluation)."""
-        return self.seen.get(cfg)
+        return self.seen.get(self._config(cfg))
 
     def best(self) -> Result | None:
         ok = [r for r in self.results if r.ok]

@@ -63,10 +63,15 @@ evaluations over one worker per GPU (Dask distributed: pip install
 several devices, --report r.json writes r.0.json, r.1.json, ...); the progress
 counts evaluations per worker (docs/cluster.md).
 
+time limits: a search measures its first config whatever --time-limit says (its
+start point; the default config for the model strategy), so a short search still
+ends with a measurement.
+
 exit status: 0 when every problem has a verified best config; 1 on failure (no
-GPU context, unusable or unwritable store, no config passed verification) with one
-line '{PROG}: error: <reason>' on stderr; 2 on bad arguments; 130 when
-interrupted.
+GPU context, unusable or unwritable store, no config passed verification, nothing
+measured) with one line '{PROG}: error: <reason>' on stderr; 2 on bad arguments
+(--fix included: checked against the device's space before the store is opened);
+130 when interrupted.
 """
 
 
@@ -91,9 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--strategy", choices=sorted(STRATEGIES),
                    help="; ".join(f"{k}: {v}" for k, v in DESCRIPTIONS.items()) +
                         " (default: the backend's, phased for gl, model for cuda)")
-    s.add_argument("--fix", action="append", metavar="KNOB=V[,V...]",
+    s.add_argument("--fix", action="append", metavar="KNOB=V[,V...]", type=_fix_item,
                    help="search only the configs with these knob values, e.g. family=fragment "
-                        "(Jiang's reproduction) or family=compute; repeatable")
+                        "(Jiang's reproduction) or family=compute; repeatable (a knob fixed twice "
+                        "keeps the values both allow); checked against the space's domains on "
+                        "the device before the store is opened")
     s.add_argument("--budget", type=ca.positive, metavar="N", help="at most N evaluations per problem")
     s.add_argument("--time-limit", type=ca.seconds, metavar="S",
                    help="stop starting new evaluations after S seconds per problem (0: no "
@@ -128,6 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("-v", "--verbose", action="count", default=0,
                    help="log each evaluation (-vv: more)")
     return p
+
+
+def _fix_item(text: str):
+    """An argparse type: one --fix item (search/restrict.fix_item)."""
+    from .restrict import fix_item
+    try:
+        return fix_item(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--fix ")) from None
 
 
 def problems_from(args, parser) -> list[Problem]:
@@ -190,7 +206,12 @@ def check_arguments(args, parser) -> None:
     environment the backend reads, and that --report may be written (not a device
     node, a folder, or the store's own files)."""
     from ..db.location import store_files, store_path
+    from .restrict import parse_fix
     try:
+        if args.fix and clustered(args):
+            raise ValueError("--fix narrows a search on this machine; it does not reach a "
+                             "cluster's workers (leave out --workers / --gpus / --cluster)")
+        args.fix = parse_fix(args.fix) if args.fix else None      # a knob fixed twice: both
         check_environment(args.backend)
         store = store_path(args.db)
         if args.report:
@@ -198,6 +219,10 @@ def check_arguments(args, parser) -> None:
                 ca.check_output(path, protect=store_files(store))
     except (ValueError, ShadertuneError, OSError) as e:
         parser.error(str(e))
+
+
+class _BadArgument(ValueError):
+    """An argument found wrong once the backend is there (--fix against its spaces): exit 2."""
 
 
 def fmt_config(cfg: dict) -> str:
@@ -270,7 +295,12 @@ class _Problem:
         self.progress = progress
         self.results = []
         self.cached = []
+        self.phases: list[dict] = []     # the strategy's phases as they began (report_json)
         self.t0 = progress.clock()
+
+    def phase(self, label: str) -> None:
+        self.phases.append({"at": len(self.results), "label": label})
+        self.progress.phase(label)
 
     def record(self, result, cached: bool, worker: str | None = None) -> None:
         """One Result of this search (`worker`: the cluster worker that measured it)."""
@@ -303,7 +333,8 @@ class _Problem:
         size, full = space_sizes(store, backend, self.problem, backend.space(self.problem))
         entry = problem_entry(self.problem, self.results, space_size=size, full_space_size=full,
                               measured=len(self.results) - len(self.cached),
-                              cached=len(self.cached), seconds=self.progress.clock() - self.t0)
+                              cached=len(self.cached), seconds=self.progress.clock() - self.t0,
+                              phases=self.phases)
         entry["incomplete"] = True
         return self.with_replayed_seconds(entry, store, backend, device)
 
@@ -392,17 +423,20 @@ def _search(args, problems, Store, StoreError) -> int:
     code, reason = 0, None
     try:
         if clustered(args):
-            if args.fix:
-                raise ValueError("--fix narrows a search on this machine; it does not reach a "
-                                 "cluster's workers (leave out --workers / --gpus / --cluster)")
             from ..cluster.cli import tune_on_cluster
             store = _open_store(args, Store)
             tune_on_cluster(args, problems, store, runs, notes, DeviceRun, _budget)
         else:
             backend = load_backend(args.backend)
             if args.fix:
-                from .restrict import RestrictedBackend, parse_fix
-                backend = RestrictedBackend(backend, parse_fix(args.fix))
+                # checked on the device's spaces before the store is opened: a bad --fix is
+                # an argument error (exit 2), not a search that finds nothing
+                from .restrict import RestrictedBackend, check_fix
+                try:
+                    check_fix(backend, problems, args.fix)
+                except ValueError as e:
+                    raise _BadArgument(f"argument --fix: {str(e).removeprefix('--fix ')}") from None
+                backend = RestrictedBackend(backend, args.fix)
             device = backend.device()
             budget = _budget(args, device)
             store = _open_store(args, Store)
@@ -416,11 +450,13 @@ def _search(args, problems, Store, StoreError) -> int:
                 entry = tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
                              retune=args.retune, repeats=args.repeats, warmup=args.warmup,
                              seed=args.seed, tolerance=args.tolerance, on_result=current.record,
-                             on_phase=progress.phase)
+                             on_phase=current.phase)
                 run.finish(pr, entry, store)
                 progress.close()
             if not store.readonly:
                 train_if_stale(backend, store)       # tuning writes: the learned model follows
+    except _BadArgument as e:
+        code, reason = 2, str(e)
     except KeyboardInterrupt:
         code, reason = 130, "interrupted; results measured so far are in the store, rerun to resume"
     except (ContextError, StoreError, ShadertuneError, ValueError, ImportError) as e:
@@ -452,12 +488,25 @@ def _search(args, problems, Store, StoreError) -> int:
                             code or 1)
     if reason is not None:
         return fail(reason, code)
-    failed = [f"{e['M']}x{e['N']}x{e['K']}" for _, entries in tables for e in entries
-              if e["best"] is None]
-    if failed:
-        return fail(f"no config passed verification for {', '.join(failed)} "
-                    f"(see the statuses in the store or --report)")
-    return 0
+    reason = failure([e for _, entries in tables for e in entries])
+    return 0 if reason is None else fail(reason)
 
 
-__all__ = ["DeviceRun", "build_parser", "check_environment", "load_backend", "main", "problems_from", "table"]
+def failure(entries: list[dict]) -> str | None:
+    """Why the search failed, from its report entries (None: each problem has a verified
+    best config).  Nothing measured is no verdict on any config: it is said apart from
+    configs that all failed verification."""
+    def named(es):
+        return ", ".join(f"{e['M']}x{e['N']}x{e['K']}" for e in es)
+    empty = [e for e in entries if e["evaluated"] == 0 and e.get("space_size") == 0]
+    unmeasured = [e for e in entries if e["evaluated"] == 0 and e not in empty]
+    failed = [e for e in entries if e["best"] is None and e["evaluated"]]
+    reasons = ([f"the space of {named(empty)} has no valid config"] if empty else []) + \
+        ([f"nothing was measured within the time limit for {named(unmeasured)}"] if unmeasured else []) + \
+        ([f"no config passed verification for {named(failed)} (see the statuses in the store or "
+          f"--report)"] if failed else [])
+    return "; ".join(reasons) or None
+
+
+__all__ = ["DeviceRun", "build_parser", "check_environment", "failure", "load_backend", "main", "problems_from",
+           "table"]

@@ -153,6 +153,8 @@ class RecordingEvaluator(BaseEvaluator):
         self._best_ms: float | None = None       # best median of a correct config so far
         self.measured = 0
         self.cached = 0
+        # the strategy's phases as they began: {"at": evaluations before it, "label"}
+        self.phases: list[dict] = []
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
 
     def stored(self, config: Config) -> Result | None:
@@ -163,6 +165,7 @@ class RecordingEvaluator(BaseEvaluator):
         return None if r is None else rejudge(r, self.tolerance)
 
     def phase(self, label: str) -> None:
+        self.phases.append({"at": self.measured + self.cached, "label": label})
         if self.on_phase is not None:
             self.on_phase(label)
 

@@ -11,7 +11,7 @@ from .options import SearchOptions
 def search(space: Space, evaluate, budget: Budget | None = None,
            options: SearchOptions | None = None) -> list[Result]:
     options = options or SearchOptions()
-    run = Tracker(evaluate, budget)
+    run = Tracker(evaluate, budget, canonical=space.canonical)
     run.phase("exhaustive")
     configs = space.configs()
     try:

@@ -45,7 +45,11 @@ def neighbourhood(space: Space, cfg: Config) -> list[Config]:
        away); any other domain gives each other value;
     2. one knob group of the space's phase plan changed jointly (every
        combination of the group's values): coupled knobs, such as a warp's
-       TM, TN, WM, WN, rarely stay valid when one changes alone."""
+       TM, TN, WM, WN, rarely stay valid when one changes alone.
+
+    `cfg` is read in the space's canonical form (Space.canonical: every knob of the
+    space, a union's part completing what it holds), so every knob can be moved."""
+    cfg = space.canonical(cfg)
     moves: list[Config] = []
     for knob, dom in space.knobs.items():
         moves += [cfg.replace(**{knob: v}) for v in _values_near(dom, cfg[knob])]
@@ -71,7 +75,7 @@ def _values_near(dom: tuple, value) -> list:
 
 def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> Config:
     """Hill-climb from `start` to a local optimum (see the module docstring)."""
-    cur = start
+    cur = space.canonical(start)
     cur_s = score(run(cur))
     while True:
         near = neighbourhood(space, cur)

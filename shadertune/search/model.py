@@ -36,7 +36,7 @@ from .random_search import draws
 def search(space: Space, evaluate, budget: Budget | None = None,
            options: SearchOptions | None = None) -> list[Result]:
     options = options or SearchOptions()
-    run = Tracker(evaluate, budget)
+    run = Tracker(evaluate, budget, canonical=space.canonical)
     try:
         ranked = ranked_configs(space, options)
         if ranked is None:
@@ -44,7 +44,7 @@ def search(space: Space, evaluate, budget: Budget | None = None,
         else:
             source, what = iter(ranked), "model"
         start = space.phases.start_point if space.phases is not None else None
-        lead = list(dict.fromkeys(c for c in options.seeds if c in space))[:options.top]
+        lead = list(dict.fromkeys(space.canonical(c) for c in options.seeds if c in space))[:options.top]
         lead = lead or ([start] if start is not None else [])
         first = lead + list(itertools.islice((c for c in source if c not in lead),
                                              options.top - len(lead)))

@@ -61,7 +61,7 @@ from .random_search import draws
 def search(space: Space, evaluate, budget: Budget | None = None,
            options: SearchOptions | None = None) -> list[Result]:
     options = options or SearchOptions()
-    run = Tracker(evaluate, budget)
+    run = Tracker(evaluate, budget, canonical=space.canonical)
     try:
         ends = _phased(space, run) if space.phases is not None else _coordinate_descent(space, run)
         # the best of each other outer combination first: other basins, already timed

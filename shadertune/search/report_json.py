@@ -10,7 +10,11 @@
                    "run_seconds" (optional: this run's wall seconds; "seconds" then adds the
                                   stored measuring seconds of the results it replayed, so a
                                   report rebuilt from the store carries the original time),
-                   "incomplete": true (optional: the search of this problem was stopped)}]}
+                   "incomplete": true (optional: the search of this problem was stopped),
+                   "phases": [{"at", "label"}, ...] (optional: the strategy's phases in the
+                              order they began, "at" the number of results before the
+                              phase's first, i.e. its first result's index in "results":
+                              the plan's steps, "local search", each restart)}]}
 
 Others may add per-problem "baselines" and "roofline"; the names above stay.
 """
@@ -36,13 +40,15 @@ def best_entry(results: list[Result]) -> dict | None:
 
 def problem_entry(problem, results: list[Result], *, space_size: int, full_space_size: int,
                   measured: int, cached: int, seconds: float,
-                  stage_seconds: dict | None = None) -> dict:
+                  stage_seconds: dict | None = None, phases: list[dict] | None = None) -> dict:
     entry = {**problem.to_dict(), "space_size": space_size, "full_space_size": full_space_size,
              "evaluated": len(results), "measured": measured, "cached": cached,
              "seconds": round(seconds, 6), "best": best_entry(results),
              "results": [r.to_dict() for r in results]}
     if stage_seconds is not None:
         entry["stage_seconds"] = {k: round(v, 3) for k, v in stage_seconds.items()}
+    if phases is not None:
+        entry["phases"] = [{"at": int(p["at"]), "label": str(p["label"])} for p in phases]
     return entry
 
 

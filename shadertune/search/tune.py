@@ -71,7 +71,8 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     size, full = space_sizes(store, backend, problem, space)
     entry = problem_entry(problem, results, space_size=size, full_space_size=full,
                           measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
-                          stage_seconds=evaluate.stage_seconds)
+                          stage_seconds=evaluate.stage_seconds,
+                          phases=evaluate.phases)
     entry["cost_model"] = cost_model.name if cost_model is not None else "backend"
     return entry
 

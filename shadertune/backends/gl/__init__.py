@@ -33,6 +33,7 @@ class GLBackend(Backend):
     batched = True                # stacked products: one dispatch of the compute family
     knob_layout = GL_KNOB_LAYOUT
     model_features = GL_MODEL_FEATURES
+    canonical_config = staticmethod(with_defaults)     # every GL knob named (space.py)
 
     def __init__(self, device_index: int | None = None, context: str = "egl", ctx=None):
         self.device_index = device_index

@@ -205,8 +205,8 @@ def compute_candidates(problem: Problem, space) -> list[Config]:
     for bm, bn, tm, tn in DEFAULT_TILES:
         for bk, vec, ln, a_t in ((16, 2, 8, 1), (16, 1, 8, 1), (16, 4, 8, 0), (16, 2, 8, 0), (16, 1, 8, 0),
                                  (8, 4, 8, 0), (8, 1, 8, 0), (8, 1, 4, 0), (8, 1, 16, 0), (8, 1, 2, 0)):
-            cfg = Config(family="compute", out="buffer", glsl=COMPUTE_GLSL, fetch="texelFetch", unroll="full",
-                         np=kpad, mc="1x4", mrt_h=1, mrt_w=1, block_h=0, block_w=0,
+            # in canonical form: every knob, the fragment knobs at the family's values
+            cfg = Config(family="compute", **COMPUTE_FIXED, unroll="full", np=kpad,
                          a_src="ssbo", b_src="ssbo", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, lanes_n=ln,
                          vec=vec, pad=4, a_t=a_t, db=0, ks=1, shuffle=0)
             if cfg in space:

@@ -97,13 +97,15 @@ MRT_DEFAULTS = {"out": "mrt", "block_h": 0, "block_w": 0, "a_src": "texture", "b
 
 
 def with_defaults(config) -> Config:
-    """`config` with the knobs it leaves out set to the MRT path's values (a config that
-    names the compute family is taken as it is, but for `lang`, glsl: it must name
-    every other knob)."""
+    """`config` in its canonical form, every GL knob named: the knobs it leaves out set
+    to the MRT path's values (configs written before the image path, the compute family
+    or the assembly languages existed); a config of the compute family gets the
+    fragment knobs its family holds (COMPUTE_FIXED: `lang` was added after the family)
+    and must name its own knobs.  GLBackend.canonical_config: the store and every
+    search keep configs in this form, so one kernel is one config."""
     cfg = config if isinstance(config, Config) else Config(config)
-    if cfg.get("family") == "compute":
-        return cfg if "lang" in cfg else cfg.replace(lang="glsl")   # stored before the knob
-    missing = {k: v for k, v in MRT_DEFAULTS.items() if k not in cfg}
+    held = COMPUTE_FIXED if cfg.get("family") == "compute" else MRT_DEFAULTS
+    missing = {k: v for k, v in held.items() if k not in cfg}
     return cfg.replace(**missing) if missing else cfg
 
 
@@ -114,6 +116,9 @@ class GLSpace(UnionSpace):
 
     def why_invalid(self, cfg) -> str | None:
         return super().why_invalid(with_defaults(cfg))
+
+    def canonical(self, cfg) -> Config:
+        return super().canonical(with_defaults(cfg))
 
 
 def np_values(K: int) -> list[int]:
