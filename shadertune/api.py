@@ -34,6 +34,7 @@ from .backends import backend_class
 from .backends.base import Backend
 from .config import Config
 from .configs import ConfigRequest, parse_request, resolve
+from .db import changes
 from .errors import PrecisionWarning
 from .inputs import MatmulCall, check_call, single_out
 from .kernel_cache import DEFAULT_SIZE, KernelCache
@@ -45,6 +46,10 @@ _CACHE_SIZE = DEFAULT_SIZE
 
 class Door:
     """One backend as matmul drives it: the backend and its kernel cache."""
+
+    # the stores' change counter (its `generation` counts this process's commits): a
+    # backend's express lane compares it to know when to ask auto_config again
+    changes = changes
 
     def __init__(self, backend: Backend):
         self.backend = backend

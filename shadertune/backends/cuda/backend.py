@@ -14,6 +14,13 @@ from .space import make_space
 from .tuning import candidates
 
 
+# Problems whose default config the cost model puts under this many milliseconds are
+# timed as calls (CUDAKernel.time, mode 'call'): a call's host cost (its launches,
+# ~5-15 us on the H100/H200 hosts) is a share of it that can change which config
+# runs fastest through matmul, and a search ranks by what matmul costs.
+CALL_TIMED_MS = 0.3
+
+
 class CUDABackend(Backend):
     name = "cuda"
     dtypes = ("float32", "float64")
@@ -27,6 +34,7 @@ class CUDABackend(Backend):
         self.device_id = device_id
         self._spaces: dict[Problem, object] = {}
         self._lists: dict[tuple, list] = {}    # (problem, n) -> candidates(problem, n)
+        self._call_timed: dict[Problem, bool] = {}
         self._device_info: DeviceInfo | None = None
 
     # --- device ------------------------------------------------------------
@@ -98,7 +106,21 @@ class CUDABackend(Backend):
         from .driver import CUDAKernel
         config = config if isinstance(config, Config) else Config(config)
         src = self.source(problem, config)     # raises InvalidConfig
-        return CUDAKernel(problem, config, src, self.arch(), self.limits())
+        k = CUDAKernel(problem, config, src, self.arch(), self.limits())
+        k.call_timed = self.call_timed(problem)
+        return k
+
+    def call_timed(self, problem: Problem) -> bool:
+        """Whether a search times `problem`'s kernels as calls (events around each
+        call, a sync after it: CUDAKernel.time's 'call' mode) rather than their
+        device time held behind a spin kernel: where the cost model puts the
+        default config under CALL_TIMED_MS, so that host time can change the
+        ranking. One rule per problem, from the model alone: every config of a
+        search is timed the same way, in every run."""
+        t = self._call_timed.get(problem)
+        if t is None:
+            t = self._call_timed[problem] = self.predict_ms(problem, [self.default_config(problem)])[0] < CALL_TIMED_MS
+        return t
 
     def precompile(self, problem: Problem, configs) -> None:
         self.precompile_many([(problem, c) for c in configs])

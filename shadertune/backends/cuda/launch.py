@@ -155,6 +155,10 @@ class KernelLaunch:
                 raise OverflowError(f"{x} does not fit the kernel's {c!r} parameter ({type(v).__name__})")
         p.last = consts
 
+    def write(self, p: _Params, consts) -> None:
+        """Write `consts` into the parameter array `p` (checked as launch() checks them)."""
+        self._write(p, consts)
+
     def launch_rawkernel(self, grid, stream, addrs, consts=()):
         """The same launch through CuPy's RawKernel call (its arguments converted
         per launch; the constants as numpy scalars of their types, kept per
@@ -167,3 +171,44 @@ class KernelLaunch:
                 raise ValueError(f"{len(consts)} constants for signature {self.signature!r} ({self.nconst})")
             kept = self._tls.raw = (consts, tuple(t(x) for t, x in zip(self._numpy, consts)))
         self.function(tuple(grid), self.block, tuple(addrs) + kept[1], shared_mem=self.shared_mem, stream=stream)
+
+
+class BoundLaunch:
+    """One launch of a KernelLaunch (`fast`: with a loaded handle) on a fixed grid,
+    with a parameter array of its own instead of the thread's: for a caller that
+    serialises its launches itself (matmul's express lane holds the backend's run
+    lock) and has checked that the current device is the function's.
+
+        b = BoundLaunch(kl, grid, consts)      # consts: written now, or later by b.constants
+        b(stream_ptr, addrs)
+
+    A thread with no CUDA context current (a driver-API launch needs one) gets
+    its device's primary context bound and the launch once more."""
+
+    __slots__ = ("kl", "p", "head", "fn")
+
+    def __init__(self, kl: KernelLaunch, grid, consts=None):
+        if not kl.fast:
+            raise ValueError("a BoundLaunch needs a function with a loaded handle (KernelLaunch.fast)")
+        self.kl = kl
+        self.p = _Params(kl.signature, kl.naddr)
+        gx, gy, gz = grid
+        bx, by, bz = kl.block
+        self.head = (kl._handle, gx, gy, gz, bx, by, bz, kl.shared_mem)
+        self.fn = kl._launch_kernel
+        if consts is not None:
+            kl.write(self.p, consts)
+
+    def constants(self, consts) -> None:
+        self.kl.write(self.p, consts)
+
+    def __call__(self, stream_ptr: int, addrs) -> None:
+        p = self.p
+        p.addrs[:] = addrs         # one C call; a wrong count raises ValueError
+        try:
+            self.fn(*self.head, stream_ptr, p.address, 0)
+        except Exception as e:     # noqa: BLE001 (only a missing context is handled here)
+            if "CONTEXT" not in str(e):
+                raise
+            self.kl._cp.cuda.runtime.memGetInfo()      # binds the device's primary context (launch.py)
+            self.fn(*self.head, stream_ptr, p.address, 0)
