@@ -131,6 +131,9 @@ def door(backend="gl", device_index: int | None = None) -> Door:
         if d is not None:
             return d
     if isinstance(backend, Backend):
+        d = backend.__dict__.get("_matmul_door")     # asked for before: no lock
+        if d is not None:
+            return d
         with _lock:        # the door lives on the backend object, as long as it does
             d = backend.__dict__.get("_matmul_door")
             if d is None:
