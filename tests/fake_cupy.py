@@ -345,8 +345,41 @@ _READ = {"P": _read(ctypes.c_uint64, int), "i": _read(ctypes.c_int32, np.int32),
          "q": _read(ctypes.c_int64, np.int64), "f": _read(ctypes.c_float, np.float32),
          "d": _read(ctypes.c_double, np.float64)}
 
+class _NVRTC:
+    """NVRTC as compiler.py calls it: a 'cubin' is the source's bytes; a source
+    with '#error' fails to compile; `compiled` lists the sources compiled, in order."""
+    NVRTCError = type("NVRTCError", (Exception,), {})
+    compiled: list = []
+
+    @staticmethod
+    def getVersion():
+        return (13, 0)
+
+    @staticmethod
+    def createProgram(source, name, headers, includes):
+        return [source]
+
+    @classmethod
+    def compileProgram(cls, prog, options):
+        if "#error" in prog[0]:
+            raise cls.NVRTCError("NVRTC_ERROR_COMPILATION")
+        cls.compiled.append(prog[0])
+
+    @staticmethod
+    def getCUBIN(prog):
+        return prog[0].encode()
+
+    @staticmethod
+    def getProgramLog(prog):
+        return "error: #error"
+
+    @staticmethod
+    def destroyProgram(prog):
+        pass
+
+
 cuda = types.SimpleNamespace(
-    Stream=Stream, ExternalStream=ExternalStream, get_current_stream=get_current_stream, Event=Event,
+    Stream=Stream, nvrtc=_NVRTC, ExternalStream=ExternalStream, get_current_stream=get_current_stream, Event=Event,
     get_elapsed_time=get_elapsed_time,
     Device=Device, UnownedMemory=_Mem, MemoryPointer=_MemPtr, runtime=_Runtime,
     driver=types.SimpleNamespace(CUDADriverError=type("CUDADriverError", (Exception,), {}),

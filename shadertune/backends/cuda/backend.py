@@ -1,6 +1,8 @@
 """CUDABackend: the Backend protocol over the CUDA GEMM template."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ...config import Config
@@ -35,6 +37,7 @@ class CUDABackend(Backend):
         self._spaces: dict[Problem, object] = {}
         self._lists: dict[tuple, list] = {}    # (problem, n) -> candidates(problem, n)
         self._call_timed: dict[Problem, bool] = {}
+        self._sessions = 0      # search_session()s open: precompile starts compiles and returns
         self._device_info: DeviceInfo | None = None
 
     # --- device ------------------------------------------------------------
@@ -123,7 +126,36 @@ class CUDABackend(Backend):
         return t
 
     def precompile(self, problem: Problem, configs) -> None:
-        self.precompile_many([(problem, c) for c in configs])
+        """Compile `configs` ahead. In a search (search_session): the first (a search's
+        first batch leads with default_config) here and now, the rest started in
+        processes, so that the first evaluation waits for its own compile alone and
+        later builds for theirs (compiler.compile_ahead); outside a search, all of
+        them in parallel before returning."""
+        if not self._sessions:
+            self.precompile_many([(problem, c) for c in configs])
+            return
+        from .compiler import compile_ahead, compile_cubin
+        srcs = [codegen.source(problem, c) for c in configs]
+        if not srcs:
+            return
+        compile_ahead(srcs[1:], self.arch())
+        try:
+            compile_cubin(srcs[0], self.arch())
+        except Exception:         # noqa: BLE001 (its build() reports it, as the evaluator records)
+            pass
+
+    @contextlib.contextmanager
+    def search_session(self):
+        """Around one search: compiles started ahead (precompile) that it did not
+        reach are cancelled when it ends."""
+        self._sessions += 1
+        try:
+            yield
+        finally:
+            self._sessions -= 1
+            if not self._sessions:
+                from .compiler import stop_ahead
+                stop_ahead()
 
     def predict_ms(self, problem: Problem, configs) -> list[float]:
         """The analytical model of tuning.py (cycles at the model's clock), in ms."""
