@@ -34,6 +34,7 @@ from .backends import backend_class
 from .backends.base import Backend
 from .config import Config
 from .configs import ConfigRequest, parse_request, resolve
+from .db import changes
 from .errors import PrecisionWarning
 from .inputs import MatmulCall, check_call, single_out
 from .kernel_cache import DEFAULT_SIZE, KernelCache
@@ -45,6 +46,10 @@ _CACHE_SIZE = DEFAULT_SIZE
 
 class Door:
     """One backend as matmul drives it: the backend and its kernel cache."""
+
+    # the stores' change counter (its `generation` counts this process's commits): a
+    # backend's express lane compares it to know when to ask auto_config again
+    changes = changes
 
     def __init__(self, backend: Backend):
         self.backend = backend
@@ -126,6 +131,9 @@ def door(backend="gl", device_index: int | None = None) -> Door:
         if d is not None:
             return d
     if isinstance(backend, Backend):
+        d = backend.__dict__.get("_matmul_door")     # asked for before: no lock
+        if d is not None:
+            return d
         with _lock:        # the door lives on the backend object, as long as it does
             d = backend.__dict__.get("_matmul_door")
             if d is None:

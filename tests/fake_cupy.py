@@ -15,6 +15,13 @@ every allocation (empty, zeros, full and what builds on them) with the stream
 current at the time, and every event recorded: tests compare the sequences two
 paths enqueue. Outside it nothing is kept (the host-overhead script times the
 stand-in's calls).
+
+Stream capture as CUDA does it: between Stream.begin_capture() and
+end_capture() a FakeFunction launched on the stream is recorded, not run; the
+Graph end_capture() returns runs the recorded launches on every launch()
+(their buffers must still be alive then: `alive`); synchronising a capturing
+stream or an event recorded on it raises, as the driver refuses it
+(cudaErrorStreamCaptureUnsupported); runtime.streamIsCapturing answers.
 """
 from __future__ import annotations
 
@@ -193,7 +200,20 @@ class Stream:
         _STACK.pop()
 
     def synchronize(self):
-        pass
+        if self.ptr in _CAPTURING:
+            raise cuda.runtime.CUDARuntimeError("cudaErrorStreamCaptureUnsupported: a capturing stream "
+                                                "was synchronised")
+
+    def begin_capture(self, mode=None):
+        if self.ptr in (0, 1):
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        _CAPTURING[self.ptr] = []
+
+    def end_capture(self):
+        return Graph(_CAPTURING.pop(self.ptr))
+
+    def is_capturing(self):
+        return self.ptr in _CAPTURING
 
     def wait_event(self, ev):
         self.waited.append(ev.stream_ptr)
@@ -221,6 +241,20 @@ def get_current_stream():
     return _STACK[-1]
 
 
+_CAPTURING: dict = {}     # stream handle -> the launches recorded while it captures
+
+
+class Graph:
+    """What a capture recorded: launch() runs it again (on its recorded streams)."""
+
+    def __init__(self, launches):
+        self.launches = launches
+
+    def launch(self, stream=None):
+        for fn, grid, block, args, shared_mem, stream_ptr in self.launches:
+            fn.launch(grid, block, args, shared_mem, stream_ptr, via="graph")
+
+
 class Event:
     def __init__(self, disable_timing=False):
         self.stream_ptr = None
@@ -228,6 +262,11 @@ class Event:
     def record(self, stream=None):
         self.stream_ptr = (stream or get_current_stream()).ptr
         _log(("event", self.stream_ptr))
+
+    def synchronize(self):
+        if self.stream_ptr in _CAPTURING:
+            raise cuda.runtime.CUDARuntimeError("cudaErrorStreamCaptureUnsupported: an event of a "
+                                                "capturing stream was synchronised")
 
 
 def get_elapsed_time(start, stop):
@@ -276,6 +315,10 @@ class _Runtime:
         return 1 << 30, 1 << 30
 
     @staticmethod
+    def streamIsCapturing(stream):
+        return stream in _CAPTURING
+
+    @staticmethod
     def getDeviceProperties(device_id):
         return {"clockRate": 1980000, "multiProcessorCount": 132}
 
@@ -302,8 +345,41 @@ _READ = {"P": _read(ctypes.c_uint64, int), "i": _read(ctypes.c_int32, np.int32),
          "q": _read(ctypes.c_int64, np.int64), "f": _read(ctypes.c_float, np.float32),
          "d": _read(ctypes.c_double, np.float64)}
 
+class _NVRTC:
+    """NVRTC as compiler.py calls it: a 'cubin' is the source's bytes; a source
+    with '#error' fails to compile; `compiled` lists the sources compiled, in order."""
+    NVRTCError = type("NVRTCError", (Exception,), {})
+    compiled: list = []
+
+    @staticmethod
+    def getVersion():
+        return (13, 0)
+
+    @staticmethod
+    def createProgram(source, name, headers, includes):
+        return [source]
+
+    @classmethod
+    def compileProgram(cls, prog, options):
+        if "#error" in prog[0]:
+            raise cls.NVRTCError("NVRTC_ERROR_COMPILATION")
+        cls.compiled.append(prog[0])
+
+    @staticmethod
+    def getCUBIN(prog):
+        return prog[0].encode()
+
+    @staticmethod
+    def getProgramLog(prog):
+        return "error: #error"
+
+    @staticmethod
+    def destroyProgram(prog):
+        pass
+
+
 cuda = types.SimpleNamespace(
-    Stream=Stream, ExternalStream=ExternalStream, get_current_stream=get_current_stream, Event=Event,
+    Stream=Stream, nvrtc=_NVRTC, ExternalStream=ExternalStream, get_current_stream=get_current_stream, Event=Event,
     get_elapsed_time=get_elapsed_time,
     Device=Device, UnownedMemory=_Mem, MemoryPointer=_MemPtr, runtime=_Runtime,
     driver=types.SimpleNamespace(CUDADriverError=type("CUDADriverError", (Exception,), {}),
@@ -368,6 +444,10 @@ class FakeFunction:
         self.launch(grid, block, args, shared_mem, (stream or get_current_stream()).ptr, via="RawKernel")
 
     def launch(self, grid, block, args, shared_mem, stream_ptr, via):
+        if stream_ptr in _CAPTURING:       # recorded into the graph, run when it is launched
+            _CAPTURING[stream_ptr].append((self, grid, block, tuple(args), shared_mem, stream_ptr))
+            _log(("captured", self.name, tuple(grid), tuple(block), shared_mem, stream_ptr, tuple(args)))
+            return
         self.calls.append({"grid": grid, "block": block, "args": args, "stream": stream_ptr, "via": via,
                            "shared_mem": shared_mem})
         _log(("launch", self.name, tuple(grid), tuple(block), shared_mem, stream_ptr, tuple(args)))
@@ -438,7 +518,7 @@ class FakeKernel:
     def release(self):
         self.released = True
 
-    def enqueue(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, stream=None):
+    def enqueue(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, stream=None, alloc=None):
         assert batch == self.problem.batch and not self.released
         self.calls.append((a_ptr, b_ptr, c_ptr, sa, sb, batch, stream.ptr if stream else None))
         p = self.problem

@@ -463,28 +463,39 @@ def test_stream_k_every_family(be, ta, tb):
     jobs = stream_k_jobs(be.space, ta, tb)
     small = Problem(150, 100, 800, "float32", ta, tb)
     emulated = [cfg for _, cfg in jobs if cfg["MMA"] in (3, 4) and cfg in be.space(small)]
-    be.precompile_many(jobs + [(small, cfg) for cfg in emulated])
-    for q, cfg in jobs:
-        _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
-        A, B = _stored(q, rng)
-        k = be.build(q, cfg)
-        try:
-            first = k.run(A, B)
-            for _ in range(3):
-                k.launch()
-            k._sync()
-            again = cupy.asnumpy(k._keep[2])
-        finally:
-            k.release()
-        assert np.array_equal(first, again), (q.key, cfg.key, float(np.abs(first - again).max()))
     assert len(emulated) >= 4
-    for cfg in emulated:
-        A, B = _stored(small, rng)
-        got = _run(be, small, cfg, A, B)
-        kw = emulate.for_config(small, cfg, be.limits()["num_sms"])
-        assert "streamk" in kw
-        want = emulate.emulate_3xtf32(A.T if ta else A, B.T if tb else B, **kw)
-        assert np.array_equal(got, want), (small.key, cfg.key, float(np.abs(got - want).max()))
+    be.precompile_many(jobs + [(small, cfg) for cfg in emulated])
+    # the emulator's results (a few seconds each on the host) in other processes while the GPU checks run
+    inputs = [(cfg,) + _stored(small, rng) for cfg in emulated]
+    with _emulators(len(inputs)) as ex:
+        want = [ex.submit(emulate.emulate_3xtf32, A.T if ta else A, B.T if tb else B,
+                          **emulate.for_config(small, cfg, be.limits()["num_sms"])) for cfg, A, B in inputs]
+        for q, cfg in jobs:
+            _check(be, q, cfg, rng, alpha=1.5, beta=-0.5)
+            A, B = _stored(q, rng)
+            k = be.build(q, cfg)
+            try:
+                first = k.run(A, B)
+                for _ in range(3):
+                    k.launch()
+                k._sync()
+                again = cupy.asnumpy(k._keep[2])
+            finally:
+                k.release()
+            assert np.array_equal(first, again), (q.key, cfg.key, float(np.abs(first - again).max()))
+        for (cfg, A, B), w in zip(inputs, want):
+            assert "streamk" in emulate.for_config(small, cfg, be.limits()["num_sms"])
+            got, w = _run(be, small, cfg, A, B), w.result()
+            assert np.array_equal(got, w), (small.key, cfg.key, float(np.abs(got - w).max()))
+
+
+def _emulators(n: int):
+    """Processes for the emulator (numpy; spawned: nothing CUDA is inherited)."""
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    return ProcessPoolExecutor(max_workers=max(1, min(n, (os.cpu_count() or 2) - 1)),
+                               mp_context=multiprocessing.get_context("spawn"))
 
 
 def test_stream_k_through_matmul_on_two_streams(be):

@@ -49,6 +49,9 @@ CREATE = (
 
 _commits: dict = {}  # (st_dev, st_ino) of a store file -> commits this process made to it
 _lock = threading.Lock()
+# Commits this process made to any store: a reader that keeps what it read (matmul's
+# express lane) compares it instead of stamping the store on every call.
+generation = 0
 
 
 def _stat(path) -> tuple | None:
@@ -66,9 +69,11 @@ def _stat(path) -> tuple | None:
 
 def committed(path) -> None:
     """Count a commit this process made to the store at `path` (Store calls it)."""
+    global generation
     st = _stat(path)
-    if st is not None:
-        with _lock:
+    with _lock:
+        generation += 1
+        if st is not None:
             _commits[st[:2]] = _commits.get(st[:2], 0) + 1
 
 

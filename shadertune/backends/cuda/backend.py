@@ -1,6 +1,8 @@
 """CUDABackend: the Backend protocol over the CUDA GEMM template."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ...config import Config
@@ -12,6 +14,13 @@ from .features import CUDA_MODEL_FEATURES
 from .knob_layout import CUDA_KNOB_LAYOUT
 from .space import make_space
 from .tuning import candidates
+
+
+# Problems whose default config the cost model puts under this many milliseconds are
+# timed as calls (CUDAKernel.time, mode 'call'): a call's host cost (its launches,
+# ~5-15 us on the H100/H200 hosts) is a share of it that can change which config
+# runs fastest through matmul, and a search ranks by what matmul costs.
+CALL_TIMED_MS = 0.3
 
 
 class CUDABackend(Backend):
@@ -27,6 +36,8 @@ class CUDABackend(Backend):
         self.device_id = device_id
         self._spaces: dict[Problem, object] = {}
         self._lists: dict[tuple, list] = {}    # (problem, n) -> candidates(problem, n)
+        self._call_timed: dict[Problem, bool] = {}
+        self._sessions = 0      # search_session()s open: precompile starts compiles and returns
         self._device_info: DeviceInfo | None = None
 
     # --- device ------------------------------------------------------------
@@ -98,10 +109,53 @@ class CUDABackend(Backend):
         from .driver import CUDAKernel
         config = config if isinstance(config, Config) else Config(config)
         src = self.source(problem, config)     # raises InvalidConfig
-        return CUDAKernel(problem, config, src, self.arch(), self.limits())
+        k = CUDAKernel(problem, config, src, self.arch(), self.limits())
+        k.call_timed = self.call_timed(problem)
+        return k
+
+    def call_timed(self, problem: Problem) -> bool:
+        """Whether a search times `problem`'s kernels as calls (events around each
+        call, a sync after it: CUDAKernel.time's 'call' mode) rather than their
+        device time held behind a spin kernel: where the cost model puts the
+        default config under CALL_TIMED_MS, so that host time can change the
+        ranking. One rule per problem, from the model alone: every config of a
+        search is timed the same way, in every run."""
+        t = self._call_timed.get(problem)
+        if t is None:
+            t = self._call_timed[problem] = self.predict_ms(problem, [self.default_config(problem)])[0] < CALL_TIMED_MS
+        return t
 
     def precompile(self, problem: Problem, configs) -> None:
-        self.precompile_many([(problem, c) for c in configs])
+        """Compile `configs` ahead. In a search (search_session): the first (a search's
+        first batch leads with default_config) here and now, the rest started in
+        processes, so that the first evaluation waits for its own compile alone and
+        later builds for theirs (compiler.compile_ahead); outside a search, all of
+        them in parallel before returning."""
+        if not self._sessions:
+            self.precompile_many([(problem, c) for c in configs])
+            return
+        from .compiler import compile_ahead, compile_cubin
+        srcs = [codegen.source(problem, c) for c in configs]
+        if not srcs:
+            return
+        compile_ahead(srcs[1:], self.arch())
+        try:
+            compile_cubin(srcs[0], self.arch())
+        except Exception:         # noqa: BLE001 (its build() reports it, as the evaluator records)
+            pass
+
+    @contextlib.contextmanager
+    def search_session(self):
+        """Around one search: compiles started ahead (precompile) that it did not
+        reach are cancelled when it ends."""
+        self._sessions += 1
+        try:
+            yield
+        finally:
+            self._sessions -= 1
+            if not self._sessions:
+                from .compiler import stop_ahead
+                stop_ahead()
 
     def predict_ms(self, problem: Problem, configs) -> list[float]:
         """The analytical model of tuning.py (cycles at the model's clock), in ms."""

@@ -252,6 +252,27 @@ def _external_stream(cp, ptr: int, device_id: int):
     return s
 
 
+_TORCH_ALLOCS: dict = {}
+
+
+def torch_alloc(device_id: int):
+    """The kernel's buffers (a workspace made for one call, a captured call's
+    workspace and counters: driver.CUDAKernel.enqueue) from PyTorch's caching
+    allocator, for calls on PyTorch tensors: on its graph-private pool while
+    torch.cuda.graph captures, where CuPy's pool could not allocate.
+    alloc(n, dtype, zero) -> (address, tensor)."""
+    f = _TORCH_ALLOCS.get(device_id)
+    if f is None:
+        torch = sys.modules["torch"]
+        dev = torch.device("cuda", device_id)
+
+        def f(n: int, dtype: str, zero: bool):
+            t = (torch.zeros if zero else torch.empty)((n,), dtype=getattr(torch, dtype), device=dev)
+            return t.data_ptr(), t
+        _TORCH_ALLOCS[device_id] = f
+    return f
+
+
 def _torch_stream(device_id: int) -> int:
     """PyTorch's current stream on `device_id` as a cudaStream_t: the raw query where
     this PyTorch has it (no torch.cuda.Stream object built per call), else the
@@ -378,8 +399,9 @@ def _execute(cp, launch: Launch, kernel, device_id: int, st):
     else:
         a_ptr, keep_a = _materialize(cp, lay.a, launch.a, lay.batch, lay.dtype, device_id)
         b_ptr, keep_b = _materialize(cp, lay.b, launch.b, lay.batch, lay.dtype, device_id)
+        alloc = torch_alloc(device_id) if lay.kind == "torch" else None
         kernel.enqueue(a_ptr, b_ptr, c_ptr, lay.a.stride, lay.b.stride, lay.problem.batch,
-                       launch.alpha, beta, stream=st)
+                       launch.alpha, beta, stream=st, alloc=alloc)
     return _deliver(cp, launch, result, res_view, c_ptr, device_id)
 
 

@@ -7,6 +7,8 @@ import hashlib
 import os
 import pathlib
 import tempfile
+import threading
+from concurrent.futures import CancelledError
 
 from ...errors import BuildError
 from .device import import_cupy
@@ -55,9 +57,16 @@ def _cubin_path(source: str, arch: str) -> pathlib.Path:
 
 
 def compile_cubin(source: str, arch: str, name: str = "st_gemm.cu") -> pathlib.Path:
-    """Path of the cubin for `source` on `arch`, compiling it if not cached."""
+    """Path of the cubin for `source` on `arch`, compiling it if not cached (or
+    waiting for compile_ahead's compile of it)."""
     arch = arch_for(source, arch)
     path = _cubin_path(source, arch)
+    _wait_ahead(path)
+    return _compiled(source, arch, path, name)
+
+
+def _compiled(source: str, arch: str, path: pathlib.Path, name: str = "st_gemm.cu") -> pathlib.Path:
+    """compile_cubin's compile (no wait for one started ahead: a pool's worker runs it)."""
     if path.exists():
         return path
     nvrtc = import_cupy().cuda.nvrtc
@@ -97,7 +106,73 @@ def compile_many(sources: list[str], arch: str, workers: int | None = None) -> l
 
 def _compile_quiet(source: str, arch: str):
     try:
-        compile_cubin(source, arch)
+        a = arch_for(source, arch)
+        _compiled(source, a, _cubin_path(source, a))
         return None
     except BaseException as e:  # returned, not raised: one bad source must not stop the rest
         return BuildError(str(e))
+
+
+# --- compiles ahead of a search's evaluations -------------------------------------------
+#
+# A search announces a batch of configs (Evaluator.prefetch -> CUDABackend.precompile)
+# and then builds and times them one after another.  compile_many() would make the
+# first evaluation wait for the whole batch; compile_ahead() instead starts the batch in
+# a process pool kept for the search (CUDABackend.search_session) and returns at once:
+# compile_cubin() of a source it started waits for that compile alone.
+
+_ahead: dict = {}            # cubin path -> the Future of its compile
+_ahead_pool = None
+_ahead_lock = threading.Lock()
+
+
+def _pool_factory(workers: int):
+    """The pool compile_ahead uses (spawned processes: the parent may hold a CUDA
+    context a child must not inherit; tests use threads)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def compile_ahead(sources: list[str], arch: str) -> None:
+    """Start compiling the `sources` not cached (in this order) and return at once."""
+    global _ahead_pool
+    with _ahead_lock:
+        todo = []
+        for s in dict.fromkeys(sources):
+            a = arch_for(s, arch)
+            path = _cubin_path(s, a)
+            if path not in _ahead and not path.exists():
+                todo.append((s, a, path))
+        if not todo:
+            return
+        if _ahead_pool is None:
+            _ahead_pool = _pool_factory(os.cpu_count() or 1)
+        for s, a, path in todo:
+            _ahead[path] = _ahead_pool.submit(_compile_quiet, s, a)
+
+
+def _wait_ahead(path: pathlib.Path) -> None:
+    """Wait for compile_ahead's compile of `path`, if it started one (its failure, or
+    a cancel, leaves the compile to the caller, which reports it)."""
+    fut = _ahead.get(path)
+    if fut is None:
+        return
+    try:
+        fut.result()
+    except (CancelledError, Exception):      # noqa: BLE001 (compile_cubin compiles and reports it)
+        pass
+    with _ahead_lock:
+        if _ahead.get(path) is fut:
+            del _ahead[path]
+
+
+def stop_ahead() -> None:
+    """Cancel the compiles not started; the pool ends when the running ones are
+    done (they finish into the cache)."""
+    global _ahead_pool
+    with _ahead_lock:
+        pool, _ahead_pool = _ahead_pool, None
+        _ahead.clear()
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)

@@ -11,10 +11,10 @@ from ...problem import Problem
 from .codegen import KERNEL, reduce_shape
 from .compiler import compile_cubin
 from .device import import_cupy
-from .launch import PACK_SIGNATURE, KernelLaunch, gemm_signature, reduce_signature
-from .timing import event_times
+from .launch import PACK_SIGNATURE, BoundLaunch, KernelLaunch, gemm_signature, reduce_signature
+from .timing import call_times, event_times
 from .space import derive
-from . import streamk
+from . import capture, streamk
 from ..base import Kernel
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
@@ -66,6 +66,11 @@ class CUDAKernel(Kernel):
                 raise InvalidConfig(f"cannot opt in to {self.d.smem_bytes} B of shared memory: {e}") from None
         self._init_state(limits["num_sms"])
 
+    # How time() times this kernel by default: its device time held behind a spin
+    # kernel, or (True) as a call runs it, events around each call and a sync after
+    # it, host launch cost included (CUDABackend.build decides per problem).
+    call_timed = False
+
     @classmethod
     def from_functions(cls, cp, problem: Problem, config: Config, main, reduce=None, pack=None,
                        sms: int = 132) -> "CUDAKernel":
@@ -84,6 +89,8 @@ class CUDAKernel(Kernel):
         self._cnt = {}    # stream handle -> KR / SK counters
         self._ws = {}     # stream handle -> K_G workspace
         self._sms = sms   # the stream-K grid's SMs
+        self.released = False   # release() ran: the cache dropped it, nothing may launch it
+        self._pinned = False    # launched in a stream capture: a graph may replay it (capture.py)
         self._launch_constants()
 
     # --- device-side -----------------------------------------------------
@@ -160,63 +167,83 @@ class CUDAKernel(Kernel):
         return ((alpha, beta), self._dims + (a, b), (a, b), (self._mn, a, b))
 
     def enqueue(self, a_ptr: int, b_ptr: int, c_ptr: int, sa: int, sb: int, batch: int,
-                alpha: float, beta: float, stream=None) -> None:
+                alpha: float, beta: float, stream=None, alloc=None) -> None:
         """Enqueue C = alpha * op(A) op(B) + beta * C on `stream` (CuPy's
         current one by default) for `batch` products of the problem's shape:
         A and B are device addresses of stored row-major matrices `sa`, `sb`
         elements apart (0: broadcast), C is contiguous. Nothing is
         synchronised; the K_G workspace is the stream's own (_workspace), so
         it is not reused before the launches queued before are done. The
-        launches go through prebuilt parameter arrays (launch.py)."""
+        launches go through prebuilt parameter arrays (launch.py).
+
+        `alloc(n, dtype, zero)` -> (address, owner) is the caller's framework's
+        allocator (call.py), used for a workspace made for this call alone (above
+        WORKSPACE_KEEP) and for every buffer of a call made while `stream` is
+        capturing a graph (capture.py: those are fresh and pinned, as is the
+        kernel); None: CuPy's pool."""
         p, d = self.problem, self.d
         if batch == 0 or self._mn == 0:
             return
         if batch > 1 and p.batch == 1:
             raise ValueError(f"a kernel for one product ({p.key}) was given a batch of {batch}")
+        st = stream if stream is not None else self._cp.cuda.get_current_stream()
+        fresh = capture.capturing(self._cp, st.ptr)
+        if fresh:
+            self._pin()
         mtiles = self._mtiles
         scales = self._scales
         if scales[0] != (alpha, beta):
             scales = self._scales = self._scales_of(alpha, beta)
         try:
             if self._sk:
-                self._enqueue_streamk(a_ptr, b_ptr, c_ptr, scales, stream)
+                self._enqueue_streamk(a_ptr, b_ptr, c_ptr, scales, st, fresh, alloc)
                 return
             if self._pack is not None:
-                self._enqueue_packed(a_ptr, b_ptr, c_ptr, scales, stream)
+                self._enqueue_packed(a_ptr, b_ptr, c_ptr, scales, st, fresh, alloc)
                 return
             if self._kg == 1 and mtiles * batch <= MAX_GRID_Y:   # one launch, nothing to allocate
                 if p.batch > 1:
-                    self._launch_main.launch((d.grid[0], mtiles * batch, 1), stream,
+                    self._launch_main.launch((d.grid[0], mtiles * batch, 1), st,
                                              (a_ptr, b_ptr, c_ptr, c_ptr, 0), scales[1] + (sa, sb))
                 else:
-                    self._launch_main.launch(self._grid1, stream, (a_ptr, b_ptr, c_ptr, c_ptr, 0), scales[1])
+                    self._launch_main.launch(self._grid1, st, (a_ptr, b_ptr, c_ptr, c_ptr, 0), scales[1])
                 return
             if p.batch == 1 and mtiles <= MAX_GRID_Y:
                 # one product split K_G ways (the common split call): _enqueue_chunks' one chunk
-                st = stream if stream is not None else self._cp.cuda.get_current_stream()
-                ws = self._workspace(st, self._w1)     # held (ws[1]) until the launches are queued
-                self._launch_main.launch(self._grid_kg, st, (a_ptr, b_ptr, c_ptr, ws[0], self._counters(st)),
-                                         scales[1])
+                ws = self._workspace(st, self._w1, fresh, alloc)     # held (ws[1]) until the launches are queued
+                self._launch_main.launch(self._grid_kg, st,
+                                         (a_ptr, b_ptr, c_ptr, ws[0], self._counters(st, fresh, alloc)), scales[1])
                 if self._reduce is not None:
                     self._launch_reduce.launch(self._rgrid1, st, (ws[0], c_ptr), scales[3])
                 return
-            self._enqueue_chunks(a_ptr, b_ptr, c_ptr, sa, sb, batch, scales, stream)
+            self._enqueue_chunks(a_ptr, b_ptr, c_ptr, sa, sb, batch, scales, st, fresh, alloc)
         except _cuda_errors(self._cp) as e:
-            # Launch-time refusals (too many resources) are the config's fault.
-            if "OUT_OF_RESOURCES" in str(e) or "INVALID_VALUE" in str(e):
-                raise InvalidConfig(f"the device cannot launch this config: {e}") from None
-            raise RunError(f"launch failed: {e}") from None
+            raise _launch_error(e) from None
 
-    def _enqueue_chunks(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, scales, stream):
+    def launcher(self, sa: int, sb: int, batch: int):
+        """The launches of a call of `batch` products (operands `sa`, `sb` elements
+        apart) as one callable with parameter arrays of its own (SteadyLaunch), for
+        matmul's express lane; None where this kernel's launches cannot go through
+        prebuilt parameters (enqueue serves it)."""
+        if not self._launch_main.fast or batch < 1 or (batch > 1 and self.problem.batch == 1):
+            return None
+        return SteadyLaunch(self, sa, sb, batch)
+
+    def _pin(self) -> None:
+        """A graph may replay this kernel's launches: its module stays loaded."""
+        if not self._pinned:
+            self._pinned = True
+            capture.pin(self)
+
+    def _enqueue_chunks(self, a_ptr, b_ptr, c_ptr, sa, sb, batch, scales, st, fresh, alloc):
         """enqueue() with a K_G workspace and/or a batch longer than one grid
         (grid.y = M tiles x products <= MAX_GRID_Y): launches of `chunk` products."""
-        p, d, cp, mtiles, mn = self.problem, self.d, self._cp, self._mtiles, self._mn
+        p, d, mtiles, mn = self.problem, self.d, self._mtiles, self._mn
         chunk = min(batch, MAX_GRID_Y // mtiles)
         it = p.itemsize
-        st = stream if stream is not None else cp.cuda.get_current_stream()
-        ws = self._workspace(st, chunk * mn * self._kg) if self._kg > 1 else (0,)   # held until queued
+        ws = self._workspace(st, chunk * mn * self._kg, fresh, alloc) if self._kg > 1 else (0,)   # held until queued
         w = ws[0]
-        cnt = self._counters(st)
+        cnt = self._counters(st, fresh, alloc)
         consts = scales[1] + (sa, sb) if p.batch > 1 else scales[1]
         main, grid_x, grid_z = self._launch_main.launch, d.grid[0], d.grid[2]
         for b0 in range(0, batch, chunk):
@@ -228,7 +255,7 @@ class CUDAKernel(Kernel):
                 self._launch_reduce.launch((-(-(nb * mn) // self._rshape[0]), 1, 1), st, (w, c0),
                                            scales[3] if nb == 1 else (nb * mn,) + scales[2])
 
-    def _workspace(self, stream, n: int) -> tuple:
+    def _workspace(self, stream, n: int, fresh: bool = False, alloc=None) -> tuple:
         """(address, array, elements) of a K_G workspace of at least n elements
         for launches on `stream`. Launches on one stream run in order, so one
         buffer serves every launch queued there: a call's main kernel writes it
@@ -237,63 +264,78 @@ class CUDAKernel(Kernel):
         than WORKSPACE_STREAMS streams, or release()) goes back to CuPy's pool
         in the arena of the stream it was allocated on, which hands it out to
         later allocations on that stream only, ordered after the launches that
-        used it. Above WORKSPACE_KEEP bytes: one from the pool per call. The
-        caller holds the returned array until its launches are queued (one
+        used it. Above WORKSPACE_KEEP bytes: one from the caller's allocator (CuPy's
+        pool by default) per call; `fresh` (a capture): one for this call, pinned.
+        The caller holds the returned array until its launches are queued (one
         not kept here goes back to the pool when dropped)."""
-        cp, p = self._cp, self.problem
-        if n * p.itemsize > WORKSPACE_KEEP:
-            with stream:
-                W = cp.empty((n,), dtype=p.dtype)
-            return W.data.ptr, W, n
+        p = self.problem
+        if fresh or n * p.itemsize > WORKSPACE_KEEP:
+            ptr, W = self._alloc(stream, n, p.dtype, False, alloc)
+            if fresh:
+                capture.pin(W)
+            return ptr, W, n
         key = stream.ptr
         ws = self._ws.get(key)
         if ws is None or ws[2] < n:
             if ws is None and len(self._ws) >= WORKSPACE_STREAMS:
                 del self._ws[next(iter(self._ws))]
-            with stream:
-                W = cp.empty((n,), dtype=p.dtype)
-            ws = self._ws[key] = (W.data.ptr, W, n)
+            ptr, W = self._alloc(stream, n, p.dtype, False, None)
+            ws = self._ws[key] = (ptr, W, n)
         return ws
 
-    def _enqueue_packed(self, a_ptr, b_ptr, c_ptr, scales, stream):
+    def _alloc(self, stream, n: int, dtype: str, zero: bool, alloc) -> tuple:
+        """(address, owner) of n elements of `dtype` for launches on `stream`:
+        from `alloc` (the caller's framework) or CuPy's pool, zeroed on the stream
+        if asked."""
+        if alloc is not None:
+            return alloc(n, dtype, zero)
+        cp = self._cp
+        with stream:
+            a = (cp.zeros if zero else cp.empty)((n,), dtype=dtype)
+        return a.data.ptr, a
+
+    def _enqueue_packed(self, a_ptr, b_ptr, c_ptr, scales, st, fresh, alloc):
         """PS > 0 (one product, no split-K): the pack kernel splits A and B into
         a workspace of packed tiles (the stream's own, as K_G's: _workspace),
         then the GEMM reads them."""
-        st = stream if stream is not None else self._cp.cuda.get_current_stream()
         if self._pack_grid[0] == 0:      # K = 0: nothing to pack; C = beta * C
             ws, pa, pb = None, a_ptr, b_ptr
         else:
-            ws = self._workspace(st, sum(self._packed))     # held until the launches are queued
+            ws = self._workspace(st, sum(self._packed), fresh, alloc)     # held until the launches are queued
             pa = ws[0]
             pb = pa + 4 * self._packed[0]
             self._launch_pack.launch(self._pack_grid, st, (a_ptr, b_ptr, pa, pb), self._dims[:3])
         self._launch_main.launch(self._grid1, st, (pa, pb, c_ptr, c_ptr, 0), scales[1])
 
-    def _enqueue_streamk(self, a_ptr, b_ptr, c_ptr, scales, stream):
+    def _enqueue_streamk(self, a_ptr, b_ptr, c_ptr, scales, st, fresh, alloc):
         """SK > 0 (one product, no K_G): the persistent grid, its partials in the
         stream's workspace (after the packed operands with PS, whose pack kernel
         runs first), the tiles' counters."""
-        st = stream if stream is not None else self._cp.cuda.get_current_stream()
         packed = sum(self._packed) if self._pack is not None else 0
-        ws = self._workspace(st, packed + self._w_sk)      # held until the launches are queued
+        ws = self._workspace(st, packed + self._w_sk, fresh, alloc)      # held until the launches are queued
         a, b, w = a_ptr, b_ptr, ws[0] + packed * self.problem.itemsize
         if packed:
             a, b = ws[0], ws[0] + self.problem.itemsize * self._packed[0]
             self._launch_pack.launch(self._pack_grid, st, (a_ptr, b_ptr, a, b), self._dims[:3])
-        self._launch_main.launch(self._grid_sk, st, (a, b, c_ptr, w, self._counters(st)), scales[1])
+        self._launch_main.launch(self._grid_sk, st, (a, b, c_ptr, w, self._counters(st, fresh, alloc)), scales[1])
 
-    def _counters(self, stream):
+    def _counters(self, stream, fresh: bool = False, alloc=None):
         """KR's and SK's arrival counters, one per C tile: zero between launches
         (the last block of a tile resets its own), so one set serves every launch
-        queued on one stream; launches on another stream get their own."""
+        queued on one stream; launches on another stream get their own; `fresh`
+        (a capture): a set for this call, zeroed on the stream (the graph zeroes
+        them before every replay), pinned."""
         if not (self.config["KR"] or self._sk):
             return 0
+        n = self.d.grid[0] * self.d.grid[1]
+        if fresh:
+            ptr, arr = self._alloc(stream, n, "int32", True, alloc)
+            capture.pin(arr)
+            return ptr
         key = stream.ptr
         cnt = self._cnt.get(key)
         if cnt is None:
-            with stream:
-                arr = self._cp.zeros((self.d.grid[0] * self.d.grid[1],), dtype=np.int32)
-            cnt = self._cnt[key] = (arr.data.ptr, arr)
+            cnt = self._cnt[key] = self._alloc(stream, n, "int32", True, None)
         return cnt[0]
 
     def _sync(self):
@@ -309,19 +351,151 @@ class CUDAKernel(Kernel):
         self._sync()
         return self._cp.asnumpy(dC)
 
-    def time(self, repeats: int = 10, warmup: int = 2, hold_stream: bool = True) -> list[float]:
-        """Milliseconds of `repeats` event-timed launches. The launches queue
-        up behind a spin kernel first (`hold_stream`), so host launch overhead
-        is not timed: the device's time alone (hold.py)."""
+    def time(self, repeats: int = 10, warmup: int = 2, hold_stream: bool = True,
+             mode: str | None = None) -> list[float]:
+        """Milliseconds of `repeats` event-timed calls on the last prepare()'s
+        operands. mode 'held': the launches queue up behind a spin kernel first,
+        so host launch overhead is not timed: the device's time alone (hold.py);
+        'unheld': the same without the spin; 'call': as a call runs them, a
+        result allocated as matmul allocates it and the call's launches between
+        two events, a sync after each (host launch cost and the idle GPU's start
+        included: what a user timing one call sees). None: 'call' where the
+        backend marked the problem call-timed (call_timed: kernels whose host
+        cost is not small beside them), else 'held' (or 'unheld' without
+        `hold_stream`)."""
         if self._args is None:
             raise RunError("time() needs a run() first (it times the last inputs)")
+        if mode is None:
+            mode = "call" if self.call_timed and hold_stream else "held" if hold_stream else "unheld"
+        if mode not in ("held", "unheld", "call"):
+            raise ValueError(f"time(mode=...) is 'held', 'unheld' or 'call', got {mode!r}")
         try:
-            return event_times(self.launch, repeats, warmup=warmup, hold_stream=hold_stream)
+            if mode == "call":
+                return call_times(self._call, repeats, warmup=warmup)
+            return event_times(self.launch, repeats, warmup=warmup, hold_stream=mode == "held")
         except _cuda_errors(self._cp) as e:
             raise RunError(f"kernel failed: {e}") from None
 
+    def _call(self) -> None:
+        """What matmul's call does on the last prepare()'s operands: its result
+        allocated (a fresh C where beta == 0; else C in place, as out=), then its
+        launches."""
+        a, b, c, sa, sb, batch, alpha, beta = self._args
+        if beta == 0.0:
+            out = self._cp.empty(self.problem.out_shape, dtype=self.problem.dtype)
+            c = out.data.ptr
+        self.enqueue(a, b, c, sa, sb, batch, alpha, beta)
+
     def release(self) -> None:
+        """Free what the kernel holds; a pinned one (capture.py) keeps its module and
+        buffers, which a graph may still replay."""
+        self.released = True
         self._args = self._keep = None
+        if self._pinned:
+            return
         self._cnt, self._ws = {}, {}
         self._module = self._main = self._reduce = self._launch_main = self._launch_reduce = None
         self._pack = self._launch_pack = None
+
+
+def _launch_error(e) -> Exception:
+    """A CUDA error of a launch as the search records it: a refusal for lack of
+    resources is the config's fault (InvalidConfig), anything else a RunError."""
+    if "OUT_OF_RESOURCES" in str(e) or "INVALID_VALUE" in str(e):
+        return InvalidConfig(f"the device cannot launch this config: {e}")
+    return RunError(f"launch failed: {e}")
+
+
+class SteadyLaunch:
+    """The launches of one call layout of a kernel (`batch` products, operands
+    `sa`, `sb` elements apart) with parameter arrays of their own (launch.BoundLaunch),
+    for matmul's express lane, whose calls hold the backend's run lock:
+
+        go = kernel.launcher(sa, sb, batch)
+        go(a_ptr, b_ptr, c_ptr, alpha, beta, stream, alloc)
+
+    It does what enqueue() does for these arguments, without enqueue()'s
+    per-call decisions: the grids, the constants and the kind of call (one
+    launch; K_G split; pre-split pack + GEMM; stream-K) are fixed here. Where
+    enqueue() would allocate (the stream's first call, a workspace above
+    WORKSPACE_KEEP) or the stream is capturing a graph, it calls enqueue()."""
+
+    __slots__ = ("k", "sa", "sb", "batch", "kind", "main", "reduce", "pack", "need", "counters", "packed",
+                 "ab", "cp")
+
+    def __init__(self, k: CUDAKernel, sa: int, sb: int, batch: int):
+        p, d = k.problem, k.d
+        self.k, self.sa, self.sb, self.batch, self.cp = k, sa, sb, batch, k._cp
+        self.reduce = self.pack = None
+        self.need, self.counters, self.packed = 0, False, 0
+        self.ab = None
+        if k._sk:
+            self.kind = "streamk"
+            self.main = BoundLaunch(k._launch_main, k._grid_sk)
+            self.packed = sum(k._packed) if k._pack is not None else 0
+            self.need, self.counters = self.packed + k._w_sk, True
+            if self.packed:
+                self.pack = BoundLaunch(k._launch_pack, k._pack_grid, k._dims[:3])
+        elif k._pack is not None:
+            self.kind = "packed" if k._pack_grid[0] else "enqueue"
+            self.main = BoundLaunch(k._launch_main, k._grid1)
+            self.need = sum(k._packed)
+            self.pack = BoundLaunch(k._launch_pack, k._pack_grid, k._dims[:3])
+        elif k._kg == 1 and k._mtiles * batch <= MAX_GRID_Y:
+            self.kind = "one"
+            grid = (d.grid[0], k._mtiles * batch, 1) if p.batch > 1 else k._grid1
+            self.main = BoundLaunch(k._launch_main, grid)
+        elif p.batch == 1 and k._mtiles <= MAX_GRID_Y:
+            self.kind = "split"
+            self.main = BoundLaunch(k._launch_main, k._grid_kg)
+            self.need, self.counters = k._w1, bool(k.config["KR"])
+            if k._reduce is not None:
+                self.reduce = BoundLaunch(k._launch_reduce, k._rgrid1)
+        else:                              # a batch longer than one grid: enqueue's chunks
+            self.kind, self.main = "enqueue", None
+        if self.need * p.itemsize > WORKSPACE_KEEP:
+            self.kind = "enqueue"          # a workspace per call: enqueue allocates it
+
+    def _constants(self, alpha, beta) -> None:
+        k = self.k
+        s = k._scales_of(alpha, beta)
+        self.main.constants(s[1] + ((self.sa, self.sb) if k.problem.batch > 1 else ()))
+        if self.reduce is not None:
+            self.reduce.constants(s[3])
+        self.ab = (alpha, beta)
+
+    def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream, alloc=None):
+        k = self.k
+        sptr = stream.ptr
+        kind = self.kind
+        if kind == "enqueue" or capture.capturing(self.cp, sptr):
+            return k.enqueue(a_ptr, b_ptr, c_ptr, self.sa, self.sb, self.batch, alpha, beta, stream=stream,
+                             alloc=alloc)
+        if self.need:
+            ws = k._ws.get(sptr)
+            cnt = k._cnt.get(sptr) if self.counters else (0,)
+            if ws is None or ws[2] < self.need or cnt is None:    # the stream's first call: enqueue makes them
+                return k.enqueue(a_ptr, b_ptr, c_ptr, self.sa, self.sb, self.batch, alpha, beta, stream=stream,
+                                 alloc=alloc)
+            w = ws[0]
+        if self.ab != (alpha, beta):
+            self._constants(alpha, beta)
+        try:
+            if kind == "one":
+                self.main(sptr, (a_ptr, b_ptr, c_ptr, c_ptr, 0))
+            elif kind == "split":
+                self.main(sptr, (a_ptr, b_ptr, c_ptr, w, cnt[0]))
+                if self.reduce is not None:
+                    self.reduce(sptr, (w, c_ptr))
+            elif kind == "packed":
+                pb = w + 4 * k._packed[0]
+                self.pack(sptr, (a_ptr, b_ptr, w, pb))
+                self.main(sptr, (w, pb, c_ptr, c_ptr, 0))
+            else:                          # stream-K (after the pack with PS)
+                a, b = a_ptr, b_ptr
+                if self.packed:
+                    a, b = w, w + k.problem.itemsize * k._packed[0]
+                    self.pack(sptr, (a_ptr, b_ptr, a, b))
+                self.main(sptr, (a, b, c_ptr, w + self.packed * k.problem.itemsize, cnt[0]))
+        except _cuda_errors(self.cp) as e:
+            raise _launch_error(e) from None

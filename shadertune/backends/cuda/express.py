@@ -1,28 +1,30 @@
-"""matmul's express lane on the CUDA backend: a repeated call on device arrays
-skips the front door's per-call analysis.
+"""matmul's express lane on the CUDA backend: the steady state of a call key.
 
-A call whose operands are two CuPy arrays or two PyTorch CUDA tensors (and
-`out`, if given, one of the same kind), read and written in place (no copy,
-no temporary), with no first-use tuning, is described completely by a key:
-the arrays' type, shapes, strides, dtypes, base alignment and device, the
-config (a name or JSON text, a Config, a dict's items: api._lane_config), the
-store (`db`: None, a str, a pathlib path or a Store object) and the door.  A
-tuned config passed as knobs or a store passed as an object costs a call no
-more host time than config="default": the search times the kernels' device
-time, and a call whose host time exceeds it runs slower than the search
-measured (notes/cuda.md, session 12).  Once such a call has run the
-regular way (check_call -> prepare -> execute: every check, every decision),
-the lane keeps what it launched (Express.learn) under that key; a later call
-with the same key allocates the result and launches the same kernel, on the
-same stream the regular path would use, and nothing else.
+A call whose operands are two CuPy arrays, two PyTorch CUDA tensors or two
+CUDA DLPack objects of one type (and `out`, if given, of the same kind), read
+and written in place (no copy, no temporary), with no first-use tuning, is
+described completely by its key: the arrays' shapes, strides, dtypes, base
+alignment and device, the config (a name or JSON text, a Config, a dict's
+items: api._lane_config), where `auto` reads (`db`: None, a str, a pathlib
+path or a Store object) and the door.  Once such a call has run the regular
+way (check_call -> prepare -> execute: every check, every decision), the lane
+keeps what it launched under that key (Express.learn); a later call with the
+same key is a lookup, the result's allocation by the caller's framework (its
+caching allocator) and the kernel's launches through parameter arrays of the
+key's own (driver.SteadyLaunch), on the stream the regular path would use,
+and nothing else.  What each step costs: docs/cuda.md, "What a call costs".
 
 What the regular path decides from values the key does not hold is decided
 again each call, or the call takes the regular path:
 - the current device must be the backend's (the regular path switches to it);
-- the kernel must still be in matmul's kernel cache (it releases what it
-  drops): KernelCache.touch also keeps it recently used;
-- config='auto': the selection (the door's auto_config, kept while the store and model
-  files are unchanged) must still name the kept config;
+- the kernel must not have been released (matmul's kernel cache releases what
+  it drops; the lane marks it used in the cache on the recheck clock below);
+- config='auto': the selection must still name the kept config.  It is asked
+  again (select.py: the store's stamp and change counter, the model file) on a
+  short clock (RECHECK_S), at once after a commit of this process to any store
+  (the store's change counter, db/changes.py, which the door hands the lane:
+  a tune() or Store.put here is seen by the next call) and, for the default store, when SHADERTUNE_DB, XDG_CACHE_HOME or HOME
+  changed; another process's write is seen within RECHECK_S;
 - the process must not be a child forked after CUDA was used (check_not_forked);
 - `out` must share no memory with A or B this call (else the regular path
   computes through a temporary, as numpy does).
@@ -30,45 +32,45 @@ alpha and beta are launch constants (Python floats and ints; other types take
 the regular path, which converts them; beta != 0 needs `out`).  Anything else
 the key does not cover takes the regular path: a key never seen, another
 array kind, a dict config with a value that cannot be hashed, a path-like db
-other than pathlib's.
+other than pathlib's.  A DLPack object is imported (cupy.from_dlpack, no copy:
+its producer's stream handshake) every call, and the key is the imported
+array's.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import time
 
 from .api import _lock_of, check_not_forked
-from .call import _external_stream, _overlaps, _torch_stream
+from .call import _external_stream, _overlaps, _torch_stream, torch_alloc
 
-KEEP = 256        # plans kept per door (the oldest dropped past it)
+KEEP = 256         # plans kept per door (the oldest dropped past it)
+RECHECK_S = 0.1    # auto's selection is asked again at most this long after the last time
 
 
 class _Plan:
     """One learned call: what the regular path launched for its key."""
-    __slots__ = ("kkey", "kernel", "config", "problem", "auto", "sa", "sb", "batch", "shape",
-                 "dtype", "device_id", "cp", "torch_dtype", "torch_device", "spans")
+    __slots__ = ("kkey", "kernel", "config", "problem", "auto", "go", "shape", "dtype", "device_id",
+                 "torch_dtype", "torch_device", "spans", "due", "generation", "env", "alloc")
 
     def __init__(self, **kw):
         for k, v in kw.items():
             setattr(self, k, v)
 
 
-def _cupy_key(A, B, O, config, db):
-    da, dbb = A.data, B.data
-    key = (config, db, A.shape, A.strides, A.dtype, da.ptr & 15, da.device_id,
-           B.shape, B.strides, B.dtype, dbb.ptr & 15, dbb.device_id)
-    if O is None:
-        return key
-    do = O.data
-    return key + (O.shape, O.strides, O.dtype, do.ptr & 15, do.device_id)
-
-
-def _torch_key(A, B, O, config, db):
-    key = (config, db, A.shape, A.stride(), A.dtype, A.data_ptr() & 15, A.device,
-           B.shape, B.stride(), B.dtype, B.data_ptr() & 15, B.device)
-    if O is None:
-        return key
-    return key + (O.shape, O.stride(), O.dtype, O.data_ptr() & 15, O.device)
+def _env() -> tuple:
+    """What the default store's path is read from (db/location.py): compared, not
+    resolved, each auto call on the default store."""
+    data = getattr(os.environ, "_data", None)     # the mapping os.environ keeps (no decoding)
+    if type(data) is dict:
+        g = data.get
+        if os.name == "nt":
+            return g("SHADERTUNE_DB"), g("XDG_CACHE_HOME"), g("HOME")
+        return g(b"SHADERTUNE_DB"), g(b"XDG_CACHE_HOME"), g(b"HOME")
+    g = os.environ.get
+    return g("SHADERTUNE_DB"), g("XDG_CACHE_HOME"), g("HOME")
 
 
 class Express:
@@ -77,8 +79,9 @@ class Express:
     def __init__(self, door):
         self.door = door
         self.backend = door.backend
+        self._changes = door.changes    # db/changes.py (a layer above: the door hands it over)
         self._plans: dict = {}
-        self._kinds: dict = {}          # operand type -> "cupy" | "torch" (learned)
+        self._runs: dict = {}           # operand type -> the lane's run for that kind (learned)
         self._lock = threading.Lock()
 
     # --- the regular path tells what it ran -------------------------------------
@@ -93,21 +96,38 @@ class Express:
                                 or launch.out.kind != lay.kind):
             return
         kind = lay.kind
-        key = (_cupy_key if kind == "cupy" else _torch_key)(A, B, out, config, db)
+        if call.a.info is not None and call.a.info.kind == "dlpack":
+            if kind != "cupy" or out is not None:
+                return
+            run = self._run_dlpack
+        elif launch.a.obj is not A or launch.b.obj is not B:   # read through another object
+            return
+        else:
+            run = self._run_cupy if kind == "cupy" else self._run_torch
+        # the key of the arrays the kernel reads (a DLPack object's: the CuPy array it was imported as)
+        a, b, o = launch.a.obj, launch.b.obj, None if out is None else launch.out.obj
+        key = (_cupy_key if kind == "cupy" else _torch_key)(a, b, o, config, db)
+        go = kernel.launcher(lay.a.stride, lay.b.stride, lay.problem.batch) if hasattr(kernel, "launcher") else None
+        if go is None:    # a kernel without prebuilt launches (tests' stand-ins): its enqueue
+            go = _Enqueue(kernel, lay.a.stride, lay.b.stride, lay.problem.batch)
         plan = _Plan(kkey=(lay.problem, cfg), kernel=kernel, config=cfg, problem=lay.problem, auto=auto,
-                     sa=lay.a.stride, sb=lay.b.stride, batch=lay.problem.batch, shape=lay.shape,
-                     dtype=lay.dtype, device_id=self.backend.device_id, cp=sys.modules["cupy"],
-                     torch_dtype=None, torch_device=None, spans=lay.spans)
+                     go=go, shape=lay.shape, dtype=lay.dtype, device_id=self.backend.device_id,
+                     torch_dtype=None, torch_device=None, spans=lay.spans, due=0.0, generation=-1,
+                     env=None, alloc=None)
         if kind == "torch":
             torch = sys.modules["torch"]
             plan.torch_dtype = getattr(torch, lay.dtype.name)
             plan.torch_device = torch.device("cuda", plan.device_id)
+            plan.alloc = torch_alloc(plan.device_id)
+        # the regular call selected its config just now
+        plan.generation, plan.env = self._changes.generation, _env() if db is None else None
+        plan.due = time.monotonic() + RECHECK_S
         with self._lock:
             try:
                 hash(key)
             except TypeError:            # a dict config with an unhashable value
                 return
-            self._kinds[type(A)] = kind
+            self._runs[type(A)] = run
             if len(self._plans) >= KEEP:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = plan
@@ -119,10 +139,37 @@ class Express:
     # --- a call ----------------------------------------------------------------
     def run(self, A, B, out, config, alpha: float, beta: float, db):
         """The result of a learned call, or None: take the regular path."""
-        kind = self._kinds.get(type(A))
-        if kind is None or type(B) is not type(A) or (out is not None and type(out) is not type(A)):
+        run = self._runs.get(type(A))
+        if run is None or type(B) is not type(A) or (out is not None and type(out) is not type(A)):
             return None
-        key = (_cupy_key if kind == "cupy" else _torch_key)(A, B, out, config, db)
+        return run(A, B, out, config, alpha, beta, db)
+
+    def _valid(self, plan: _Plan, db) -> bool:
+        """What the key does not prove, asked of this call (see the module): a few
+        compares, and the selection and the kernel cache on the clock."""
+        if getattr(plan.kernel, "released", False):
+            return False
+        if (plan.due > time.monotonic() and plan.generation == self._changes.generation
+                and (db is not None or not plan.auto or plan.env == _env())):
+            return True
+        if not self.door.kernels.touch(plan.kkey, plan.kernel):
+            return False
+        gen, env = self._changes.generation, _env() if db is None else None   # before the selection: a
+        if plan.auto and self.door.auto_config(plan.problem, db) != plan.config:   # commit meanwhile
+            return False                                                           # is seen next call
+        plan.generation, plan.env, plan.due = gen, env, time.monotonic() + RECHECK_S
+        return True
+
+    def _run_cupy(self, A, B, out, config, alpha: float, beta: float, db):
+        da, dbb = A.data, B.data
+        pa, pb = da.ptr, dbb.ptr
+        key = (config, db, A.shape, A.strides, A.dtype, pa & 15, da.device_id,
+               B.shape, B.strides, B.dtype, pb & 15, dbb.device_id)
+        po = None
+        if out is not None:
+            do = out.data
+            po = do.ptr
+            key += (out.shape, out.strides, out.dtype, po & 15, do.device_id)
         try:
             plan = self._plans.get(key)
         except TypeError:                # a dict config with an unhashable value: never learned
@@ -130,37 +177,79 @@ class Express:
         if plan is None:
             return None
         check_not_forked()
-        cp = plan.cp
-        if cp.cuda.runtime.getDevice() != plan.device_id:
+        cp = sys.modules["cupy"]
+        if cp.cuda.runtime.getDevice() != plan.device_id or not self._valid(plan, db):
             return None
-        if not self.door.kernels.touch(plan.kkey, plan.kernel):
-            return None
-        if plan.auto and not self._still_selected(plan, db):
-            return None
-        if kind == "cupy":
-            pa, pb = A.data.ptr, B.data.ptr
-            po = None if out is None else out.data.ptr
-        else:
-            pa, pb = A.data_ptr(), B.data_ptr()
-            po = None if out is None else out.data_ptr()
         if po is not None and _overlaps(plan.spans, pa, pb, po):
             return None
         with _lock_of(self.backend):
-            if kind == "cupy":
-                st = cp.cuda.get_current_stream()
-                if out is None:
-                    out = cp.empty(plan.shape, dtype=plan.dtype)
-                    po = out.data.ptr
-            else:
-                st = _external_stream(cp, _torch_stream(plan.device_id), plan.device_id)
-                if out is None:
-                    out = sys.modules["torch"].empty(plan.shape, dtype=plan.torch_dtype, device=plan.torch_device)
-                    po = out.data_ptr()
-            plan.kernel.enqueue(pa, pb, po, plan.sa, plan.sb, plan.batch, alpha, beta, stream=st)
+            st = cp.cuda.get_current_stream()
+            if out is None:
+                out = cp.ndarray(plan.shape, plan.dtype)
+                po = out.data.ptr
+            plan.go(pa, pb, po, alpha, beta, st)
         return out
 
-    def _still_selected(self, plan: _Plan, db) -> bool:
-        """Whether config='auto' still picks the kept config: the door asks the selection
-        (api.Door.auto_config; kept while the store and model are unchanged), which
-        sits above the backends."""
-        return self.door.auto_config(plan.problem, db) == plan.config
+    def _run_torch(self, A, B, out, config, alpha: float, beta: float, db):
+        pa, pb = A.data_ptr(), B.data_ptr()
+        key = (config, db, A.shape, A.stride(), A.dtype, pa & 15, A.get_device(),
+               B.shape, B.stride(), B.dtype, pb & 15, B.get_device())
+        po = None
+        if out is not None:
+            po = out.data_ptr()
+            key += (out.shape, out.stride(), out.dtype, po & 15, out.get_device())
+        try:
+            plan = self._plans.get(key)
+        except TypeError:
+            return None
+        if plan is None:
+            return None
+        check_not_forked()
+        cp = sys.modules["cupy"]
+        dev = plan.device_id
+        if cp.cuda.runtime.getDevice() != dev or not self._valid(plan, db):
+            return None
+        if po is not None and _overlaps(plan.spans, pa, pb, po):
+            return None
+        with _lock_of(self.backend):
+            st = _external_stream(cp, _torch_stream(dev), dev)
+            if out is None:
+                out = sys.modules["torch"].empty(plan.shape, dtype=plan.torch_dtype, device=plan.torch_device)
+                po = out.data_ptr()
+            plan.go(pa, pb, po, alpha, beta, st, plan.alloc)
+        return out
+
+    def _run_dlpack(self, A, B, out, config, alpha: float, beta: float, db):
+        if out is not None:
+            return None
+        cp = sys.modules["cupy"]
+        return self._run_cupy(cp.from_dlpack(A), cp.from_dlpack(B), None, config, alpha, beta, db)
+
+
+class _Enqueue:
+    """A kernel's enqueue as the lane calls its launches (kernels without launcher())."""
+    __slots__ = ("k", "sa", "sb", "batch")
+
+    def __init__(self, k, sa, sb, batch):
+        self.k, self.sa, self.sb, self.batch = k, sa, sb, batch
+
+    def __call__(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream, alloc=None):
+        self.k.enqueue(a_ptr, b_ptr, c_ptr, self.sa, self.sb, self.batch, alpha, beta, stream=stream)
+
+
+def _cupy_key(A, B, O, config, db):
+    da, dbb = A.data, B.data
+    key = (config, db, A.shape, A.strides, A.dtype, da.ptr & 15, da.device_id,
+           B.shape, B.strides, B.dtype, dbb.ptr & 15, dbb.device_id)
+    if O is None:
+        return key
+    do = O.data
+    return key + (O.shape, O.strides, O.dtype, do.ptr & 15, do.device_id)
+
+
+def _torch_key(A, B, O, config, db):
+    key = (config, db, A.shape, A.stride(), A.dtype, A.data_ptr() & 15, A.get_device(),
+           B.shape, B.stride(), B.dtype, B.data_ptr() & 15, B.get_device())
+    if O is None:
+        return key
+    return key + (O.shape, O.stride(), O.dtype, O.data_ptr() & 15, O.get_device())

@@ -16,6 +16,12 @@ object may be launched from two threads at once (a kernel from
 shadertune.api.kernel is under no lock; matmul's calls hold the backend's run
 lock, but that is the caller's business, not this class's).
 
+A driver-API launch needs a CUDA context current on the calling thread; a
+thread that has none (no runtime call made there yet) gets its device's
+primary context bound by one runtime call and the launch once more, so no
+launch pays for a query it does not need (and none is made while a stream
+captures a graph).
+
 The launch goes through the RawKernel call instead (the arguments as numpy
 scalars of the same types, as before) where CuPy has no driver.launchKernel,
 where the function has no loaded handle (`function.kernel.ptr`: a stand-in),
@@ -59,6 +65,17 @@ def reduce_signature(problem) -> str:
     """shaders/cuda/splitk_reduce.cu: W, C; MN (long long); alpha, beta (T)."""
     t = scalar_code(problem.dtype)
     return "PPq" + t + t
+
+
+def _no_context(e: BaseException) -> bool:
+    """Whether a driver-API launch failed for want of a current context."""
+    return "CUDA_ERROR_INVALID_CONTEXT" in str(e)
+
+
+def bind_context(cp) -> None:
+    """Make the current device's primary context current on this thread (a
+    runtime call does it: CuPy's own launch calls one first, _ensure_context)."""
+    cp.cuda.runtime.memGetInfo()
 
 
 class _Params:
@@ -116,14 +133,9 @@ class KernelLaunch:
         self.fast = False
 
     def params(self) -> _Params:
-        """This thread's parameter array (made on its first launch, after the
-        thread's CUDA context is made current, as CuPy's own launch does)."""
+        """This thread's parameter array (made on its first launch)."""
         p = getattr(self._tls, "p", None)
         if p is None:
-            if self._handle:
-                # cuLaunchKernel needs a context current on this thread; a runtime call
-                # binds the device's primary one (CuPy's _ensure_context, not public)
-                self._cp.cuda.runtime.memGetInfo()
             p = self._tls.p = _Params(self.signature, self.naddr)
         return p
 
@@ -142,7 +154,14 @@ class KernelLaunch:
         bx, by, bz = self.block
         if stream is None:
             stream = self._cp.cuda.get_current_stream()
-        self._launch_kernel(self._handle, gx, gy, gz, bx, by, bz, self.shared_mem, stream.ptr, p.address, 0)
+        args = (self._handle, gx, gy, gz, bx, by, bz, self.shared_mem, stream.ptr, p.address, 0)
+        try:
+            self._launch_kernel(*args)
+        except Exception as e:     # noqa: BLE001 (only a missing context is handled here)
+            if not _no_context(e):
+                raise
+            bind_context(self._cp)
+            self._launch_kernel(*args)
 
     def _write(self, p: _Params, consts) -> None:
         """Write the constants into this thread's slots (they changed)."""
@@ -154,6 +173,10 @@ class KernelLaunch:
             if c in "iqP" and v.value != x:    # ctypes wraps silently; numpy's scalars refuse
                 raise OverflowError(f"{x} does not fit the kernel's {c!r} parameter ({type(v).__name__})")
         p.last = consts
+
+    def write(self, p: _Params, consts) -> None:
+        """Write `consts` into the parameter array `p` (checked as launch() checks them)."""
+        self._write(p, consts)
 
     def launch_rawkernel(self, grid, stream, addrs, consts=()):
         """The same launch through CuPy's RawKernel call (its arguments converted
@@ -167,3 +190,44 @@ class KernelLaunch:
                 raise ValueError(f"{len(consts)} constants for signature {self.signature!r} ({self.nconst})")
             kept = self._tls.raw = (consts, tuple(t(x) for t, x in zip(self._numpy, consts)))
         self.function(tuple(grid), self.block, tuple(addrs) + kept[1], shared_mem=self.shared_mem, stream=stream)
+
+
+class BoundLaunch:
+    """One launch of a KernelLaunch (`fast`: with a loaded handle) on a fixed grid,
+    with a parameter array of its own instead of the thread's: for a caller that
+    serialises its launches itself (matmul's express lane holds the backend's run
+    lock) and has checked that the current device is the function's.
+
+        b = BoundLaunch(kl, grid, consts)      # consts: written now, or later by b.constants
+        b(stream_ptr, addrs)
+
+    A thread with no CUDA context current (a driver-API launch needs one) gets
+    its device's primary context bound and the launch once more."""
+
+    __slots__ = ("kl", "p", "head", "fn")
+
+    def __init__(self, kl: KernelLaunch, grid, consts=None):
+        if not kl.fast:
+            raise ValueError("a BoundLaunch needs a function with a loaded handle (KernelLaunch.fast)")
+        self.kl = kl
+        self.p = _Params(kl.signature, kl.naddr)
+        gx, gy, gz = grid
+        bx, by, bz = kl.block
+        self.head = (kl._handle, gx, gy, gz, bx, by, bz, kl.shared_mem)
+        self.fn = kl._launch_kernel
+        if consts is not None:
+            kl.write(self.p, consts)
+
+    def constants(self, consts) -> None:
+        self.kl.write(self.p, consts)
+
+    def __call__(self, stream_ptr: int, addrs) -> None:
+        p = self.p
+        p.addrs[:] = addrs         # one C call; a wrong count raises ValueError
+        try:
+            self.fn(*self.head, stream_ptr, p.address, 0)
+        except Exception as e:     # noqa: BLE001 (only a missing context is handled here)
+            if not _no_context(e):
+                raise
+            bind_context(self.kl._cp)
+            self.fn(*self.head, stream_ptr, p.address, 0)

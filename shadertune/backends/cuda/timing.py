@@ -30,3 +30,24 @@ def event_times(fn, repeats: int, *, warmup: int = 1, hold_stream: bool = False)
         stop.record(stream)
     stream.synchronize()
     return [cp.cuda.get_elapsed_time(a, b) for a, b in events]
+
+
+def call_times(fn, repeats: int, *, warmup: int = 1) -> list[float]:
+    """Milliseconds of each of `repeats` calls of `fn()` timed as a user times
+    one call: the stream drained, an event, the call, an event, a sync; so the
+    host's time up to the call's last launch and the idle GPU's start are in it
+    (what bench-shape-classes' *_call_ms rows measure of whole matmul calls)."""
+    cp = import_cupy()
+    stream = cp.cuda.get_current_stream()
+    for _ in range(warmup):
+        fn()
+    stream.synchronize()
+    out = []
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(repeats):
+        start.record(stream)
+        fn()
+        stop.record(stream)
+        stop.synchronize()
+        out.append(cp.cuda.get_elapsed_time(start, stop))
+    return out

@@ -109,6 +109,16 @@ PACK_LAUNCH = 3000
 # and the ranking keep it).
 SK_SEGMENT = 1500
 SK_MARGIN = 1.15
+# The DMMA kernel's stream-K configs measured slower than the same tile without it on
+# nearly every float64 shape of the H200 shape-classes run (1000^3: 1.9-2.2x, 1536^3
+# 64 x 64: 1.4x, 3000^3: 1.07-1.7x; notes/cuda.md, session 13): its margin is larger.
+SK_MARGIN_DMMA = 1.3
+# A launch's fixed cost (the grid's start and drain), the K_G reduce kernel's launch
+# (KR = 0), and the in-launch reduction's fixed cost (KR = 1: a fence, the count, one
+# more L2 round trip before the last block reads the partials), in cycles.
+LAUNCH_CYCLES = 4000
+REDUCE_LAUNCH = 6000
+KR_CYCLES = 1500
 SK_VARIANTS = 3       # shapes of a candidate list that bring their stream-K twin
 
 
@@ -174,9 +184,9 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     # alone (~64 B/cycle for one SM) after one more L2 round trip.  (A second
     # launch was measured nearer 7 us; not recalibrated, see notes/cuda.md.)
     if c["KG"] > 1 and c.get("KR", 0):
-        reduce = 1500 + c["KG"] * c["BM"] * c["BN"] * problem.itemsize / 64
+        reduce = KR_CYCLES + c["KG"] * c["BM"] * c["BN"] * problem.itemsize / 64
     else:
-        reduce = 6000 if c["KG"] > 1 else 0
+        reduce = REDUCE_LAUNCH if c["KG"] > 1 else 0
     it = problem.itemsize
     partials = 0
     if sk:
@@ -185,14 +195,15 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         segs = 1 + -(-k_work // d.KT) // kt
         partials = streamk.partial_estimate(tiles, kt, g)
         splits = partials / max(1, tiles)
-        reduce = segs * SK_SEGMENT + (1500 + (1 + splits) * c["BM"] * c["BN"] * it / 64 if partials else 0)
-    overhead = stages * 80 + reduce + 4000
+        reduce = segs * SK_SEGMENT + (KR_CYCLES + (1 + splits) * c["BM"] * c["BN"] * it / 64 if partials else 0)
+    overhead = stages * 80 + reduce + LAUNCH_CYCLES
     if c.get("PS", 0):   # the pack kernel runs before the GEMM
         overhead += PACK_LAUNCH + PACK_BYTES * problem.K * (problem.M + problem.N) / BYTES_PER_CYCLE
     traffic = it * (problem.M * problem.K * d.grid[0] / 4 + problem.K * problem.N * d.grid[1] / 4
                     + problem.M * problem.N * (1 + 2 * (c["KG"] > 1) * c["KG"])
                     + 2 * partials * c["BM"] * c["BN"])
-    return (max(compute, traffic / BYTES_PER_CYCLE) + overhead) * (SK_MARGIN if sk else 1.0)
+    margin = (SK_MARGIN_DMMA if c.get("MMA", 0) == dmma.MMA else SK_MARGIN) if sk else 1.0
+    return (max(compute, traffic / BYTES_PER_CYCLE) + overhead) * margin
 
 
 def _ranked(problem: Problem, space, limits: dict, raw) -> list:
