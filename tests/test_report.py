@@ -71,6 +71,37 @@ def test_validation_names_file_and_field(gl, tmp_path, mutate, field):
     assert field in msg and str(p) in msg and "\n" not in msg
 
 
+def test_published_schema_is_valid_and_matches_the_code(gl, cuda):
+    """The schema file is a valid draft 2020-12 schema; its version and status names are the
+    code's; a plain jsonschema validator (no shadertune code) accepts the fixtures."""
+    import jsonschema
+
+    from shadertune.report import schema
+    from shadertune.result import STATUSES
+    doc = schema.schema_document()
+    jsonschema.Draft202012Validator.check_schema(doc)
+    assert doc["properties"]["schema"]["const"] == schema.SCHEMA
+    assert tuple(doc["$defs"]["result"]["properties"]["status"]["enum"]) == STATUSES
+    for rep in (gl, cuda, report.load(LLVMPIPE)):
+        jsonschema.validate(rep, doc)
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda d: d["problems"][0].update(seconds=float("nan")), "problems[0].seconds: expected a finite number"),
+    (lambda d: d["problems"][1]["best"].update(gflops=float("inf")), "problems[1].best.gflops: expected a finite"),
+    (lambda d: d["problems"][0].update(M=64.0), "problems[0].M: expected int, got number"),
+    (lambda d: d.update(schema="1"), "schema: expected int, got string"),
+    (lambda d: d["problems"].append([]), "problems[5]: expected object, got array"),
+])
+def test_validation_is_stricter_than_json_types(gl, mutate, field):
+    """Numbers are finite and integers have no fraction (the schema's description says so)."""
+    d = copy.deepcopy(gl)
+    mutate(d)
+    with pytest.raises(report.ReportError) as e:
+        report.validate(d, "r.json")
+    assert str(e.value).startswith("r.json: ") and field in str(e.value) and "\n" not in str(e.value)
+
+
 def test_not_a_report(tmp_path):
     for text, why in (("[1, 2]", "expected a JSON object"), ("{", "invalid JSON at line 1"),
                       ('{"M": 3}', "missing required field 'schema'"),
