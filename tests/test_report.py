@@ -4,6 +4,7 @@ import json
 import pathlib
 
 import pytest
+from md_table import cells, table_lines
 from subproc import run_python
 
 from shadertune import report
@@ -33,8 +34,7 @@ def _write(tmp_path, d, name="r.json"):
 
 
 def _rows(md: str) -> list[list[str]]:
-    lines = [l for l in md.splitlines() if l.startswith("| ")]
-    return [[c.strip() for c in l.strip("|").split(" | ")] for l in lines[2:]]
+    return table_lines(md)[1:]
 
 
 # --- schema -------------------------------------------------------------------
@@ -138,7 +138,7 @@ def test_show_table_rows_configs_ratios_and_roofline(gl):
     roof = glr.gl_config_roofline(p["best"]["config"], gl["ceilings"], K=1024)
     assert roof["bound"] == "fetch"
     assert r[3] == f"{100 * 298.0 / roof['gflops']:.0f}% of {roof['gflops']:.0f} (fetch)"
-    names = [c.strip() for c in header.strip("|").split(" | ")]
+    names = cells(header)
     assert r[names.index("x cublas")] == f"{298.0 / 27800.0:.3f}x"
     assert r[names.index("x handtuned-4x4mrt")] == f"{298.0 / 262.0:.2f}x"
     assert rows["256x256x256 f32 NN"][names.index("x cublas")] == "—"   # no cuBLAS run there
@@ -168,7 +168,7 @@ def test_annotate_stores_rooflines_that_validate(gl, cuda, tmp_path):
 
 def _header(md: str) -> list[str]:
     line = [l for l in md.splitlines() if l.startswith("| problem")][0]
-    return [c.strip() for c in line.strip("|").split(" | ")]
+    return cells(line)
 
 
 def test_compare_joins_shared_problems_in_order(gl, cuda):
@@ -311,7 +311,7 @@ def test_ceilings_measured_in_software_are_no_roofline_for_any_report(gl, tmp_pa
 def test_cli_show_prints_markdown(capsys):
     assert main(["show", str(GL)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("## gl on NVIDIA H200") and "| 1024x1024x1024 f32 NN |" in out
+    assert out.startswith("## gl on NVIDIA H200") and ["1024x1024x1024 f32 NN"] == [r[0] for r in table_lines(out) if r[0].startswith("1024x")]
 
 
 def test_cli_compare_of_one_backend_and_three_reports(tmp_path, capsys, gl):
@@ -320,7 +320,7 @@ def test_cli_compare_of_one_backend_and_three_reports(tmp_path, capsys, gl):
     b = _write(tmp_path, other, "b.json")
     assert main(["compare", str(GL), str(b), str(CUDA)]) == 0
     out = capsys.readouterr().out
-    assert "| problem | gl phased GFLOP/s | gl random GFLOP/s | cuda random GFLOP/s |" in out
+    assert table_lines(out)[0][:4] == ["problem", "gl phased GFLOP/s", "gl random GFLOP/s", "cuda random GFLOP/s"]
 
 
 def _deep(n: int) -> str:
