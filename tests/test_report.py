@@ -2,6 +2,7 @@
 import copy
 import json
 import pathlib
+import sys
 
 import pytest
 from md_table import cells, table_lines
@@ -388,6 +389,25 @@ def test_report_package_imports_without_matplotlib():
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
     r = run_python(code, GL)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", str(GL), "--plot", "{tmp}/p.png"],
+    ["compare", str(GL), str(CUDA), "--plot", "{tmp}/p.svg"],
+    ["trajectory", str(LLVMPIPE), "--out", "{tmp}/p.png"],
+    ["landscape", str(LLVMPIPE), "--problem", "64", "--out", "{tmp}"],
+])
+def test_plots_without_matplotlib_stop_before_any_work(argv, tmp_path, capsys, monkeypatch):
+    """A missing optional package is no bad argument: exit 1 and one line naming the extra,
+    before the table is printed or anything is written."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and list(tmp_path.iterdir()) == []
+    assert err.count("\n") == 1 and "plots need matplotlib: pip install 'shadertune[plot]'" in err
+    # a bad argument still comes first, with its own status
+    if argv[0] == "show":
+        assert main(["show", str(GL), "--plot", str(tmp_path / "p.jpg")]) == 2
 
 
 def test_reports_written_by_the_search_validate():
