@@ -182,6 +182,7 @@ def test_no_guard_without_an_analytical_model(store):
     assert sel.how == "model" and sel.guard is None and "guard:" not in str(sel)
 
 
+@pytest.mark.slow
 def test_guard_is_saved_with_the_model_and_reloaded(store):
     be = PerfectCostBackend()
     m1, _ = model_for(be, store)
