@@ -45,6 +45,7 @@ def test_fixtures_are_valid_and_extra_fields_are_tolerated(gl, tmp_path):
     d = copy.deepcopy(gl)
     d["something_new"] = {"x": 1}
     d["problems"][0]["results"][0]["extra"] = [1, 2]
+    d["problems"][0]["phases"] = [{"at": 0, "label": "exhaustive"}]         # optional, as searches write
     report.load(_write(tmp_path, d))
 
 
@@ -59,6 +60,8 @@ def test_fixtures_are_valid_and_extra_fields_are_tolerated(gl, tmp_path):
     (lambda d: d["problems"][0]["results"][0].update(status="great"), "results[0].status: 'great' is not one of"),
     (lambda d: d["problems"][3]["baselines"]["cublas"].pop("gflops"), "problems[3].baselines.cublas.gflops"),
     (lambda d: d["problems"][3].update(roofline={"gflops": 1.0}), "problems[3].roofline.bound: missing"),
+    (lambda d: d["problems"][0].update(phases=[{"at": 0}]), "problems[0].phases[0].label: missing"),
+    (lambda d: d["problems"][0].update(phases=[{"at": "0", "label": "x"}]), "problems[0].phases[0].at: expected int"),
     (lambda d: d.update(schema=2), "schema: version 2 is not supported"),
     (lambda d: d.update(problems={}), "problems: expected array, got object"),
 ])
