@@ -36,7 +36,8 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_FRONT))
+    # a front-door name is in globals() too once used: each name once
+    return sorted(set(globals()) | set(_FRONT))
 
 
 __all__ = ["Config", "Problem", "Result", "TuneResult", "explain", "matmul", "tune", "__version__"]

@@ -467,6 +467,7 @@ def test_a_config_that_kills_every_worker_it_runs_on_is_recorded_after_three_tri
     live_workers(client, 2)
 
 
+@pytest.mark.slow
 def test_a_worker_whose_context_fails_mid_search_is_excluded_and_retired(client, control, tmp_path):
     live_workers(client, 2)
     extra = popen_python(None, "-m", "shadertune.cluster", "worker", client.scheduler.address,

@@ -85,6 +85,7 @@ _NARROWED = [
 ]
 
 
+@pytest.mark.slow
 def test_enumeration_equals_filtered_product_on_narrowed_domains():
     """The depth-first enumeration (each rule checked once the knobs it reads are
     bound) yields exactly the product filtered by every rule, and every rule
@@ -345,6 +346,7 @@ def compile_without_spills(jobs, tmp):
         assert max(regs) <= min(255, 65536 // d.threads), (p.key, cfg.key, regs)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_sample_compiles_with_nvcc_without_spills(tmp_path):
     compile_without_spills(_sample(), tmp_path)
@@ -739,6 +741,7 @@ def test_empty_problems_have_a_space_a_default_and_predictions(p):
     assert len(pred) == len(cands) and all(0 < t < 1 for t in pred)
 
 
+@pytest.mark.slow
 def test_model_strategy_on_the_cuda_space_without_a_gpu():
     """The model strategy walks the real CUDA space (sm_90 limits, no GPU): the
     'measured' time is the backend's own prediction, perturbed per config and

@@ -16,6 +16,7 @@ def load_reference():
     return load_script("knob-reference")
 
 
+@pytest.mark.slow
 def test_committed_page_is_what_the_script_prints():
     r = run_python(None, SCRIPT, "--check", timeout=300)
     assert r.returncode == 0, ("docs/knobs.md is out of date; run scripts/knob-reference --write\n"

@@ -178,6 +178,7 @@ def test_a_partial_assembly_config_completes_from_its_languages_default(arbfp):
     assert arbfp.space(p).why_invalid(cfg.replace(mc="2x2")) is None
 
 
+@pytest.mark.slow
 def test_phased_search_walks_the_assembly_language(arbfp, tmp_path):
     """Fixed to the render-target path, the phased plan runs lang=arbfp as a compiler of
     its own (outer knob), every config verified."""

@@ -54,6 +54,7 @@ def reference(p: Problem, A, B, C, alpha, beta):
     return alpha * prod + (beta * C if beta else 0.0)
 
 
+@pytest.mark.slow
 def test_every_knob_value_is_right_on_odd_shapes(backend):
     """Every value of every compute knob is built and checked against float64 on some
     problem; values a problem's space prunes are left to the others."""

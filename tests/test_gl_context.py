@@ -101,6 +101,25 @@ def test_glfw_without_display_is_a_clear_error():
     assert r.stdout.startswith("ContextError:"), r.stdout + r.stderr
 
 
+def test_glfw_without_the_package_names_the_extra():
+    """glfw is the optional extra of the fallback context only: without it, asking for that
+    context is one ContextError saying how to install it (EGL needs nothing more)."""
+    r = _py("""
+        import sys
+        sys.modules["glfw"] = None                   # as where the extra is not installed
+        from shadertune.backends.gl import GLBackend
+        try:
+            GLBackend(context="glfw").device()
+        except Exception as e:
+            print(type(e).__name__ + ": " + str(e))
+        print(GLBackend().device().renderer != "")   # the default EGL context does not need it
+    """, {"DISPLAY": ""})
+    first, second = r.stdout.splitlines()[:2]
+    assert first.startswith("ContextError: context='glfw' needs the glfw package: "
+                            "pip install 'shadertune[glfw]'"), r.stdout + r.stderr
+    assert second == "True", r.stdout + r.stderr
+
+
 def test_per_context_state_lives_on_the_context():
     """Issue 13 item 6: parking framebuffer, NaN-clear check, placeholder texture and the
     software flag belong to one object on each context (no module dicts keyed by id(ctx),

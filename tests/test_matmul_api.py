@@ -13,6 +13,7 @@ def mm(A, B, out=None, **kw):
     return shadertune.matmul(A, B, out, config="default", **kw)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(M=st.integers(1, 40), N=st.integers(1, 40), K=st.integers(1, 70), seed=st.integers(0, 2**32 - 1))
 def test_random_shapes_match_numpy(M, N, K, seed):
@@ -145,6 +146,7 @@ def _rss_mb() -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_thousand_calls_leak_nothing(rng):
     A, B = rng.standard_normal((24, 40)).astype(np.float32), rng.standard_normal((40, 16)).astype(np.float32)
     for _ in range(20):

@@ -50,7 +50,8 @@ def test_sdist_holds_every_kernel_and_the_license(built):
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     missing = [f for f in _shader_files() if f"shaders/{f}" not in names]
     assert not missing, f"sdist lacks {missing}"
-    assert {"LICENSE", "pyproject.toml", "setup.py", "MANIFEST.in", "shadertune/py.typed"} <= names
+    assert {"LICENSE", "pyproject.toml", "setup.py", "MANIFEST.in", "shadertune/py.typed",
+            "shadertune/report/report.schema.json"} <= names
 
 
 def test_wheel_holds_every_kernel_and_the_license(built):
@@ -60,6 +61,7 @@ def test_wheel_holds_every_kernel_and_the_license(built):
     assert not missing, f"wheel lacks {missing}"
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)[-10:]
     assert "shadertune/py.typed" in names            # PEP 561: type checkers read its annotations
+    assert "shadertune/report/report.schema.json" in names      # the reports' published schema
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     assert "License-Expression: MIT" in zipfile.ZipFile(wheel).read(meta).decode()
 
@@ -83,3 +85,9 @@ def test_unpacked_wheel_finds_its_kernels_from_another_directory(built, tmp_path
                    cwd=elsewhere)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("#version ") and "void main()" in r.stdout
+    # a report validates against the schema file the wheel ships
+    report = ROOT / "tests" / "fixtures" / "report_gl_llvmpipe.json"
+    r = run_python(None, "-m", "shadertune.report", "show", report, paths=[site], checkout=False,
+                   cwd=elsewhere)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("## gl on llvmpipe")

@@ -148,6 +148,7 @@ def test_trains_saves_next_to_the_store_and_predicts(store):
     assert rho > 0.8                                             # rank correlation on an unseen shape
 
 
+@pytest.mark.slow
 def test_a_saved_model_is_usable_by_another_process(store, tmp_path):
     """Configs in a saved model are looked up by hash in the process that loads it
     (string hashes differ between processes)."""
@@ -172,6 +173,7 @@ def test_reload_from_file_gives_the_same_predictions(store):
     assert m1.predict_ms(p, cfgs) == m2.predict_ms(p, cfgs)
 
 
+@pytest.mark.slow
 def test_a_corrupt_or_foreign_model_file_is_retrained(store):
     be = FakeBackend()
     model, _ = model_for(be, store)
@@ -185,6 +187,7 @@ def test_a_corrupt_or_foreign_model_file_is_retrained(store):
     assert model_for(be, store)[1] == "trained"
 
 
+@pytest.mark.slow
 def test_retrained_when_the_store_grows(store):
     be = FakeBackend()
     m1, _ = model_for(be, store)
@@ -305,6 +308,7 @@ def test_train_cli_makes_no_store(tmp_path, capsys):
     assert "no store at" in capsys.readouterr().err and not db.exists()
 
 
+@pytest.mark.slow
 def test_train_cli_reports_validation(store, capsys, tmp_path):
     out = tmp_path / "v.json"
     assert perfmodel_main(["train", "--backend", "fake_backend:FakeBackend", "--db", str(store.path),

@@ -34,6 +34,7 @@ def run_v(tmp_path_factory):
     return be, path
 
 
+@pytest.mark.slow
 def test_a_model_from_h200_measurements_picks_a_valid_cuda_config(run_v):
     be, path = run_v
     p = Problem(3000, 77, 5000)                 # none of run V's problems (squares, ICA)

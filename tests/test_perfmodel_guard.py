@@ -123,6 +123,7 @@ def test_first_use_ranks_a_space_seeded_with_the_analytical_list(store, monkeypa
 
 # --- the guard -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_guard_falls_back_to_the_default_where_auto_loses_to_it_on_held_out_problems(store):
     """The guard judges auto's picks (the fold's model over auto's candidates) against
     the default config on held-out problems (the default's own measurement, else the
@@ -160,6 +161,7 @@ def test_guard_falls_back_to_the_default_where_auto_loses_to_it_on_held_out_prob
     assert order[0] == min(order, key=lambda c: true_ms(NEW, c))
 
 
+@pytest.mark.slow
 def test_guard_keeps_the_learned_model_where_it_validates_better(store):
     be = InvertedCostBackend()
     model, _ = model_for(be, store)
@@ -182,6 +184,7 @@ def test_no_guard_without_an_analytical_model(store):
     assert sel.how == "model" and sel.guard is None and "guard:" not in str(sel)
 
 
+@pytest.mark.slow
 def test_guard_is_saved_with_the_model_and_reloaded(store):
     be = PerfectCostBackend()
     m1, _ = model_for(be, store)

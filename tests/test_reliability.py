@@ -264,6 +264,7 @@ NO_HOME = """
 """
 
 
+@pytest.mark.slow
 def test_7_no_home_and_no_passwd_entry_never_makes_a_store_in_the_working_folder(shared_dir, gl):
     import pwd
     uid = next(u for u in range(54321, 54400) if u not in {p.pw_uid for p in pwd.getpwall()})
@@ -303,6 +304,7 @@ SIXTEEN = """
 """
 
 
+@pytest.mark.slow
 def test_8_sixteen_threads_making_the_first_matmul_calls_at_once(gl, tmp_path):
     """A lazy import read from sys.modules while another thread still imported it gave an
     AttributeError in 10 of 12 such processes; each runs in a fresh process (the first

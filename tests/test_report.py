@@ -2,8 +2,10 @@
 import copy
 import json
 import pathlib
+import sys
 
 import pytest
+from md_table import cells, table_lines
 from subproc import run_python
 
 from shadertune import report
@@ -33,8 +35,7 @@ def _write(tmp_path, d, name="r.json"):
 
 
 def _rows(md: str) -> list[list[str]]:
-    lines = [l for l in md.splitlines() if l.startswith("| ")]
-    return [[c.strip() for c in l.strip("|").split(" | ")] for l in lines[2:]]
+    return table_lines(md)[1:]
 
 
 # --- schema -------------------------------------------------------------------
@@ -44,6 +45,7 @@ def test_fixtures_are_valid_and_extra_fields_are_tolerated(gl, tmp_path):
     d = copy.deepcopy(gl)
     d["something_new"] = {"x": 1}
     d["problems"][0]["results"][0]["extra"] = [1, 2]
+    d["problems"][0]["phases"] = [{"at": 0, "label": "exhaustive"}]         # optional, as searches write
     report.load(_write(tmp_path, d))
 
 
@@ -58,6 +60,8 @@ def test_fixtures_are_valid_and_extra_fields_are_tolerated(gl, tmp_path):
     (lambda d: d["problems"][0]["results"][0].update(status="great"), "results[0].status: 'great' is not one of"),
     (lambda d: d["problems"][3]["baselines"]["cublas"].pop("gflops"), "problems[3].baselines.cublas.gflops"),
     (lambda d: d["problems"][3].update(roofline={"gflops": 1.0}), "problems[3].roofline.bound: missing"),
+    (lambda d: d["problems"][0].update(phases=[{"at": 0}]), "problems[0].phases[0].label: missing"),
+    (lambda d: d["problems"][0].update(phases=[{"at": "0", "label": "x"}]), "problems[0].phases[0].at: expected int"),
     (lambda d: d.update(schema=2), "schema: version 2 is not supported"),
     (lambda d: d.update(problems={}), "problems: expected array, got object"),
 ])
@@ -69,6 +73,37 @@ def test_validation_names_file_and_field(gl, tmp_path, mutate, field):
         report.load(p)
     msg = str(e.value)
     assert field in msg and str(p) in msg and "\n" not in msg
+
+
+def test_published_schema_is_valid_and_matches_the_code(gl, cuda):
+    """The schema file is a valid draft 2020-12 schema; its version and status names are the
+    code's; a plain jsonschema validator (no shadertune code) accepts the fixtures."""
+    import jsonschema
+
+    from shadertune.report import schema
+    from shadertune.result import STATUSES
+    doc = schema.schema_document()
+    jsonschema.Draft202012Validator.check_schema(doc)
+    assert doc["properties"]["schema"]["const"] == schema.SCHEMA
+    assert tuple(doc["$defs"]["result"]["properties"]["status"]["enum"]) == STATUSES
+    for rep in (gl, cuda, report.load(LLVMPIPE)):
+        jsonschema.validate(rep, doc)
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda d: d["problems"][0].update(seconds=float("nan")), "problems[0].seconds: expected a finite number"),
+    (lambda d: d["problems"][1]["best"].update(gflops=float("inf")), "problems[1].best.gflops: expected a finite"),
+    (lambda d: d["problems"][0].update(M=64.0), "problems[0].M: expected int, got number"),
+    (lambda d: d.update(schema="1"), "schema: expected int, got string"),
+    (lambda d: d["problems"].append([]), "problems[5]: expected object, got array"),
+])
+def test_validation_is_stricter_than_json_types(gl, mutate, field):
+    """Numbers are finite and integers have no fraction (the schema's description says so)."""
+    d = copy.deepcopy(gl)
+    mutate(d)
+    with pytest.raises(report.ReportError) as e:
+        report.validate(d, "r.json")
+    assert str(e.value).startswith("r.json: ") and field in str(e.value) and "\n" not in str(e.value)
 
 
 def test_not_a_report(tmp_path):
@@ -107,7 +142,7 @@ def test_show_table_rows_configs_ratios_and_roofline(gl):
     roof = glr.gl_config_roofline(p["best"]["config"], gl["ceilings"], K=1024)
     assert roof["bound"] == "fetch"
     assert r[3] == f"{100 * 298.0 / roof['gflops']:.0f}% of {roof['gflops']:.0f} (fetch)"
-    names = [c.strip() for c in header.strip("|").split(" | ")]
+    names = cells(header)
     assert r[names.index("x cublas")] == f"{298.0 / 27800.0:.3f}x"
     assert r[names.index("x handtuned-4x4mrt")] == f"{298.0 / 262.0:.2f}x"
     assert rows["256x256x256 f32 NN"][names.index("x cublas")] == "—"   # no cuBLAS run there
@@ -137,7 +172,7 @@ def test_annotate_stores_rooflines_that_validate(gl, cuda, tmp_path):
 
 def _header(md: str) -> list[str]:
     line = [l for l in md.splitlines() if l.startswith("| problem")][0]
-    return [c.strip() for c in line.strip("|").split(" | ")]
+    return cells(line)
 
 
 def test_compare_joins_shared_problems_in_order(gl, cuda):
@@ -280,7 +315,7 @@ def test_ceilings_measured_in_software_are_no_roofline_for_any_report(gl, tmp_pa
 def test_cli_show_prints_markdown(capsys):
     assert main(["show", str(GL)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("## gl on NVIDIA H200") and "| 1024x1024x1024 f32 NN |" in out
+    assert out.startswith("## gl on NVIDIA H200") and ["1024x1024x1024 f32 NN"] == [r[0] for r in table_lines(out) if r[0].startswith("1024x")]
 
 
 def test_cli_compare_of_one_backend_and_three_reports(tmp_path, capsys, gl):
@@ -289,7 +324,7 @@ def test_cli_compare_of_one_backend_and_three_reports(tmp_path, capsys, gl):
     b = _write(tmp_path, other, "b.json")
     assert main(["compare", str(GL), str(b), str(CUDA)]) == 0
     out = capsys.readouterr().out
-    assert "| problem | gl phased GFLOP/s | gl random GFLOP/s | cuda random GFLOP/s |" in out
+    assert table_lines(out)[0][:4] == ["problem", "gl phased GFLOP/s", "gl random GFLOP/s", "cuda random GFLOP/s"]
 
 
 def _deep(n: int) -> str:
@@ -357,6 +392,25 @@ def test_report_package_imports_without_matplotlib():
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")
     r = run_python(code, GL)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", str(GL), "--plot", "{tmp}/p.png"],
+    ["compare", str(GL), str(CUDA), "--plot", "{tmp}/p.svg"],
+    ["trajectory", str(LLVMPIPE), "--out", "{tmp}/p.png"],
+    ["landscape", str(LLVMPIPE), "--problem", "64", "--out", "{tmp}"],
+])
+def test_plots_without_matplotlib_stop_before_any_work(argv, tmp_path, capsys, monkeypatch):
+    """A missing optional package is no bad argument: exit 1 and one line naming the extra,
+    before the table is printed or anything is written."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and list(tmp_path.iterdir()) == []
+    assert err.count("\n") == 1 and "plots need matplotlib: pip install 'shadertune[plot]'" in err
+    # a bad argument still comes first, with its own status
+    if argv[0] == "show":
+        assert main(["show", str(GL), "--plot", str(tmp_path / "p.jpg")]) == 2
 
 
 def test_reports_written_by_the_search_validate():

@@ -249,6 +249,7 @@ def _sk_sample():
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_stream_k_kernels_compile_with_nvcc_without_spills(tmp_path):
     compile_without_spills(_sk_sample(), tmp_path)

@@ -192,15 +192,16 @@ def _train(a, backend, store) -> int:
 def comparison_table(rows: list[dict]) -> str:
     """Markdown of validate() rows; rows of several seeds ('seed') get a seed column
     and, per learner and target, a mean row."""
+    from ..texttable import text_table
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
     seeds = any("seed" in r for r in rows)
-    out = ["| learner | target | " + ("seed | " if seeds else "") + "problems | top-1 | worst top-1 | "
-           "best of top 8 | top-1 where nearest scored | nearest rule (problems scored) | "
-           "backend cost model | fit s (all folds) |",
-           "|---|---|" + ("---:|" if seeds else "") + "---:|---:|---:|---:|---:|---:|---:|---:|"]
+    head = (["learner", "target"] + (["seed"] if seeds else [])
+            + ["problems", "top-1", "worst top-1", "best of top 8", "top-1 where nearest scored",
+               "nearest rule (problems scored)", "backend cost model", "fit s (all folds)"])
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["learner"], r["target"]), []).append(r)
+    body = []
     for (learner, target), rs in groups.items():
         if seeds and len(rs) > 1:
             mean = lambda k: (sum(r[k] for r in rs) / len(rs)  # noqa: E731
@@ -210,10 +211,9 @@ def comparison_table(rows: list[dict]) -> str:
                                                 "nearest", "cost_model", "fit_seconds")},
                         "nearest_compared": rs[0].get("nearest_compared", 0)}]
         for r in rs:
-            out.append(f"| {r['learner']} | {r['target']} | " + (f"{r.get('seed', '')} | " if seeds else "")
-                       + f"{r['problems']} | {pct(r.get('top1'))} | "
-                       f"{pct(r.get('top1_min'))} | {pct(r.get('top8'))} | "
-                       f"{pct(r.get('top1_where_nearest'))} | "
-                       f"{pct(r.get('nearest'))} ({r.get('nearest_compared', 0)}) | "
-                       f"{pct(r.get('cost_model'))} | {(r.get('fit_seconds') or 0):.2f} |")
-    return "\n".join(out)
+            body.append([r["learner"], r["target"]] + ([r.get("seed", "")] if seeds else [])
+                        + [r["problems"], pct(r.get("top1")), pct(r.get("top1_min")), pct(r.get("top8")),
+                           pct(r.get("top1_where_nearest")),
+                           f"{pct(r.get('nearest'))} ({r.get('nearest_compared', 0)})",
+                           pct(r.get("cost_model")), f"{(r.get('fit_seconds') or 0):.2f}"])
+    return text_table(head, body, "ll" + "r" * (len(head) - 2))

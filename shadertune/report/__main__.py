@@ -17,6 +17,7 @@ from .. import cli_args as ca
 from .. import roofline as rl
 from ..atomic import OutputError
 from ..errors import ContextError
+from .plots import PlotsUnavailable
 from .schema import ReportError, load
 
 TOOL = "report"
@@ -29,7 +30,9 @@ into place); a device node, a folder where a file is asked for, or one of the
 inputs is refused.
 
 exit status: 0; 2 with one line 'shadertune.report: error: <reason>' on stderr for
-bad arguments and unreadable or invalid inputs; 1 when an output cannot be written.
+bad arguments and unreadable or invalid inputs; 1 when an output cannot be written, or
+when matplotlib (pip install 'shadertune[plot]'), which --plot, landscape and trajectory
+need, is not installed: checked after the arguments and before any work.
 """
 
 
@@ -50,10 +53,19 @@ def _check_output(path, inputs=(), plot: bool = True) -> None:
             raise ReportError(str(e)) from None
 
 
+def _needs_matplotlib(wanted=True) -> None:
+    """Before any work: a plot asked for where matplotlib is missing stops the tool
+    (PlotsUnavailable, exit 1) instead of failing after the table was printed."""
+    if wanted:
+        from .plots import require_matplotlib
+        require_matplotlib()
+
+
 def cmd_show(args) -> int:
     from .rooflines import ceilings_of
     from .tables import show
     _check_output(args.plot, [args.report, *([args.ceilings] if args.ceilings else [])])
+    _needs_matplotlib(args.plot)
     rep = load(args.report)
     ceil = _ceilings(args.ceilings)
     print(show(rep, ceil))
@@ -71,6 +83,7 @@ def cmd_compare(args) -> int:
     _check_output(args.plot, [*args.reports, *([args.ceilings] if args.ceilings else [])])
     if len(args.reports) < 2:
         raise ReportError(f"compare needs two or more reports, got {len(args.reports)}")
+    _needs_matplotlib(args.plot)
     reports = [load(p) for p in args.reports]
     ceil = _ceilings(args.ceilings)
     print(compare_table(reports, ceil, sources=args.reports))
@@ -129,6 +142,7 @@ def cmd_roofline(args) -> int:
 def cmd_landscape(args) -> int:
     from .landscape import landscape, render, summary
     from .sources import measured
+    _needs_matplotlib()                 # every landscape is drawn (--format: png, svg or pdf)
     ls = landscape(measured(args.source, args.problem, backend=args.backend, device=args.device))
     if args.views:
         names = [v.name for v in ls.views]
@@ -147,6 +161,7 @@ def cmd_landscape(args) -> int:
 def cmd_trajectory(args) -> int:
     from .trajectory import plot, runs, table
     _check_output(args.out, args.reports)
+    _needs_matplotlib()
     reports = [load(p) for p in args.reports]
     rs = runs(reports, args.reports, args.problem)
     if not rs:
@@ -216,6 +231,8 @@ def main(argv=None) -> int:
         return args.fn(args)
     except BrokenPipeError:             # `... | head`: the reader left; nothing to report
         return 0
+    except PlotsUnavailable as e:       # a missing optional package is no bad argument
+        return ca.fail(TOOL, e, 1)
     except (ReportError, rl.CeilingsError, ContextError) as e:
         return ca.fail(TOOL, e, 2)
     except RecursionError:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
+from ..texttable import text_table
 from .rooflines import fraction, no_roofline, roofline_of
 from .schema import ReportError, problem_key, problem_label
-from .tables import _md, baseline_gflops, fmt_gflops, fmt_pct, fmt_ratio, ratio
+from .tables import baseline_gflops, fmt_gflops, fmt_pct, fmt_ratio, ratio, right_from
 
 REFERENCE = "cublas"        # the vendor library every run is held against, where it was timed
 
@@ -119,7 +120,7 @@ def compare_table(reports: Sequence[Mapping], ceilings=None, sources: Sequence[s
                        for i in with_ref])
     title = " vs ".join(f"{lab} ({r['backend']} on {r['device']['renderer']}, {r['strategy']})"
                         for lab, r in zip(labs, reports))
-    out = [f"## {title}", "", _md(header, body, right_from=1)]
+    out = [f"## {title}", "", text_table(header, body, right_from(1, len(header)))]
     notes = only_in(reports, sources, rows)
     notes += [f"No roofline for {lab}: {why}." for lab, r, c in zip(labs, reports, ceil)
               if (why := no_roofline(r, c))]

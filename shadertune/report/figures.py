@@ -12,8 +12,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 
-from .plots import DPI, _save, _value_axis, plain, plot_format
-from .schema import ReportError
+from .plots import DPI, _save, _value_axis, plain, plot_format, require_matplotlib
 
 __all__ = ["figure", "save", "plot_format", "plain", "value_axis", "log2_axis", "wrap", "bottom_legend",
            "legend_handles", "UNVERIFIED", "MISSING_STYLE", "MISSING_LABEL", "mark_unverified", "STATE_TEXT"]
@@ -30,11 +29,7 @@ MISSING_LABEL = "never evaluated"
 
 
 def figure(width: float, height: float):
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ReportError("plots need matplotlib: pip install 'shadertune[plot]'") from None
-    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    return require_matplotlib().Figure(figsize=(width, height), dpi=DPI, layout="constrained")
 
 
 def wrap(text: str, width: int) -> str:

@@ -21,6 +21,8 @@ import math
 import pathlib
 from collections.abc import Mapping, Sequence
 
+from .._optional import optional_import
+from ..errors import ShadertuneError
 from .rooflines import ceiling_lines, no_roofline, roofline_of
 from .schema import ReportError, problem_label
 
@@ -34,6 +36,19 @@ PROGRESS_XLABEL = "configs evaluated"
 PROGRESS_YLABEL = "best GFLOP/s so far"
 FORMATS = ("png", "svg", "pdf")
 REPORT_COLORS = ("C0", "C3", "C2", "C1", "C4", "C5", "C9")
+
+
+
+class PlotsUnavailable(ShadertuneError, ImportError):
+    """matplotlib (the `plot` extra) is not installed: no plot or figure can be drawn.
+    Not a bad argument: the command lines exit 1 with it, before any work."""
+
+
+def require_matplotlib():
+    """matplotlib.figure, or PlotsUnavailable saying how to install it."""
+    return optional_import("matplotlib.figure", "plots need matplotlib: pip install 'shadertune[plot]'",
+                           error=PlotsUnavailable)
+
 
 # Fixed colours per baseline, so a name looks the same in every plot and never
 # takes a report's colour.
@@ -253,11 +268,7 @@ def _layout(problems, progress: bool):
     shapes = len({problem_label(p) for p in problems if not _square(p)})
     # a shapes panel as wide as its categories need: one shape gets a narrow strip
     widths = {"sq": 3, "other": min(3.0, 1.0 + 0.25 * shapes) if has_sq else 4, "progress": 2}
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ReportError("plots need matplotlib: pip install 'shadertune[plot]'") from None
-    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    fig = require_matplotlib().Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     axes = fig.subplots(1, len(kinds), width_ratios=[widths[k] for k in kinds], squeeze=False)[0]
     panels = [_Panel(ax, problems, squares=(k == "sq")) for k, ax in zip(kinds, axes) if k != "progress"]
     return fig, panels, (axes[-1] if kinds[-1] == "progress" else None)

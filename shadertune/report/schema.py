@@ -1,123 +1,115 @@
 """Load and validate a run report (schema 1, written by `python -m shadertune.search`).
 
-Extra fields are tolerated; a missing or mistyped required field is refused
-with a ReportError naming the file and the field's path, e.g.
+The format is published as a JSON Schema (draft 2020-12), shipped in the package
+as shadertune/report/report.schema.json (SCHEMA_FILE; schema_document() reads it),
+and reports are validated against it with jsonschema.  Extra fields are tolerated;
+a missing or mistyped required field is refused with a ReportError naming the
+file and the field's path in the document, e.g.
     run.json: problems[1].best.gflops: missing required field
 The file is read by the one bounded JSON reader (shadertune.jsonio: sizes,
-integer digits, nesting); a required number must be finite (NaN and Infinity,
-which that reader reads as floats, are refused here).
+integer digits, nesting).  Two rules are stricter than JSON Schema's own types
+(the schema's description says so): a number must be finite (NaN and Infinity,
+which that reader reads as floats, are refused) and an integer may not be
+written as a float (64.0), as Python code downstream indexes and counts with it.
 """
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Mapping
-
-from ..result import STATUSES
+from importlib import resources
 
 SCHEMA = 1
-
-_NUM = (int, float)
-_NONE = type(None)
+SCHEMA_FILE = "report.schema.json"      # beside this module, in the wheel too
 
 
 class ReportError(ValueError):
     """A file is not a valid report; str(e) is one line naming the file and the field."""
 
 
-def _tname(t) -> str:
-    ts = t if isinstance(t, tuple) else (t,)
-    names = {int: "int", float: "number", str: "string", bool: "bool", dict: "object",
-             list: "array", _NONE: "null", Mapping: "object"}
-    return " or ".join(dict.fromkeys(names.get(x, x.__name__) for x in ts))
+def schema_document() -> dict:
+    """The published JSON Schema of a report (a fresh copy)."""
+    return json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
-def _check(obj, field: str, types, where: str, src: str):
-    if not isinstance(obj, Mapping):
-        raise ReportError(f"{src}: {where or 'top level'} must be an object, got {_tname(type(obj))}")
-    path = f"{where}.{field}" if where else field
-    if field not in obj:
-        raise ReportError(f"{src}: {path}: missing required field")
-    v = obj[field]
-    types = types if isinstance(types, tuple) else (types,)
-    # bool is an int in Python; a count given as true/false is still wrong.
-    if (isinstance(v, bool) and bool not in types) or not isinstance(v, types):
-        raise ReportError(f"{src}: {path}: expected {_tname(types)}, got {_tname(type(v))} ({v!r:.60})")
-    if isinstance(v, float) and not math.isfinite(v):
-        # NaN and Infinity read as floats (shadertune.jsonio); no report number may be one
-        raise ReportError(f"{src}: {path}: expected a finite number, got {v!r}")
-    return v
+_TYPE_NAMES = {"integer": "int", "number": "number", "string": "string", "boolean": "bool",
+               "object": "object", "array": "array", "null": "null"}
 
 
-_PROBLEM_KEYS = (("M", int), ("N", int), ("K", int), ("dtype", str), ("trans_a", bool), ("trans_b", bool))
-_RESULT_KEYS = (("backend", str), ("device", (str, Mapping)), ("problem", Mapping), ("config", Mapping),
-                ("status", str), ("times_ms", list), ("median_ms", _NUM + (_NONE,)),
-                ("gflops", _NUM + (_NONE,)), ("compile_ms", _NUM + (_NONE,)),
-                ("error", _NUM + (_NONE,)), ("message", (str, _NONE)), ("timestamp", _NUM + (str,)))
+def _tname(v) -> str:
+    """The JSON type of a value read from JSON, as the messages name it."""
+    for t, name in ((bool, "bool"), (int, "int"), (float, "number"), (str, "string"),
+                    (Mapping, "object"), (list, "array"), (type(None), "null")):
+        if isinstance(v, t):
+            return name
+    return type(v).__name__
 
 
-def _validate_problem(p, where: str, src: str):
-    for k, t in _PROBLEM_KEYS:
-        _check(p, k, t, where, src)
-    for k in ("space_size", "evaluated", "measured", "cached"):
-        _check(p, k, int, where, src)
-    _check(p, "full_space_size", (int, _NONE), where, src)
-    _check(p, "seconds", _NUM, where, src)
-    best = _check(p, "best", (Mapping, _NONE), where, src)
-    if best is not None:
-        w = f"{where}.best"
-        _check(best, "config", Mapping, w, src)
-        _check(best, "median_ms", _NUM, w, src)
-        _check(best, "gflops", _NUM, w, src)
-        _check(best, "error", _NUM + (_NONE,), w, src)
-    if "phases" in p:                  # optional: the search's phases (search/report_json.py)
-        for j, ph in enumerate(_check(p, "phases", list, where, src)):
-            _check(ph, "at", int, f"{where}.phases[{j}]", src)
-            _check(ph, "label", str, f"{where}.phases[{j}]", src)
-    results = _check(p, "results", list, where, src)
-    for j, r in enumerate(results):
-        w = f"{where}.results[{j}]"
-        for k, t in _RESULT_KEYS:
-            _check(r, k, t, w, src)
-        for k, t in _PROBLEM_KEYS:
-            _check(r["problem"], k, t, f"{w}.problem", src)
-        if r["status"] not in STATUSES:
-            raise ReportError(f"{src}: {w}.status: {r['status']!r} is not one of {', '.join(STATUSES)}")
-    if "baselines" in p:
-        base = _check(p, "baselines", Mapping, where, src)
-        for name, b in base.items():
-            w = f"{where}.baselines.{name}"
-            _check(b, "median_ms", _NUM + (_NONE,), w, src)
-            _check(b, "gflops", _NUM + (_NONE,), w, src)
-    if "roofline" in p and p["roofline"] is not None:
-        roof = _check(p, "roofline", Mapping, where, src)
-        _check(roof, "gflops", _NUM, f"{where}.roofline", src)
-        _check(roof, "bound", str, f"{where}.roofline", src)
+@functools.cache
+def _validator():
+    """A draft 2020-12 validator of the published schema, with the two stricter types."""
+    import jsonschema
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine_many({
+        # bool is an int in Python; a count given as true/false is still wrong
+        "integer": lambda _, v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda _, v: (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                and math.isfinite(v)),
+    })
+    doc = schema_document()
+    base.check_schema(doc)
+    return jsonschema.validators.extend(base, type_checker=checker)(doc)
+
+
+def _path(parts) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _message(e) -> str:
+    """One jsonschema error as 'path: what is wrong' (the path names the field)."""
+    path = _path(e.absolute_path)
+    if e.validator == "required":
+        missing = next(k for k in e.validator_value if k not in e.instance)
+        return f"{_path([*e.absolute_path, missing])}: missing required field"
+    where = path or "top level"
+    if e.validator == "type":
+        v = e.instance
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"{where}: expected a finite number, got {v!r}"
+        want = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+        return (f"{where}: expected {' or '.join(_TYPE_NAMES.get(t, t) for t in want)}, "
+                f"got {_tname(v)} ({v!r:.60})")
+    if e.validator == "enum":
+        return f"{where}: {e.instance!r:.60} is not one of {', '.join(map(str, e.validator_value))}"
+    if e.validator == "const" and path == "schema":
+        return f"schema: version {e.instance!r:.20} is not supported (expected {SCHEMA})"
+    return f"{where}: {' '.join(e.message.split())[:200]}"
 
 
 def validate(d, src: str = "<report>") -> dict:
     """Return `d` if it is a schema-1 report, else raise ReportError naming the field."""
     if not isinstance(d, Mapping):
-        raise ReportError(f"{src}: not a report: expected a JSON object, got {_tname(type(d))}")
+        raise ReportError(f"{src}: not a report: expected a JSON object, got {_tname(d)}")
     if "schema" not in d:
         raise ReportError(f"{src}: not a report: missing required field 'schema'"
                           + (" (this looks like a ceilings file)" if d.get("kind") == "roofline" else ""))
-    schema = _check(d, "schema", int, "", src)
-    if schema != SCHEMA:
-        raise ReportError(f"{src}: schema: version {schema} is not supported (expected {SCHEMA})")
+    v = _validator()
+    # the version first: a report of another version is refused as such, not field by field
+    version = v.evolve(schema=v.schema["properties"]["schema"])
+    err = next(version.iter_errors(d["schema"]), None)
+    if err is not None:
+        err.path.appendleft("schema")
+        raise ReportError(f"{src}: {_message(err)}")
     if d.get("kind") == "roofline":
         raise ReportError(f"{src}: not a report: this is a ceilings file (kind 'roofline')")
-    _check(d, "backend", str, "", src)
-    dev = _check(d, "device", Mapping, "", src)
-    for k in ("backend", "vendor", "renderer", "driver"):
-        _check(dev, k, str, "device", src)
-    _check(dev, "limits", Mapping, "device", src)
-    _check(d, "strategy", str, "", src)
-    _check(d, "created", str, "", src)
-    problems = _check(d, "problems", list, "", src)
-    for i, p in enumerate(problems):
-        _validate_problem(p, f"problems[{i}]", src)
-    if d.get("ceilings") is not None:
-        _check(d, "ceilings", Mapping, "", src)
+    import jsonschema
+    err = jsonschema.exceptions.best_match(v.iter_errors(d))
+    if err is not None:
+        raise ReportError(f"{src}: {_message(err)}")
     return d
 
 

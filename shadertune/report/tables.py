@@ -5,6 +5,7 @@ from collections.abc import Mapping
 
 from ..backends import backend_class
 from ..roofline import unit_of
+from ..texttable import text_table
 from .rooflines import ceilings_of, fraction, no_roofline, roofline_of
 from .schema import problem_label
 
@@ -66,11 +67,9 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def _md(header: list[str], rows: list[list[str]], right_from: int) -> str:
-    align = ["---" if i < right_from else "--:" for i in range(len(header))]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+def right_from(first: int, columns: int) -> str:
+    """text_table's alignment: text up to column `first`, numbers from there on."""
+    return "l" * first + "r" * (columns - first)
 
 
 def roof_cell(gflops, roof) -> str:
@@ -94,7 +93,7 @@ def problem_table(report: Mapping, ceilings: Mapping | None = None) -> str:
         searched = f"{p['evaluated']}/{p['space_size']} in {p['seconds']:.0f} s"
         rows.append([problem_label(p), fmt_config(best["config"] if best else None, folded), fmt_gflops(g)]
                     + roof + [fmt_ratio(ratio(g, baseline_gflops(p, n))) for n in names] + [searched])
-    return _md(header, rows, right_from=2)
+    return text_table(header, rows, right_from(2, len(header)))
 
 
 def ceilings_lines(ceilings: Mapping | None, why_not: str | None = None) -> str:

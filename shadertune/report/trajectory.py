@@ -179,7 +179,8 @@ def pct1(f: float | None) -> str:
 
 def table(rs: Sequence[Run]) -> str:
     """Markdown: each run's cost and the quality of what it found."""
-    from .tables import _md, fmt_gflops
+    from ..texttable import text_table
+    from .tables import fmt_gflops, right_from
     exs = exhaustive_runs(rs)
     header = ["run", "problem", "strategy", "evaluated", "timed", "% of pruned space timed",
               "search s", "best GFLOP/s", "best / optimum (own timing)",
@@ -190,7 +191,7 @@ def table(rs: Sequence[Run]) -> str:
         body.append([r.label, problem_label(r.problem), r.strategy, str(r.evaluated), str(r.timed),
                      share(r.fraction(r.timed)), f"{r.search_seconds:.1f}",
                      fmt_gflops(r.final), pct1(own), pct1(ref)])
-    lines = [_md(header, body, right_from=3)]
+    lines = [text_table(header, body, right_from(3, len(header)))]
     if not exs:
         why = ("its exhaustive search verified no config" if any(r.complete_exhaustive for r in rs)
                else "no report searched its whole pruned space exhaustively")

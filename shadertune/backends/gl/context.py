@@ -34,6 +34,7 @@ import glob
 import os
 import threading
 
+from ..._optional import optional_import
 from ...errors import ContextError
 
 _MESA_HINT = ("on Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 "
@@ -226,10 +227,11 @@ def create_glfw_context(require: int = 330):
     global _glfw_used
     import moderngl
     check_not_forked()
-    try:
-        import glfw
-    except Exception as e:
-        raise ContextError(f"the GLFW backend needs the 'glfw' package and libglfw: {e}") from None
+    # glfw is the optional extra of this fallback only (EGL, the default, needs moderngl
+    # alone); without it (or its library) one ContextError says how to get it
+    glfw = optional_import("glfw", "context='glfw' needs the glfw package: pip install "
+                           "'shadertune[glfw]', or use the default headless context='egl'",
+                           error=ContextError, catch=Exception)
     if not glfw.init():
         desc = glfw.get_error()[1] if hasattr(glfw, "get_error") else None
         raise ContextError(
