@@ -56,7 +56,7 @@ def test_best_so_far_optimum_and_shares_are_the_reports_numbers(runs):
                 for x in reps[-1]["problems"][0]["results"] if x["status"] == "ok"}
     assert own == pytest.approx(rs[0].final / opt) and ref == pytest.approx(ex_times[pick] / opt)
     table = T.table(rs)
-    assert "| exhaustive | 16x16x16 f32 NN | exhaustive | 48 | 48 | 100% |" in table
+    assert "| exhaustive | 16x16x16 float32 | exhaustive | 48 | 48 | 100% |" in table
     assert "100.0% | 100.0% |" in table and "Optimum unknown" not in table
 
 
