@@ -9,7 +9,7 @@ matmul, tune and explain are the front door (shadertune/api.py, tuning.py,
 explanation.py), imported on first use so that ``import shadertune`` stays light.
 The library speaks through the ``shadertune`` logger (and its children).
 """
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .problem import Problem
@@ -25,7 +25,7 @@ if TYPE_CHECKING:                      # what type checkers see; at run time, __
 _FRONT = {"matmul": "api", "explain": "explanation", "tune": "tuning", "TuneResult": "tuning"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     """The front door's functions, imported on first use (PEP 562)."""
     if name in _FRONT:
         import importlib
@@ -35,9 +35,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'shadertune' has no attribute {name!r}")
 
 
-def __dir__():
-    # a front-door name is in globals() too once used: each name once
-    return sorted(set(globals()) | set(_FRONT))
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FRONT))     # each name once, imported or not
 
 
 __all__ = ["Config", "Problem", "Result", "TuneResult", "explain", "matmul", "tune", "__version__"]

@@ -23,13 +23,13 @@ import sys
 import threading
 import warnings
 import weakref
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from . import select
+from . import print_tuning, select
 from .backends import backend_class
 from .backends.base import Backend
 from .config import Config
@@ -38,6 +38,7 @@ from .db import changes
 from .errors import PrecisionWarning
 from .inputs import MatmulCall, check_call, single_out
 from .kernel_cache import DEFAULT_SIZE, KernelCache
+from .names import BackendName, ConfigName, CudaArray, DeviceArrayT, TuneOnUse
 from .perfmodel.firstuse import FirstUse
 from .problem import Problem
 
@@ -51,12 +52,12 @@ class Door:
     # backend's express lane compares it to know when to ask auto_config again
     changes = changes
 
-    def __init__(self, backend: Backend):
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.kernels = KernelCache(_CACHE_SIZE)
         # the thread a backend that serves one thread belongs to (its kernels are
         # released there); None for backends shared by threads
-        self.thread = None if backend.shared_by_threads else threading.get_ident()
+        self.thread: int | None = None if backend.shared_by_threads else threading.get_ident()
         # the backend's express lane for repeated calls (matmul), or None
         self.express = backend.express_lane(self)
 
@@ -64,24 +65,24 @@ class Door:
         """Whether the calling thread may use (and release) this door's kernels."""
         return self.thread is None or self.thread == threading.get_ident()
 
-    def auto_config(self, problem: Problem, db=None) -> Config:
+    def auto_config(self, problem: Problem, db: Any = None) -> Config:
         """What config='auto' takes for `problem` now (select.py; a kept selection costs
-        a few stats): the backend's express lane asks it, the selection being above
-        the backends."""
-        return select.select(self.backend, problem, db).config
+        a few stats; a config measured elsewhere verified first: select_config): the
+        backend's express lane asks it, the selection being above the backends."""
+        return select.select_config(self.backend, problem, db)[0]
 
 
 class CallPlan:
     """One call's configs and kernels: each problem's config resolved once."""
 
-    def __init__(self, door: Door, request: ConfigRequest, call: MatmulCall, db=None):
+    def __init__(self, door: Door, request: ConfigRequest, call: MatmulCall, db: Any = None) -> None:
         self.door, self.request, self.call, self.db = door, request, call, db
-        self._configs: dict = {}
+        self._configs: dict[tuple[Problem, bool], Config] = {}
         # what the backend ran, for its express lane to repeat: (launch, kernel,
         # config), set by a backend whose lane can (Door.express)
-        self.repeat = None
+        self.repeat: tuple[Any, ...] | None = None
 
-    def config(self, problem: Problem, *, adapt: bool = False):
+    def config(self, problem: Problem, *, adapt: bool = False) -> Config:
         key = (problem, adapt)
         cfg = self._configs.get(key)
         if cfg is None:
@@ -92,37 +93,39 @@ class CallPlan:
                     where += f" (its {problem.M}x{problem.N}x{problem.K} part)"
             cfg = self._configs[key] = resolve(self.door.backend, problem, self.request,
                                                db=self.db, where=where, adapt=adapt)
+            print_tuning.announce(self.door.backend, problem, self.request, cfg, self.db)
         return cfg
 
-    def kernel(self, problem: Problem, *, adapt: bool = False):
+    def kernel(self, problem: Problem, *, adapt: bool = False) -> Any:
         cfg = self.config(problem, adapt=adapt)
         backend = self.door.backend
         return self.door.kernels.get((problem, cfg), lambda: backend.build(problem, cfg))
 
 
 # --- the backends matmul drives ---------------------------------------------------
-_shared: dict = {}                                   # (name, device_index) -> Door
-_by_instance: weakref.WeakSet = weakref.WeakSet()   # the Doors of Backends given as objects
+_DoorKey = tuple[str, "int | None"]
+_shared: dict[_DoorKey, Door] = {}                   # (name, device_index) -> Door
+_by_instance: weakref.WeakSet[Door] = weakref.WeakSet()   # the Doors of Backends given as objects
 _local = threading.local()                           # .doors: this thread's Doors
 _lock = threading.Lock()
-_left_in_parent: list = []     # doors a forked child inherited: kept, never used or released
+_left_in_parent: list[Door] = []   # doors a forked child inherited: kept, never used or released
 
 
-def _thread_doors() -> dict:
-    doors = getattr(_local, "doors", None)
+def _thread_doors() -> dict[_DoorKey, Door]:
+    doors: dict[_DoorKey, Door] | None = getattr(_local, "doors", None)
     if doors is None:
         doors = _local.doors = {}
     return doors
 
 
-def _check_device_index(device_index) -> None:
+def _check_device_index(device_index: object) -> None:
     if device_index is not None and (isinstance(device_index, (bool, np.bool_))
                                      or not isinstance(device_index, (int, np.integer))
                                      or device_index < 0):
         raise ValueError(f"matmul: device_index must be a non-negative int, got {device_index!r}")
 
 
-def door(backend="gl", device_index: int | None = None) -> Door:
+def door(backend: str | Backend = "gl", device_index: int | None = None) -> Door:
     """The Door for a backend name and device, or for a Backend instance."""
     # a backend shared by threads, asked for before (the common call): one dict
     # lookup, no lock (a dict read is atomic; a new door is made under the lock)
@@ -135,11 +138,11 @@ def door(backend="gl", device_index: int | None = None) -> Door:
         if d is not None:
             return d
         with _lock:        # the door lives on the backend object, as long as it does
-            d = backend.__dict__.get("_matmul_door")
-            if d is None:
-                d = backend._matmul_door = Door(backend)
-                _by_instance.add(d)
-        return d
+            kept: Door | None = backend.__dict__.get("_matmul_door")
+            if kept is None:
+                kept = backend.__dict__["_matmul_door"] = Door(backend)
+                _by_instance.add(kept)
+        return kept
     if not isinstance(backend, str):
         raise TypeError(f"matmul: backend must be a name ('gl', 'cuda') or a Backend, "
                         f"got {type(backend).__name__}")
@@ -162,12 +165,12 @@ def door(backend="gl", device_index: int | None = None) -> Door:
     return d
 
 
-def backend(name: str = "gl", device_index: int | None = None) -> Backend:
+def backend(name: str | Backend = "gl", device_index: int | None = None) -> Backend:
     """The backend matmul uses for `name` on `device_index` in this thread."""
     return door(name, device_index).backend
 
 
-def kernel(backend: Backend, problem: Problem, config):
+def kernel(backend: Backend, problem: Problem, config: Mapping[str, Any]) -> Any:
     """The kernel matmul's cache holds for (problem, config) on `backend`, built if absent."""
     cfg = Config(config)
     d = _door_of(backend)
@@ -217,10 +220,45 @@ if hasattr(os, "register_at_fork"):
 
 
 # --- the front door -------------------------------------------------------------
-def matmul(A: ArrayLike, B: ArrayLike, out: ArrayLike | None = None, *, backend: str | Backend = "gl",
-           config: str | Mapping | Config | None = "auto", alpha: float = 1.0, beta: float = 0.0,
-           device_index: int | None = None, db: str | os.PathLike | None = None,
-           tune: str | FirstUse | None = None) -> Any:
+# What the keyword arguments take (the same for every overload below)
+ConfigSpec = ConfigName | str | Mapping[str, Any] | Config | None   # str: also JSON text
+TuneSpec = TuneOnUse | FirstUse | bool | None
+if TYPE_CHECKING:
+    from .db import Store
+    StoreSpec = str | os.PathLike[str] | Store | None
+else:
+    StoreSpec = Any
+
+_OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any] | CudaArray")
+
+
+# The result's type is the caller's: a device operand's own kind (the first one's, A's
+# before B's), else out's, else a numpy array (numpy.ndarray's own stubs type A @ B of
+# 1-D operands as an array too, where numpy returns a scalar: so do these).
+@overload
+def matmul(A: DeviceArrayT, B: CudaArray | ArrayLike, out: None = None, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> DeviceArrayT: ...
+@overload
+def matmul(A: ArrayLike, B: DeviceArrayT, out: None = None, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> DeviceArrayT: ...
+@overload
+def matmul(A: CudaArray | ArrayLike, B: CudaArray | ArrayLike, out: _OutT, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> _OutT: ...
+@overload
+def matmul(A: ArrayLike, B: ArrayLike, out: None = None, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> NDArray[Any]: ...
+def matmul(A: Any, B: Any, out: Any = None, *, backend: str | Backend = "gl",
+           config: ConfigSpec = "auto", alpha: float = 1.0, beta: float = 0.0,
+           device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> Any:
     """Matrix product ``alpha * A @ B + beta * out`` with numpy.matmul semantics, on a
     tuned GPU kernel.
 
@@ -333,7 +371,7 @@ def matmul(A: ArrayLike, B: ArrayLike, out: ArrayLike | None = None, *, backend:
     return _numpy_result(call, result)
 
 
-_narrowed: set = set()      # backends whose float32 computing of float64 operands was warned about
+_narrowed: set[str] = set()      # backends whose float32 computing of float64 operands was warned about
 
 
 def _warn_narrowed(be: Backend, call: MatmulCall) -> None:
@@ -353,14 +391,14 @@ def _warn_narrowed(be: Backend, call: MatmulCall) -> None:
 _REAL = (float, int)   # alpha and beta types the express lane takes as they are
 
 
-def _is_store(db) -> bool:
+def _is_store(db: object) -> bool:
     """Whether db is a Store (a Store exists only once its module is imported:
     the check imports nothing)."""
     store = sys.modules.get("shadertune.db.store")
     return store is not None and isinstance(db, store.Store)
 
 
-def _lane_config(config):
+def _lane_config(config: object) -> Hashable | None:
     """The express lane's key for a config request: a name or JSON text as it is, a
     Config (hashable), a dict as its items (knobs resolve alike for one problem
     whatever their order; a dict in another order is only a first call again);
@@ -369,11 +407,11 @@ def _lane_config(config):
     if t is str or t is Config:
         return config
     if t is dict:
-        return ("knobs",) + tuple(config.items())
+        return ("knobs",) + tuple(cast("dict[str, Any]", config).items())
     return None
 
 
-def _logical(call: MatmulCall, d: Door, request, db):
+def _logical(call: MatmulCall, d: Door, request: ConfigRequest, db: Any) -> Any:
     """bool @ bool: numpy's logical OR of ANDs, as (count of true products) > 0 (a count
     of non-negative terms is never rounded to zero)."""
     from dataclasses import replace
@@ -386,7 +424,7 @@ def _logical(call: MatmulCall, d: Door, request, db):
     return _numpy_result(call, result)
 
 
-def _numpy_result(call: MatmulCall, result):
+def _numpy_result(call: MatmulCall, result: Any) -> Any:
     """What numpy.matmul returns: out itself; a numpy scalar for 1-D @ 1-D; the input's
     ndarray subclass (np.matrix) where numpy would wrap the result in it."""
     if call.out is not None:

@@ -109,6 +109,14 @@ def add_backend(p, default_of=lambda v: v, *, default="gl") -> None:
                    help=f"'gl', 'cuda', or module:Class of another backend (default {default})")
 
 
+def add_full_config(p) -> None:
+    """--full-config: print every knob of each config, not only the knobs that act on
+    it (shadertune.backends.acting)."""
+    p.add_argument("--full-config", action="store_true",
+                   help="print every knob of each config (default: the knobs that act on it; "
+                        "the others are held at the one value its family or path allows)")
+
+
 # --- argument types: each raises ArgumentTypeError with the reason ----------------------
 
 def _bad(message: str):

@@ -170,7 +170,7 @@ def main(argv=None) -> int:
         if args.list_space:
             for cfg in space.configs():
                 sys.stdout.write(json.dumps(cfg.to_dict(), sort_keys=True) + "\n")
-            print(f"# {len(space)} valid of {space.full_size} configs for {problem.key}", file=sys.stderr)
+            print(f"# {len(space)} valid of {space.full_size} configs for {problem.label}", file=sys.stderr)
             return 0
         if args.list_knobs:
             _list_knobs(space, Config(backend.default_config(problem)), sys.stdout)

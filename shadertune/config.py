@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Iterator
 
 
-class Config(Mapping):
+class Config(Mapping[str, Any]):
     """Immutable mapping of knob names to JSON-able scalar values.
 
     Two configs with the same items are equal and hash alike whatever the
@@ -15,7 +15,7 @@ class Config(Mapping):
 
     __slots__ = ("_items", "_hash", "_map")
 
-    def __init__(self, items: Mapping[str, Any] | None = None, **kw):
+    def __init__(self, items: Mapping[str, Any] | None = None, **kw: Any) -> None:
         d = dict(items or {}, **kw)
         for k, v in d.items():
             if not isinstance(k, str):
@@ -27,7 +27,7 @@ class Config(Mapping):
         self._map = dict(self._items)   # lookups: restrictions read knobs millions of times
 
     @classmethod
-    def from_sorted_items(cls, items: tuple) -> "Config":
+    def from_sorted_items(cls, items: tuple[tuple[str, Any], ...]) -> "Config":
         """A Config from (name, value) pairs already sorted by name and of valid
         types (a Space's enumeration builds hundreds of thousands)."""
         c = cls.__new__(cls)
@@ -36,7 +36,7 @@ class Config(Mapping):
         c._map = dict(items)
         return c
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: str) -> Any:
         return self._map[k]
 
     def __iter__(self) -> Iterator[str]:
@@ -48,33 +48,33 @@ class Config(Mapping):
     def __hash__(self) -> int:
         return self._hash
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, Config):
             return self._items == other._items
         if isinstance(other, Mapping):
             return self._items == tuple(sorted(other.items()))
         return NotImplemented
 
-    def __reduce__(self):
-        # pickled as its items: the hash is per process (str hashes are salted), so an
-        # unpickled copy must hash afresh to match equal configs made in its new process
-        return (Config, (dict(self._items),))
-
     def __repr__(self) -> str:
         return "Config(" + ", ".join(f"{k}={v!r}" for k, v in self._items) + ")"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type["Config"], tuple[dict[str, Any]]]:
         # rebuilt from its items when unpickled: the cached hash of text values
         # differs between processes (hash randomisation), so it must not travel
         return (Config, (dict(self._items),))
 
-    def replace(self, **changes) -> "Config":
+    def replace(self, **changes: Any) -> "Config":
         d = dict(self._items)
         d.update(changes)
         return Config(d)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self._items)
+
+    def text(self) -> str:
+        """'knob=value ...' in knob-name order: how tables and messages write a config
+        (shadertune.backends.config_text prints only the knobs that act on it)."""
+        return " ".join(f"{k}={v}" for k, v in self._items)
 
     @property
     def key(self) -> str:

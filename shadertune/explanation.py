@@ -13,11 +13,15 @@ from numpy.typing import ArrayLike
 
 from .api import backend as matmul_backend
 from .backends.base import Backend
+from .db import Store
 from .inputs import check_call
-from .select import Selection, select
+from .names import BackendName
+from . import reverify
+from .select import Selection, select, verdict_text
 
 
-def explain(A: ArrayLike, B: ArrayLike, *, backend: str | Backend = "gl", db: str | os.PathLike | None = None,
+def explain(A: ArrayLike, B: ArrayLike, *, backend: BackendName | Backend = "gl",
+            db: str | os.PathLike[str] | Store | None = None,
             device_index: int | None = None) -> Selection:
     """Which config ``matmul(A, B, backend=backend, config="auto", db=db)`` runs, and why.
 
@@ -40,7 +44,11 @@ def explain(A: ArrayLike, B: ArrayLike, *, backend: str | Backend = "gl", db: st
     Selection
         The config, the rule that gave it (``how``: exact, model, analytical,
         nearest or default), the reason in words, the ranked alternatives of the
-        model rules and the rules passed over.  ``str()`` of it is a readable
+        model rules and the rules passed over.  Where the config was measured
+        elsewhere, ``measured_on`` names that device key (this renderer under
+        another driver or GL profile), ``pretuned`` says it comes from the table
+        shipped with shadertune, and ``recheck`` that matmul verifies it against
+        float64 once before running it (``rechecked``: this process's verdict).  ``str()`` of it is a readable
         explanation; ``to_dict()`` is JSON-ready.
 
     Raises
@@ -68,4 +76,8 @@ def explain(A: ArrayLike, B: ArrayLike, *, backend: str | Backend = "gl", db: st
     call = check_call(A, B, None, alpha=1.0, beta=0.0, dtypes=be.dtypes)
     problem, note = be.problem_of(call)
     s = select(be, problem, db)
+    if s.recheck:         # a config measured elsewhere: what this process's check found, if it ran
+        verdict = reverify.known(be, problem, s.config)
+        if verdict is not None:
+            s = dataclasses.replace(s, rechecked=verdict_text(verdict))
     return dataclasses.replace(s, passed_over=s.passed_over + (note,)) if note else s

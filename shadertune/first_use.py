@@ -71,18 +71,18 @@ def ensure_tuned(backend, problem: Problem, db, spec: FirstUse, *,
                 return None
             if store.readonly:
                 warnings.warn(f"shadertune: tune={NAME!r} needs a writable store to keep what it "
-                              f"measures; {store.path} is read-only: {problem.key} is not tuned",
+                              f"measures; {store.path} is read-only: {problem.label} is not tuned",
                               RuntimeWarning, stacklevel=3)
                 return None
             log.info("tuning %s on first use on %s (%s): up to %d configs, at most %g s, "
-                     "then stored in %s", problem.key, backend.name, device, spec.k, spec.seconds,
+                     "then stored in %s", problem.label, backend.name, device, spec.k, spec.seconds,
                      store.path)
             configs = first_use_configs(backend, problem, store, spec.k, tolerance=tolerance)
             results = measure(backend, problem, configs, store, tolerance=tolerance, since=t0,
                               budget=Budget(max_evals=spec.k, seconds=spec.seconds))
             ok = [r for r in results if r.ok]
             best = min(ok, key=lambda r: r.median_ms, default=None)
-            log.info("tuned %s on first use: %d configs timed in %.1f s, %s", problem.key,
+            log.info("tuned %s on first use: %d configs timed in %.1f s, %s", problem.label,
                      len(results), time.monotonic() - t0,
                      f"the fastest {best.median_ms:.4g} ms ({best.gflops:.3g} GFLOP/s)" if best
                      else "none verified")

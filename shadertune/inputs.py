@@ -154,7 +154,7 @@ def real_scalar(x, name: str) -> float:
 
 
 # --- the call ------------------------------------------------------------------
-def single_out(out):
+def single_out(out: tuple[Any, ...]) -> Any:
     """numpy's tuple form of out: (C,) is C and (None,) is None, as a ufunc with one
     output takes them; a tuple of another length is numpy's ValueError."""
     if len(out) != 1:

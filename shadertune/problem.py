@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 _DTYPES = ("float32", "float64")
 
@@ -19,7 +21,7 @@ class Problem:
     trans_b: bool = False
     batch: int = 1          # products of this shape in one launch (stacked inputs)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("M", "N", "K"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -45,7 +47,7 @@ class Problem:
         return self.itemsize * (self.M * self.K + self.K * self.N + self.M * self.N) * self.batch
 
     @property
-    def stored_shapes(self) -> tuple[tuple[int, int], tuple[int, int]]:
+    def stored_shapes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Shapes of A and B as stored: (K, M) for a transposed A, (N, K) for a
         transposed B; with a leading batch axis when batch > 1."""
         a = (self.K, self.M) if self.trans_a else (self.M, self.K)
@@ -55,7 +57,7 @@ class Problem:
         return a, b
 
     @property
-    def out_shape(self) -> tuple:
+    def out_shape(self) -> tuple[int, ...]:
         """Shape of C: (M, N), with a leading batch axis when batch > 1."""
         return ((self.batch,) if self.batch > 1 else ()) + (self.M, self.N)
 
@@ -67,7 +69,20 @@ class Problem:
         b = f":b{self.batch}" if self.batch > 1 else ""
         return f"{self.M}x{self.N}x{self.K}:{self.dtype}:{t}{b}"
 
-    def to_dict(self) -> dict:
+    @property
+    def label(self) -> str:
+        """How every table, report and message writes a problem: the shape as the
+        command lines take it (MxNxK; BxMxNxK for a batch of B products), the dtype,
+        and the BLAS operation letters (NT: B transposed) when an operand is
+        transposed: '64x48x32 float32', '8x64x48x32 float64 TN'.  (`key` is the
+        store's spelling of the same problem.)"""
+        shape = f"{self.M}x{self.N}x{self.K}"
+        if self.batch > 1:
+            shape = f"{self.batch}x{shape}"
+        ops = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
+        return f"{shape} {self.dtype}" + ("" if ops == "NN" else f" {ops}")
+
+    def to_dict(self) -> dict[str, Any]:
         d = {"M": self.M, "N": self.N, "K": self.K, "dtype": self.dtype,
              "trans_a": self.trans_a, "trans_b": self.trans_b}
         if self.batch > 1:
@@ -81,7 +96,7 @@ class Problem:
         return int(last[1:]) if last[:1] == "b" and last[1:].isdigit() else 1
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Problem":
+    def from_dict(cls, d: Mapping[str, Any]) -> "Problem":
         return cls(int(d["M"]), int(d["N"]), int(d["K"]), d.get("dtype", "float32"),
                    bool(d.get("trans_a", False)), bool(d.get("trans_b", False)), int(d.get("batch", 1)))
 
@@ -98,11 +113,11 @@ class Problem:
         if len(vals) == 1:
             vals = vals * 3
         if len(vals) == 4:
-            return cls(*vals[1:], dtype=dtype, batch=vals[0])
+            return cls(vals[1], vals[2], vals[3], dtype=dtype, batch=vals[0])
         if len(vals) != 3:
             raise ValueError(f"size must be N, MxNxK or BxMxNxK (or M,N,K) in integers, "
                              f"got {text!r}")
-        return cls(*vals, dtype=dtype)
+        return cls(vals[0], vals[1], vals[2], dtype=dtype)
 
 
 def shape_distance(a: Problem, b: Problem) -> float:

@@ -26,18 +26,18 @@ def pick_config(be, problem, store=None, config=None) -> tuple[Config, str]:
         cfg = Config(json.loads(config) if isinstance(config, str) else config)
         why = space.why_invalid(cfg)
         if why:
-            raise InvalidConfig(f"--config is not valid for {problem.key}: {why}")
+            raise InvalidConfig(f"--config is not valid for {problem.label}: {why}")
         return cfg, "given (--config)"
     if store is not None:
         with Store(store, readonly=True) as s:
             ranked = s.ranked(be.name, be.device().key, problem, be.template_hash())
             mine = [r for r in ranked if is_3xtf32(r.config)]
             if mine:
-                return mine[0].config, (f"the store's fastest 3xTF32 config for {problem.key} "
+                return mine[0].config, (f"the store's fastest 3xTF32 config for {problem.label} "
                                         f"({mine[0].median_ms:.4f} ms; {len(ranked)} correct configs ranked)")
             cfg, how = select_config(be, problem, s)
         kind = "3xTF32" if is_3xtf32(cfg) else f"NOT 3xTF32 (MMA = {cfg.get('MMA', 0)})"
-        return cfg, f"the store has no 3xTF32 result for {problem.key}; config='auto' picks ({how}), {kind}"
+        return cfg, f"the store has no 3xTF32 result for {problem.label}; config='auto' picks ({how}), {kind}"
     cfg = Config(RUN_U_4096)
     if not space.why_invalid(cfg):
         return cfg, "run U's 4096 winner (BENCHMARKS.md)"

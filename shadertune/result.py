@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .config import Config
 from .problem import Problem
@@ -30,7 +32,7 @@ class Result:
     message: str = ""
     timestamp: float = field(default_factory=time.time)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}; expected one of {STATUSES}")
         if not isinstance(self.config, Config):
@@ -51,7 +53,7 @@ class Result:
             return None
         return self.problem.flops / (m * 1e-3) / 1e9
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"backend": self.backend, "device": self.device,
                 "problem": self.problem.to_dict(), "config": self.config.to_dict(),
                 "status": self.status, "times_ms": list(self.times_ms),
@@ -60,7 +62,7 @@ class Result:
                 "message": self.message, "timestamp": self.timestamp}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Result":
+    def from_dict(cls, d: Mapping[str, Any]) -> "Result":
         return cls(backend=d["backend"], device=d["device"],
                    problem=Problem.from_dict(d["problem"]), config=Config(d["config"]),
                    status=d["status"], times_ms=[float(t) for t in d.get("times_ms", [])],
@@ -68,7 +70,7 @@ class Result:
                    message=d.get("message", ""), timestamp=d.get("timestamp", time.time()))
 
 
-def best(results) -> Result | None:
+def best(results: Iterable[Result]) -> Result | None:
     """The fastest correct result; a wrong or failed one is never best."""
     good = [r for r in results if r.ok]
-    return min(good, key=lambda r: r.median_ms) if good else None
+    return min(good, key=lambda r: r.median_ms or 0.0) if good else None    # ok: timed

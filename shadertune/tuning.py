@@ -9,25 +9,33 @@ measured, and the learned model trained afterwards when the store changed enough
 """
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .api import backend as matmul_backend
+from .backends import config_text
 from .backends.base import Backend
 from .config import Config
 from .db import Store
 from .inputs import check_call
+from .names import BackendName, DTypeName, StrategyName
 from .perfmodel.guided import tune as guided_tune
 from .perfmodel.saved import train_if_stale
 from .problem import Problem
+from .result import Result
 from .search import Budget, get_strategy
+from .search.progress import Progress
+
+log = logging.getLogger(__name__)
 
 # the search time per shape when neither evaluations nor seconds are given
 DEFAULT_SECONDS = 60.0
@@ -69,23 +77,56 @@ class TuneResult:
     evaluated: int
     seconds: float
     store: pathlib.Path
-    entry: dict = field(repr=False, compare=False)
+    entry: dict[str, Any] = field(repr=False, compare=False)
 
     def __str__(self) -> str:
-        head = f"{self.problem.key} on {self.backend} ({self.device})"
+        return f"{self.problem.label} on {self.backend} ({self.device}): {self.summary()}"
+
+    def summary(self, *, full_config: bool = False) -> str:
+        """The best config (the knobs that act on it; every knob with `full_config`),
+        its speed and error, and what the search took."""
         if self.config is None and not self.evaluated:
-            return f"{head}: nothing was measured within the time limit"
+            return "nothing was measured within the time limit"
         if self.config is None:
-            return f"{head}: no config passed verification in {self.evaluated} evaluations"
-        knobs = " ".join(f"{k}={v}" for k, v in self.config.items())
-        return (f"{head}: {knobs}: {self.gflops:.3g} GFLOP/s ({self.ms:.4g} ms, error "
+            return (f"no config passed verification in {self.evaluated} evaluations "
+                    f"({self.seconds:.1f} s)")
+        knobs = config_text(self.backend, self.config, full=full_config)
+        return (f"{knobs}: {self.gflops:.3g} GFLOP/s ({self.ms:.4g} ms, error "
                 f"{self.error:.1e}); {self.evaluated} configs in {self.seconds:.1f} s")
 
 
-def tune(shape: int | str | Sequence | Problem | ArrayLike, B: ArrayLike | None = None, /, *, backend: str | Backend = "gl", evaluations: int | None = None,
-         seconds: float | None = None, db: str | os.PathLike | Store | None = None,
+# A shape tune() takes: N, "MxNxK" (or "M,N,K"), (M, N, K) or a Problem.
+Shape = int | str | tuple[int, int, int] | Problem
+# A list of shapes, each tuned in turn: of several kinds (a list written in the call), or
+# of one kind (a list[int] made before: a list of the union would not take it)
+Shapes = list[int] | list[str] | list[tuple[int, int, int]] | list[Problem]
+StoreSpec = str | os.PathLike[str] | Store | None
+
+
+@overload
+def tune(shape: list[Shape], /, *, backend: BackendName | Backend = "gl", evaluations: int | None = None,
+         seconds: float | None = None, db: StoreSpec = None, strategy: StrategyName | None = None,
+         dtype: DTypeName = "float32", device_index: int | None = None, train: bool = True,
+         progress: bool = True) -> list[TuneResult]: ...
+@overload
+def tune(shape: Shapes, /, *, backend: BackendName | Backend = "gl", evaluations: int | None = None,
+         seconds: float | None = None, db: StoreSpec = None, strategy: StrategyName | None = None,
+         dtype: DTypeName = "float32", device_index: int | None = None, train: bool = True,
+         progress: bool = True) -> list[TuneResult]: ...
+@overload
+def tune(shape: Shape, /, *, backend: BackendName | Backend = "gl", evaluations: int | None = None,
+         seconds: float | None = None, db: StoreSpec = None, strategy: StrategyName | None = None,
+         dtype: DTypeName = "float32", device_index: int | None = None, train: bool = True,
+         progress: bool = True) -> TuneResult: ...
+@overload
+def tune(shape: ArrayLike, B: ArrayLike, /, *, backend: BackendName | Backend = "gl",
+         evaluations: int | None = None, seconds: float | None = None, db: StoreSpec = None,
+         strategy: StrategyName | None = None, dtype: DTypeName = "float32",
+         device_index: int | None = None, train: bool = True, progress: bool = True) -> TuneResult: ...
+def tune(shape: Any, B: ArrayLike | None = None, /, *, backend: str | Backend = "gl",
+         evaluations: int | None = None, seconds: float | None = None, db: StoreSpec = None,
          strategy: str | None = None, dtype: str = "float32", device_index: int | None = None,
-         train: bool = True) -> TuneResult | list[TuneResult]:
+         train: bool = True, progress: bool = True) -> TuneResult | list[TuneResult]:
     """Tune a matmul shape on a backend and store what was measured, so that
     ``shadertune.matmul(..., config="auto")`` runs the fastest verified config.
 
@@ -124,6 +165,12 @@ def tune(shape: int | str | Sequence | Problem | ArrayLike, B: ArrayLike | None 
         ``pip install shadertune[model]``, and takes about a second per thousand
         stored results).  False leaves that to a later search or ``python -m
         shadertune.perfmodel train``.
+    progress : bool, optional
+        Show the search's progress (default True): a tqdm bar on a terminal, a
+        widget in a notebook (tqdm.auto), else a line when a shape starts, every
+        10 s and when it ends, on stderr.  Each shape's start and end (with the
+        device and the best config) are logged at INFO on the ``shadertune``
+        logger either way.
 
     Returns
     -------
@@ -165,16 +212,28 @@ def tune(shape: int | str | Sequence | Problem | ArrayLike, B: ArrayLike | None 
     for p in problems:
         if p.dtype not in be.dtypes:
             raise ValueError(f"tune: the {be.name} backend computes in {', '.join(be.dtypes)}, "
-                             f"not {p.dtype} ({p.key})")
+                             f"not {p.dtype} ({p.label})")
     # the device before the store: a backend that cannot run here (no CuPy, no device
     # `device_index`) fails without making a store file
     device = be.device()
     store = db if isinstance(db, Store) else Store(db)
     try:
         out = []
-        for p in problems:
-            entry = guided_tune(be, p, strategy=strategy, budget=budget, store=store)
-            out.append(_result(p, be.name, device.key, store.path, entry))
+        for i, p in enumerate(problems, 1):
+            log.info("tuning %s on %s (%s): %s, store %s", p.label, be.name, device.key,
+                     _limits(budget), store.path)
+            bar = Progress(p.label, index=i, count=len(problems), total=budget.max_evals,
+                           time_limit=budget.seconds, mode=None if progress else "off")
+            try:
+                entry = guided_tune(be, p, strategy=strategy, budget=budget, store=store,
+                                    on_result=_counted(bar), on_phase=bar.phase)
+            except BaseException:
+                bar.close(incomplete=True)
+                raise
+            bar.close()
+            r = _result(p, be.name, device.key, store.path, entry)
+            log.info("tuned %s on %s (%s): %s", p.label, be.name, device.key, r.summary())
+            out.append(r)
         if train and not store.readonly:
             train_if_stale(be, store)
     finally:
@@ -183,12 +242,25 @@ def tune(shape: int | str | Sequence | Problem | ArrayLike, B: ArrayLike | None 
     return out if many else out[0]
 
 
-def _budget(evaluations, seconds) -> Budget:
+def _limits(budget: Budget) -> str:
+    parts = ([f"at most {budget.max_evals} evaluations"] if budget.max_evals else []) + \
+            ([f"{budget.seconds:g} s"] if budget.seconds else [])
+    return ", ".join(parts) or "no limit"
+
+
+def _counted(bar: Progress) -> Callable[[Result, bool], None]:
+    """The search's on_result as the progress counts it."""
+    def on_result(result: Result, cached: bool) -> None:
+        bar.update(result, cached)
+    return on_result
+
+
+def _budget(evaluations: Any, seconds: Any) -> Budget:
     if evaluations is not None and (isinstance(evaluations, bool)
-                                    or not isinstance(evaluations, numbers.Integral) or evaluations < 1):
+                                    or not isinstance(evaluations, numbers.Integral) or int(evaluations) < 1):
         raise ValueError(f"tune: evaluations must be a positive int, got {evaluations!r}")
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, numbers.Real)
-                                or not 0 < seconds < math.inf):
+                                or not 0 < float(seconds) < math.inf):
         raise ValueError(f"tune: seconds must be a positive finite number, got {seconds!r}")
     if evaluations is None and seconds is None:
         seconds = DEFAULT_SECONDS
@@ -196,7 +268,7 @@ def _budget(evaluations, seconds) -> Budget:
                   None if seconds is None else float(seconds))
 
 
-def _problem(shape, B, be: Backend, dtype: str) -> Problem:
+def _problem(shape: Any, B: ArrayLike | None, be: Backend, dtype: str) -> Problem:
     """The Problem a shape (or the operands A, B) names."""
     if B is not None:
         call = check_call(shape, B, None, alpha=1.0, beta=0.0, dtypes=be.dtypes)
@@ -207,7 +279,7 @@ def _problem(shape, B, be: Backend, dtype: str) -> Problem:
         problem = Problem.parse(str(shape), dtype)
     elif (isinstance(shape, Sequence) and len(shape) == 3
           and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in shape)):
-        problem = Problem(*(int(x) for x in shape), dtype)
+        problem = Problem(int(shape[0]), int(shape[1]), int(shape[2]), dtype)
     elif isinstance(shape, np.ndarray) or hasattr(shape, "__array__"):
         raise ValueError("tune: give both operands, tune(A, B), or a shape (M, N, K)")
     else:
@@ -218,7 +290,8 @@ def _problem(shape, B, be: Backend, dtype: str) -> Problem:
     return problem
 
 
-def _result(problem: Problem, backend: str, device: str, store: pathlib.Path, entry: dict) -> TuneResult:
+def _result(problem: Problem, backend: str, device: str, store: pathlib.Path,
+            entry: dict[str, Any]) -> TuneResult:
     best = entry["best"]
     return TuneResult(problem=problem, backend=backend, device=device,
                       config=Config(best["config"]) if best else None,

@@ -137,7 +137,7 @@ def test_listings(tmp_path, capsys):
     code, out, _ = run(capsys, "--db", db, "best", "--device", "fake renderer", "--problem", "8,8,64")
     rows = out.splitlines()[2:]
     assert len(rows) == 2 and "mc=1x1 np=4" in rows[0] and "8x8x64 float32 " in rows[0]
-    assert "8x8x64 float64 Ta" in rows[1] and "np=2" in rows[1]
+    assert "8x8x64 float64 TN" in rows[1] and "np=2" in rows[1]
     code, out, _ = run(capsys, "--db", db, "best", "--tolerance", "1e-20")
     assert out.count("(none correct)") == 4
     code, _, err = run(capsys, "--db", tmp_path / "none.sqlite", "devices")

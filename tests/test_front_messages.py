@@ -33,9 +33,9 @@ def test_first_use_logs_what_it_times_and_for_how_long(gl, caplog, rng, tmp_path
     with caplog.at_level(logging.INFO, logger="shadertune"):
         shadertune.matmul(A, B, db=tmp_path / "s.sqlite", tune=FirstUse(k=2, seconds=30))
     lines = [r.getMessage() for r in caplog.records if r.name == "shadertune.first_use"]
-    assert lines[0].startswith("tuning 12x10x8:float32:NN on first use on gl (")
+    assert lines[0].startswith("tuning 12x10x8 float32 on first use on gl (")
     assert "up to 2 configs, at most 30 s" in lines[0] and str(tmp_path / "s.sqlite") in lines[0]
-    assert lines[1].startswith("tuned 12x10x8:float32:NN on first use: 2 configs timed in ")
+    assert lines[1].startswith("tuned 12x10x8 float32 on first use: 2 configs timed in ")
     assert "GFLOP/s" in lines[1]
 
 

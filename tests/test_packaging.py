@@ -51,7 +51,7 @@ def test_sdist_holds_every_kernel_and_the_license(built):
     missing = [f for f in _shader_files() if f"shaders/{f}" not in names]
     assert not missing, f"sdist lacks {missing}"
     assert {"LICENSE", "pyproject.toml", "setup.py", "MANIFEST.in", "shadertune/py.typed",
-            "shadertune/report/report.schema.json"} <= names
+            "shadertune/report/report.schema.json", "shadertune/db/pretuned.jsonl"} <= names
 
 
 def test_wheel_holds_every_kernel_and_the_license(built):
@@ -62,6 +62,7 @@ def test_wheel_holds_every_kernel_and_the_license(built):
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), sorted(names)[-10:]
     assert "shadertune/py.typed" in names            # PEP 561: type checkers read its annotations
     assert "shadertune/report/report.schema.json" in names      # the reports' published schema
+    assert "shadertune/db/pretuned.jsonl" in names   # the pre-tuned table below the user's store
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     assert "License-Expression: MIT" in zipfile.ZipFile(wheel).read(meta).decode()
 
@@ -76,10 +77,12 @@ def test_unpacked_wheel_finds_its_kernels_from_another_directory(built, tmp_path
     elsewhere.mkdir()
     # the wheel first and the checkout off the path; the caller's other entries kept
     code = ("import shadertune, shadertune.templates as t; print(shadertune.__file__); "
-            "print(t.shader_root()); print(len(t.read('gl/fullscreen.vert')))")
+            "print(t.shader_root()); print(len(t.read('gl/fullscreen.vert'))); "
+            "from shadertune.db import pretuned; print(len(pretuned.table()))")
     r = run_python(code, paths=[site], checkout=False, cwd=elsewhere)
     assert r.returncode == 0, r.stderr
-    pkg, root, _ = r.stdout.splitlines()
+    pkg, root, _, rows = r.stdout.splitlines()
+    assert int(rows) > 0                             # the table reads from the wheel
     assert pkg.startswith(str(site)) and root == str(site / "shadertune" / "_shaders")
     r = run_python(None, "-m", "shadertune.codegen", "--size", "16", paths=[site], checkout=False,
                    cwd=elsewhere)

@@ -24,4 +24,4 @@ def test_the_readme_tune_example_runs(gl, tmp_path, monkeypatch, capsys):
     assert (tmp_path / "tune.sqlite").exists() and r.store == pathlib.Path("tune.sqlite")
     np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-4, atol=1e-4)
     out = capsys.readouterr().out
-    assert "64x48x32:float32:NN on gl" in out and "config (exact)" in out
+    assert "64x48x32 float32 on gl" in out and "config (exact)" in out

@@ -135,7 +135,7 @@ def test_show_table_rows_configs_ratios_and_roofline(gl):
         assert col in header
     rows = {r[0]: r for r in _rows(md)}
     assert list(rows) == [report.problem_label(p) for p in gl["problems"]]
-    r = rows["1024x1024x1024 f32 NN"]
+    r = rows["1024x1024x1024 float32"]
     p = gl["problems"][2]
     assert "mc=1x4" in r[1] and "mrt=4x2" in r[1] and "np=64" in r[1]
     assert r[2] == "298"
@@ -145,7 +145,7 @@ def test_show_table_rows_configs_ratios_and_roofline(gl):
     names = cells(header)
     assert r[names.index("x cublas")] == f"{298.0 / 27800.0:.3f}x"
     assert r[names.index("x handtuned-4x4mrt")] == f"{298.0 / 262.0:.2f}x"
-    assert rows["256x256x256 f32 NN"][names.index("x cublas")] == "—"   # no cuBLAS run there
+    assert rows["256x256x256 float32"][names.index("x cublas")] == "—"   # no cuBLAS run there
     assert "fragment_fma_gflops = 1939 GFLOP/s" in md and "fetch_gtexels = 31.7 G texel fetches/s" in md
 
 
@@ -177,19 +177,19 @@ def _header(md: str) -> list[str]:
 
 def test_compare_joins_shared_problems_in_order(gl, cuda):
     rows = report.join([gl, cuda])
-    assert [name for name, _ in rows] == [f"{n}x{n}x{n} f32 NN" for n in (512, 1024, 2048)]
+    assert [name for name, _ in rows] == [f"{n}x{n}x{n} float32" for n in (512, 1024, 2048)]
     assert all(report.problem_key(a) == report.problem_key(b) for _, (a, b) in rows)
     md = report.compare_table([gl, cuda], rl.load(CEIL))
     head = _header(md)
     assert head == ["problem", "gl GFLOP/s", "cuda GFLOP/s", "cuda / gl", "gl % roofline",
                     "cuda % roofline", "gl x cublas", "cuda x cublas"]
-    r = {row[0]: row for row in _rows(md)}["2048x2048x2048 f32 NN"]
+    r = {row[0]: row for row in _rows(md)}["2048x2048x2048 float32"]
     assert r[1:4] == ["336", "31500", f"{31500 / 336:.2f}x"]
     # each run against the cuBLAS timed in its own run
     gl_ref = gl["problems"][3]["baselines"]["cublas"]["gflops"]
     assert r[6] == f"{336 / gl_ref:.3f}x" and r[7] == f"{31500 / 44100:.2f}x"
-    assert "Only in gl: 256x256x256 f32 NN, 2560x16x2560 f32 NN" in md
-    assert "Only in cuda: 4096x4096x4096 f32 NN, 64x64x60000 f32 NN" in md
+    assert "Only in gl: 256x256x256 float32, 2560x16x2560 float32" in md
+    assert "Only in cuda: 4096x4096x4096 float32, 64x64x60000 float32" in md
 
 
 def test_compare_join_ignores_problems_differing_only_in_trans_or_dtype(gl, cuda):
@@ -205,7 +205,7 @@ def test_compare_two_runs_strategies_and_devices_of_one_backend(gl, tmp_path):
     # two runs of the same kind: told apart by their file names
     md = report.compare_table([gl, again], sources=["runs/monday.json", "runs/tuesday.json"])
     assert _header(md)[1:4] == ["monday GFLOP/s", "tuesday GFLOP/s", "tuesday / monday"]
-    assert {r[0]: r for r in _rows(md)}["1024x1024x1024 f32 NN"][3] == "0.50x"
+    assert {r[0]: r for r in _rows(md)}["1024x1024x1024 float32"][3] == "0.50x"
     # two strategies
     again["strategy"] = "random"
     assert _header(report.compare_table([gl, again]))[1:3] == ["phased GFLOP/s", "random GFLOP/s"]
@@ -224,10 +224,10 @@ def test_compare_three_reports_rows_held_by_any_two(gl, cuda):
     assert head[1:4] == ["gl phased GFLOP/s", "cuda random GFLOP/s", "gl random GFLOP/s"]
     rows = {r[0]: r for r in _rows(md)}
     # 256 and the skinny shape are held by gl and its random run; 512-2048 by gl and cuda
-    assert set(rows) == {"256x256x256 f32 NN", "512x512x512 f32 NN", "1024x1024x1024 f32 NN",
-                         "2048x2048x2048 f32 NN", "2560x16x2560 f32 NN"}
-    assert rows["256x256x256 f32 NN"][2] == "—" and rows["256x256x256 f32 NN"][5] == "1.00x"
-    assert "Only in cuda random: 4096x4096x4096 f32 NN, 64x64x60000 f32 NN" in md
+    assert set(rows) == {"256x256x256 float32", "512x512x512 float32", "1024x1024x1024 float32",
+                         "2048x2048x2048 float32", "2560x16x2560 float32"}
+    assert rows["256x256x256 float32"][2] == "—" and rows["256x256x256 float32"][5] == "1.00x"
+    assert "Only in cuda random: 4096x4096x4096 float32, 64x64x60000 float32" in md
 
 
 def test_compare_refuses_one_report_and_disjoint_problems(gl, cuda):
@@ -262,7 +262,7 @@ def test_report_asks_the_backend_for_its_roofline(gl, monkeypatch):
         rep["backend"] = "made-up"
         for p in rep["problems"]:
             p.pop("roofline", None)
-        row = {r[0]: r for r in _rows(report.show(rep))}["1024x1024x1024 f32 NN"]
+        row = {r[0]: r for r in _rows(report.show(rep))}["1024x1024x1024 float32"]
         assert row[3] == f"{100 * 298.0 / 4096:.0f}% of 4096 (invented)"
         assert (1024, gl["problems"][2]["best"]["config"]) in seen
         assert rooflines.ceiling_lines(rep) == [("made-up peak", 9999.0)]
@@ -276,8 +276,8 @@ def test_reports_of_unknown_backends_keep_their_own_rooflines_and_baselines(gl):
     rep.pop("ceilings")
     rep["problems"][2]["roofline"] = {"gflops": 596.0, "bound": "stored"}
     rows = {r[0]: r for r in _rows(report.show(rep))}
-    assert rows["1024x1024x1024 f32 NN"][3] == "50% of 596 (stored)"
-    assert rows["512x512x512 f32 NN"][3] == "—"
+    assert rows["1024x1024x1024 float32"][3] == "50% of 596 (stored)"
+    assert rows["512x512x512 float32"][3] == "—"
     assert "x numpy-cpu" in report.show(rep)
 
 
@@ -315,7 +315,7 @@ def test_ceilings_measured_in_software_are_no_roofline_for_any_report(gl, tmp_pa
 def test_cli_show_prints_markdown(capsys):
     assert main(["show", str(GL)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("## gl on NVIDIA H200") and ["1024x1024x1024 f32 NN"] == [r[0] for r in table_lines(out) if r[0].startswith("1024x")]
+    assert out.startswith("## gl on NVIDIA H200") and ["1024x1024x1024 float32"] == [r[0] for r in table_lines(out) if r[0].startswith("1024x")]
 
 
 def test_cli_compare_of_one_backend_and_three_reports(tmp_path, capsys, gl):

@@ -58,7 +58,7 @@ def test_best_so_far_optimum_and_shares_are_the_reports_numbers(runs):
     assert own == pytest.approx(rs[0].final / opt) and ref == pytest.approx(ex_times[pick] / opt)
     table = T.table(rs)
     rows = {r[0]: r for r in table_lines(table)}
-    assert rows["exhaustive"][:6] == ["exhaustive", "16x16x16 f32 NN", "exhaustive", "48", "48", "100%"]
+    assert rows["exhaustive"][:6] == ["exhaustive", "16x16x16 float32", "exhaustive", "48", "48", "100%"]
     assert rows["exhaustive"][-2:] == ["100.0%", "100.0%"] and "Optimum unknown" not in table
 
 

@@ -42,9 +42,11 @@ def test_search_writes_the_report_and_the_table(tmp_path, capsys):
     assert cli(tmp_path, *SIZE, "--budget", "40", "--report", str(rep), "--repeats", "3") == 0
     out, err = capsys.readouterr()
     # off a terminal: plain lines, when the problem starts and when it ends
-    assert err.splitlines() == ["shadertune.search: 8x8x64: searching (budget 40 evaluations)",
-                                err.splitlines()[1]]
-    assert err.splitlines()[1].startswith("shadertune.search: 8x8x64: done: 40 evaluations in ")
+    assert err.splitlines() == ["shadertune.search: tuning on the fake backend: renderer fake "
+                                "renderer (vendor shadertune), driver 1.0",
+                                "shadertune.search: 8x8x64 float32: searching (budget 40 evaluations)",
+                                err.splitlines()[2]]
+    assert err.splitlines()[2].startswith("shadertune.search: 8x8x64 float32: done: 40 evaluations in ")
     assert "| 8x8x64 float32" in out and "40 (40/0)" in out and "/18432" in out
     doc = json.loads(rep.read_text())
     check_report(doc)
@@ -339,7 +341,7 @@ def test_quiet_is_silent_and_verbose_logs_each_evaluation(tmp_path, capsys):
     assert capsys.readouterr().err == ""
     assert cli(tmp_path, *SIZE, "--budget", "6", "-v") == 0
     err = capsys.readouterr().err.splitlines()
-    evals = [ln for ln in err if ln.startswith("shadertune.search: 8x8x64:float32:NN ")]
+    evals = [ln for ln in err if ln.startswith("shadertune.search: 8x8x64 float32 ")]
     assert len(evals) == 6 and sum(ln.endswith("(cached)") for ln in evals) == 5
     assert any(": ok: " in ln and "GFLOP/s" in ln for ln in evals)
 

@@ -36,7 +36,7 @@ def test_study_writes_reports_tables_and_figures(gl, tmp_path):
     assert len(commands) == 3 and all(c.startswith("MESA_SHADER_CACHE_DISABLE=true") for c in commands)
     assert "--strategies exhaustive" in commands[-1] and "--random-budget" in commands[1]
     text = (out / "study.md").read_text()
-    assert ["exhaustive", "16x16x16 f32 NN", "exhaustive", "8", "8", "100%"] in [r[:6] for r in table_lines(text)]
+    assert ["exhaustive", "16x16x16 float32", "exhaustive", "8", "8", "100%"] in [r[:6] for r in table_lines(text)]
     assert "python -m shadertune.report landscape" in text
     # mc is fixed: one line, no family to name
     assert "view np: GFLOP/s against np (k per pass), the other knobs at the best config" in text

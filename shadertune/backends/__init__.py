@@ -1,6 +1,10 @@
 """Backends: GL (fragment shaders, the default) and CUDA (generated kernels)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from ..config import Config
 from .base import Backend, DeviceInfo, Kernel, KnobLayout, ModelFeatures
 
 _REGISTRY = {
@@ -34,10 +38,39 @@ def registered_classes() -> list[type[Backend]]:
     return out
 
 
+def acting(backend: str, config: Mapping[str, Any]) -> Config:
+    """The knobs of `config` that act on its kernel on backend `backend` (by registered
+    name: its knob_layout.acting; no device needed): what a table or a message prints
+    of a config.  The whole config for a backend without that rule or not registered
+    here, and where the rule does not know the config (it raises KeyError,
+    ValueError or TypeError)."""
+    cfg = config if isinstance(config, Config) else Config(config)
+    rule = None
+    if backend in _REGISTRY:
+        try:
+            rule = backend_class(backend).knob_layout.acting
+        except ImportError:
+            rule = None
+    if rule is None:
+        return cfg
+    try:
+        names = set(rule(cfg))
+    except (KeyError, ValueError, TypeError):
+        return cfg
+    return Config({k: v for k, v in cfg.items() if k in names})
+
+
+def config_text(backend: str, config: Mapping[str, Any], *, full: bool = False) -> str:
+    """`config` as every table and message writes it: 'knob=value ...' by knob name,
+    the knobs that act on it only (acting) unless `full`."""
+    cfg = config if isinstance(config, Config) else Config(config)
+    return (cfg if full else acting(backend, cfg)).text()
+
+
 def get_backend(name: str, **options) -> Backend:
     """Instantiate a backend by name ('gl' or 'cuda'); imports lazily."""
     return backend_class(name)(**options)
 
 
-__all__ = ["Backend", "DeviceInfo", "Kernel", "KnobLayout", "ModelFeatures", "available",
-           "backend_class", "get_backend", "registered_classes"]
+__all__ = ["Backend", "DeviceInfo", "Kernel", "KnobLayout", "ModelFeatures", "acting", "available",
+           "backend_class", "config_text", "get_backend", "registered_classes"]

@@ -48,7 +48,7 @@ import contextlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -70,6 +70,12 @@ class DeviceInfo:
         """What identifies a device in the store: renderer + driver version."""
         return f"{self.renderer} | {self.driver}"
 
+    def describe(self) -> str:
+        """One line naming the device: 'renderer R (vendor V), driver D', and whether
+        it is a software renderer (what a command line's header prints)."""
+        soft = ", a software renderer" if (self.limits or {}).get("software_renderer") else ""
+        return f"renderer {self.renderer} (vendor {self.vendor}{soft}), driver {self.driver}"
+
     def to_dict(self) -> dict:
         return {"backend": self.backend, "vendor": self.vendor, "renderer": self.renderer,
                 "driver": self.driver, "limits": dict(self.limits)}
@@ -86,7 +92,11 @@ class KnobLayout:
     config: read off a dense, exhaustively searched space) or "best" (the best config
     with the values shown: a sparse candidate list);
     knob_names, pair_names, value_names: what a reader calls a knob, a pair, a value;
-    folded: (h, w, name) triples a table shows as one entry, name=HxW."""
+    folded: (h, w, name) triples a table shows as one entry, name=HxW;
+    acting: acting(config) -> the names of the knobs that act on that config's kernel
+    (the others are held at the one value its family, path or language allows, and
+    change nothing): what tables and messages print of a config (backends.acting);
+    None: every knob acts."""
     line: str | None = None
     family: tuple[str, ...] = ()
     pairs: tuple[tuple[str, str], ...] = ()
@@ -95,6 +105,7 @@ class KnobLayout:
     pair_names: Mapping[tuple[str, str], str] = field(default_factory=dict, hash=False)
     value_names: Mapping[str, Mapping] = field(default_factory=dict, hash=False)
     folded: tuple[tuple[str, str, str], ...] = ()
+    acting: Callable[[Mapping[str, Any]], Sequence[str]] | None = field(default=None, compare=False)
 
 
 def log2_count(x: float) -> float:
@@ -264,13 +275,13 @@ class Backend(abc.ABC):
         raise NotImplementedError(f"backend {self.name!r} measures no ceilings")
 
     # --- matmul's seam ------------------------------------------------------
-    def express_lane(self, door):
+    def express_lane(self, door: Any) -> Any:
         """matmul's express lane for repeated calls through `door` (api.Door), or
         None (the default): an object with learn() and run(), see
         shadertune/backends/cuda/express.py."""
         return None
 
-    def run_call(self, call, plan):
+    def run_call(self, call: Any, plan: Any) -> Any:
         """Execute one checked matmul call (shadertune.inputs.MatmulCall: operands as the
         caller gave them, shapes, dtypes and out already checked) and return the result
         in the caller's array kind, written into call.out when given.

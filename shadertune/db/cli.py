@@ -8,6 +8,7 @@ import time
 
 from .. import cli_args as ca
 from ..atomic import OutputError
+from ..backends import config_text
 from .._version import __version__
 from ..problem import Problem
 from ..texttable import text_table
@@ -26,7 +27,9 @@ commands:
   problems   the same per problem
   best       the fastest correct config per problem (errors judged against
              --tolerance, default 1e-5 float32, 1e-12 float64)
-  export     every matching result as JSON lines (default) or CSV, to -o FILE or stdout
+  export     every matching result as JSON lines (default) or CSV, to -o FILE or stdout;
+             --best: one row per problem, its fastest correct result with a column
+             per knob (a table for a spreadsheet or pandas)
   import     merge stores (any version this one reads) or exports (JSON lines, CSV)
              into --db: device keys and template hashes kept; a result stored
              already keeps the newer measurement (its timestamp); all or nothing
@@ -84,13 +87,19 @@ def build_parser() -> ca.Parser:
     filters(command("devices", "backends and devices in the store"))
     filters(command("problems", "problems per device")).add_argument(
         "--tolerance", type=ca.tolerance, help="judge errors against this (default: per dtype)")
-    filters(command("best", "the best config per problem")).add_argument(
-        "--tolerance", type=ca.tolerance, help="judge errors against this (default: per dtype)")
+    best = filters(command("best", "the best config per problem"))
+    best.add_argument("--tolerance", type=ca.tolerance, help="judge errors against this (default: per dtype)")
+    ca.add_full_config(best)
     ex = filters(command("export", "results as JSON lines or CSV"), more=True)
     ex.add_argument("--format", choices=exchange.FORMATS, default=None,
                     help="jsonl (default) or csv (default from -o's extension)")
     ex.add_argument("-o", "--output", metavar="FILE",
                     help="write here, whole or not at all (default: stdout)")
+    ex.add_argument("--best", action="store_true",
+                    help="one row per problem (and backend, device, template hash): its fastest "
+                         "correct result, with one column per knob (not importable: a summary)")
+    ex.add_argument("--tolerance", type=ca.tolerance,
+                    help="with --best: judge errors against this (default: per dtype)")
     im = command("import", "merge stores or exports into --db")
     im.add_argument("sources", nargs="+", metavar="SOURCE", help="a store, .jsonl or .csv export")
     pr = filters(command("prune", "delete matching results"), more=True)
@@ -136,8 +145,7 @@ def cmd_devices(store, args, where, vals) -> None:
 
 
 def _problem(r) -> str:
-    t = "".join(" T" + w for w, k in (("a", "trans_a"), ("b", "trans_b")) if r[k])
-    return f"{r['M']}x{r['N']}x{r['K']} {r['dtype']}{t}"
+    return Problem(r["M"], r["N"], r["K"], r["dtype"], bool(r["trans_a"]), bool(r["trans_b"])).label
 
 
 _PROBLEM_COLS = ("backend", "device", "template_hash", "M", "N", "K", "dtype", "trans_a", "trans_b")
@@ -157,7 +165,7 @@ def cmd_best(store, args, where, vals) -> None:
         p = Problem(r["M"], r["N"], r["K"], r["dtype"], bool(r["trans_a"]), bool(r["trans_b"]))
         b = store.best(r["backend"], r["device"], p, r["template_hash"], tolerance=args.tolerance)
         out.append([r["backend"], r["device"], r["template_hash"], _problem(r),
-                    " ".join(f"{k}={v}" for k, v in sorted(b.config.items())) if b else "(none correct)",
+                    config_text(r["backend"], b.config, full=args.full_config) if b else "(none correct)",
                     f"{b.gflops:.4g}" if b else "-", f"{b.median_ms:.4g}" if b else "-",
                     f"{b.error:.1e}" if b and b.error is not None else "-"])
     print(text_table(["backend", "device", "template hash", "problem", "best config", "GFLOP/s",
@@ -168,9 +176,13 @@ def cmd_export(store, args, where, vals) -> None:
     from ..atomic import output
     fmt = args.format or ("csv" if (args.output or "").lower().endswith(".csv") else "jsonl")
     with output(args.output or "-", "w", newline="", protect=store_files(store.path)) as out:
-        n = exchange.export(store, out, fmt, where, vals)
+        if args.best:
+            n = exchange.export_best(store, out, fmt, where, vals, args.tolerance)
+        else:
+            n = exchange.export(store, out, fmt, where, vals)
     if args.output not in (None, "-"):
-        print(f"{n} results written to {args.output} ({fmt})", file=sys.stderr)
+        what = "problems' best results" if args.best else "results"
+        print(f"{n} {what} written to {args.output} ({fmt})", file=sys.stderr)
 
 
 def cmd_import(store, args, where, vals) -> None:
@@ -237,6 +249,11 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "export" and args.best and (args.status or args.older_than is not None):
+            raise _BadArgument("export --best takes each problem's fastest correct result: "
+                               "--status and --older-than do not go with it")
+        if args.command == "export" and args.tolerance is not None and not args.best:
+            raise _BadArgument("--tolerance goes with export --best")
         conds, vals = where_of(args) if args.command not in ("import", "check") else ([], [])
         path = store_path(args.db)
         if args.command == "export":

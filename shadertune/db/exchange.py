@@ -15,6 +15,13 @@ record writes nothing and says which line it is.  Records keep their backend,
 device and template hash, so results of different devices never mix and results
 of other kernels stay apart.
 
+Best (export --best): one row per problem, for each backend, device and template hash
+(the fastest correct result, errors judged against the tolerance in force), with the
+fields BEST_FIELDS and then one column per knob (the union over the rows, by name;
+a knob a row's config lacks is null in JSON lines, an empty cell in CSV): a table
+for a spreadsheet or pandas, and the format of the pre-tuned table shipped with
+shadertune (pretuned.py).  It holds no Result: import takes full exports.
+
 Conflicts: a record whose key is stored already keeps the newer measurement, by
 the Result's timestamp (when it was measured); on a tie the stored one stays, so
 importing the same file twice changes nothing.  Both are measurements of one
@@ -34,6 +41,7 @@ from collections.abc import Iterator
 
 from .. import jsonio
 from ..config import Config
+from ..problem import Problem
 from ..result import Result
 from . import schema
 from .store import Store, StoreError
@@ -42,6 +50,10 @@ FIELDS = ("backend", "device", "problem", "config", "template_hash", "schema", "
           "dtype", "trans_a", "trans_b", "status", "median_ms", "gflops", "error", "written",
           "seconds", "seed", "result")
 FORMATS = ("jsonl", "csv")
+# the fields of a best row before its knob columns ('measured': when the best result was
+# measured, Unix seconds; 'batch': products of one launch, 1 for one)
+BEST_FIELDS = ("backend", "device", "template_hash", "problem", "M", "N", "K", "dtype", "trans_a",
+               "trans_b", "batch", "gflops", "median_ms", "error", "measured")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -79,6 +91,56 @@ def export(store: Store, out, fmt: str = "jsonl", where: str = "1", args=()) -> 
         w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
         n += 1
     return n
+
+
+def best_rows(store: Store, where: str = "1", args=(), tolerance: float | None = None) -> list[dict]:
+    """One flat row per (backend, device, template hash, problem) with a correct result:
+    BEST_FIELDS of its fastest one, then its knobs by name (see the module docstring)."""
+    groups = store.summary(("backend", "device", "template_hash", "problem", "M", "N", "K", "dtype",
+                            "trans_a", "trans_b"), where, args, tolerance=tolerance)
+    out = []
+    for g in groups:
+        if not g["correct"]:
+            continue
+        try:
+            p = Problem(g["M"], g["N"], g["K"], g["dtype"], bool(g["trans_a"]), bool(g["trans_b"]),
+                        Problem.batch_of_key(g["problem"]))
+        except (TypeError, ValueError) as e:
+            raise StoreError(f"store {store.path} holds a problem that cannot be read ({e})") from None
+        r = store.best(g["backend"], g["device"], p, g["template_hash"], tolerance=tolerance)
+        if r is None:
+            continue
+        clash = set(r.config) & set(BEST_FIELDS)
+        if clash:
+            raise StoreError(f"a config of {g['backend']} has knobs named like best-row fields: "
+                             f"{sorted(clash)}")
+        row = {"backend": g["backend"], "device": g["device"], "template_hash": g["template_hash"],
+               "problem": p.key, "M": p.M, "N": p.N, "K": p.K, "dtype": p.dtype,
+               "trans_a": p.trans_a, "trans_b": p.trans_b, "batch": p.batch,
+               "gflops": r.gflops, "median_ms": r.median_ms, "error": r.error,
+               "measured": r.timestamp}
+        out.append({**row, **r.config.to_dict()})
+    return out
+
+
+def export_best(store: Store, out, fmt: str = "jsonl", where: str = "1", args=(),
+                tolerance: float | None = None) -> int:
+    """Write best_rows to the text stream `out` with the same columns in every row
+    (knobs a config lacks: null, an empty cell); returns how many rows."""
+    if fmt not in FORMATS:
+        raise ValueError(f"export format must be one of {FORMATS}, got {fmt!r}")
+    rows = best_rows(store, where, args, tolerance)
+    knobs = sorted({k for row in rows for k in row} - set(BEST_FIELDS))
+    columns = list(BEST_FIELDS) + knobs
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(json.dumps({k: row.get(k) for k in columns}, separators=(",", ":")) + "\n")
+        return len(rows)
+    w = csv.DictWriter(out, columns, lineterminator="\n")
+    w.writeheader()
+    for row in rows:
+        w.writerow({k: ("" if row.get(k) is None else row[k]) for k in columns})
+    return len(rows)
 
 
 # --- import --------------------------------------------------------------------

@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--trans-b", action="store_true", help="B is stored transposed (N x K)")
     e.add_argument("--no-model", action="store_true", help="the chain without the learned model")
     e.add_argument("--json", action="store_true", help="print the selection as JSON")
+    ca.add_full_config(e)
     return p
 
 
@@ -120,7 +121,7 @@ def main(argv=None) -> int:
             from ..select import select
             # explain only reads: a missing store is reported, not made
             s = select(backend, problem, path, use_model=not a.no_model)
-            print(json.dumps(s.to_dict(), indent=1) if a.json else s)
+            print(json.dumps(s.to_dict(), indent=1) if a.json else s.text(full_config=a.full_config))
             return 0
         if a.command == "train" and not ca.path_exists(path):
             return _fail(f"no store at {path} (python -m {PROG} sample ... makes one)")

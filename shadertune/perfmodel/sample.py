@@ -57,7 +57,7 @@ def generate(backend, store, problems, *, configs: int = 16, seconds: float | No
             space = backend.space(p)
             default = backend.default_config(p)
         except (InvalidConfig, ValueError) as e:
-            done["skipped"].append(f"{p.key}: {e}")
+            done["skipped"].append(f"{p.label}: {e}")
             continue
         model, _ = model_for(backend, store)
         if model is not None and not model.trained_on(p.dtype):
@@ -84,7 +84,7 @@ def generate(backend, store, problems, *, configs: int = 16, seconds: float | No
         done["guided"] += sum(r.config in picked_by_model for r in results)
         if log is not None:
             b = max((r.gflops for r in results if r.ok), default=None)
-            log(f"{p.key}: {len(results)} configs ({sum(r.ok for r in results)} ok), best "
+            log(f"{p.label}: {len(results)} configs ({sum(r.ok for r in results)} ok), best "
                 + (f"{b:.3f} GFLOP/s" if b is not None else "-"))
     if done["evaluated"]:
         train_if_stale(backend, store)      # sampling wrote: the saved model follows

@@ -68,7 +68,7 @@ def cmd_show(args) -> int:
     _needs_matplotlib(args.plot)
     rep = load(args.report)
     ceil = _ceilings(args.ceilings)
-    print(show(rep, ceil))
+    print(show(rep, ceil, full_config=args.full_config))
     if args.plot:
         from .plots import plot_report
         plot_report(rep, args.plot, ceil)
@@ -185,6 +185,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("report", help="a search report (python -m shadertune.search --report)")
     s.add_argument("--plot", metavar="OUT", help="write a plot: .png, .svg or .pdf (by the extension)")
     s.add_argument("--ceilings", metavar="C.json", help="measured ceilings (overrides the report's)")
+    ca.add_full_config(s)
     s.set_defaults(fn=cmd_show)
     c = sub.add_parser("compare", help="two or more reports side by side (backends, devices, "
                                        "strategies or runs)")

@@ -125,6 +125,6 @@ def problem_key(p: Mapping) -> tuple:
 
 
 def problem_label(p: Mapping) -> str:
-    t = ("T" if p["trans_a"] else "N") + ("T" if p["trans_b"] else "N")
-    dt = {"float32": "f32", "float64": "f64"}.get(p["dtype"], p["dtype"])
-    return f"{p['M']}x{p['N']}x{p['K']} {dt} {t}"
+    """A report's problem as every table and message writes one (Problem.label)."""
+    from ..problem import Problem
+    return Problem.from_dict(p).label

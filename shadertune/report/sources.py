@@ -73,7 +73,9 @@ class Measured:
 # --- problem names ----------------------------------------------------------
 
 def parse_problem(spec: str) -> dict:
-    """'1024x1024x1024', '2560x16x2560 TN', '64x64x60000:f32:NT' -> the fields it names."""
+    """'1024x1024x1024', '2560x16x2560 TN', '64x64x60000:f32:NT' -> the fields it names; a
+    problem as the tables write it (Problem.label: '64x48x32 float32', with NT, TN or TT
+    when an operand is transposed) names that one problem."""
     parts = [p for p in re.split(r"[\s:]+", str(spec).strip()) if p]
     try:
         size = Problem.parse(parts[0]) if parts else None      # the size syntax of every tool
@@ -83,6 +85,8 @@ def parse_problem(spec: str) -> dict:
         raise ReportError(f"--problem {spec!r}: expected MxNxK (or N), optionally with a "
                           f"dtype and an operation, e.g. 1024 or '2560x16x2560 TN'")
     out = {"M": size.M, "N": size.N, "K": size.K}
+    if size.batch > 1:
+        out["batch"] = size.batch
     for part in parts[1:]:
         if part.lower() in _DTYPE_NAMES:
             out["dtype"] = _DTYPE_NAMES[part.lower()]
@@ -91,13 +95,17 @@ def parse_problem(spec: str) -> dict:
         else:
             raise ReportError(f"--problem {spec!r}: {part!r} is neither a dtype (f32, f64) nor an "
                               f"operation (NN, NT, TN, TT)")
+    if "dtype" in out and "trans_a" not in out:
+        # a problem as every table writes it (Problem.label: '64x48x32 float32') names NN
+        out["trans_a"] = out["trans_b"] = False
     return out
 
 
 def pick_problem(problems: Sequence[Mapping], spec: str | None, src: str) -> Mapping:
     """The one problem `spec` names (the only one, when spec is None)."""
     want = parse_problem(spec) if spec else {}
-    fits = [p for p in problems if all(p[k] == v for k, v in want.items())]
+    fits = [p for p in problems if all(p.get(k, 1 if k == "batch" else None) == v
+                                       for k, v in want.items())]
     names = list(dict.fromkeys(problem_label(p) for p in problems))
     if not names:
         raise ReportError(f"{src}: holds no results")

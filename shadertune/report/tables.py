@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..backends import backend_class
+from ..backends import acting, backend_class
 from ..roofline import unit_of
 from ..texttable import text_table
 from .rooflines import ceilings_of, fraction, no_roofline, roofline_of
@@ -78,8 +78,10 @@ def roof_cell(gflops, roof) -> str:
     return f"{fmt_pct(fraction(gflops, roof))} of {fmt_gflops(roof['gflops'])} ({roof.get('bound', '?')})"
 
 
-def problem_table(report: Mapping, ceilings: Mapping | None = None) -> str:
-    """One row per problem; no roofline column where none may be claimed (software renderer)."""
+def problem_table(report: Mapping, ceilings: Mapping | None = None, *, full_config: bool = False) -> str:
+    """One row per problem; no roofline column where none may be claimed (software renderer).
+    Each best config shows the knobs that act on it (backends.acting), every knob with
+    `full_config`."""
     names = baseline_names(report)
     roofed = no_roofline(report, ceilings) is None
     folded = folded_pairs(report["backend"])
@@ -91,7 +93,10 @@ def problem_table(report: Mapping, ceilings: Mapping | None = None) -> str:
         g = best["gflops"] if best else None
         roof = [roof_cell(g, roofline_of(report, p, ceilings))] if roofed else []
         searched = f"{p['evaluated']}/{p['space_size']} in {p['seconds']:.0f} s"
-        rows.append([problem_label(p), fmt_config(best["config"] if best else None, folded), fmt_gflops(g)]
+        cfg = best["config"] if best else None
+        if cfg and not full_config:
+            cfg = acting(report["backend"], cfg)
+        rows.append([problem_label(p), fmt_config(cfg, folded), fmt_gflops(g)]
                     + roof + [fmt_ratio(ratio(g, baseline_gflops(p, n))) for n in names] + [searched])
     return text_table(header, rows, right_from(2, len(header)))
 
@@ -112,11 +117,11 @@ def _ceiling_parts(ceilings: Mapping) -> str:
                      for k, v in ceilings.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def show(report: Mapping, ceilings: Mapping | None = None) -> str:
+def show(report: Mapping, ceilings: Mapping | None = None, *, full_config: bool = False) -> str:
     """The whole Markdown of `show`: a heading, the table, the ceilings used."""
     dev = report["device"]
     head = (f"## {report['backend']} on {dev['renderer']} ({dev['driver']})\n\n"
             f"strategy {report['strategy']}, created {report['created']}, "
             f"{len(report['problems'])} problem(s)\n")
-    return "\n".join([head, problem_table(report, ceilings), "",
+    return "\n".join([head, problem_table(report, ceilings, full_config=full_config), "",
                       ceilings_lines(ceilings_of(report, ceilings), no_roofline(report, ceilings))])

@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--report", metavar="PATH",
                    help="write the JSON report here, whole or not at all ('-' or /dev/stdout: "
                         "standard output)")
+    ca.add_full_config(o)
     o.add_argument("-q", "--quiet", action="store_true", help="no progress")
     o.add_argument("-v", "--verbose", action="count", default=0,
                    help="log each evaluation (-vv: more)")
@@ -225,25 +226,34 @@ class _BadArgument(ValueError):
     """An argument found wrong once the backend is there (--fix against its spaces): exit 2."""
 
 
-def fmt_config(cfg: dict) -> str:
-    return " ".join(f"{k}={v}" for k, v in sorted(cfg.items()))
+def fmt_config(cfg: dict, backend: str | None = None, full: bool = True) -> str:
+    """'knob=value ...': every knob, or with `backend` and not `full` the knobs that act
+    on the config (shadertune.backends.config_text)."""
+    from ..backends import config_text
+    return config_text(backend or "", cfg, full=full or backend is None)
 
 
-def table(entries: list[dict]) -> str:
+def table(entries: list[dict], backend: str | None = None, *, full_config: bool = False) -> str:
+    """The search's table: one row per problem, its best config with the knobs that act
+    on it (every knob with `full_config`, or without `backend`)."""
     head = ["problem", "best config", "GFLOP/s", "ms", "error", "evals (measured/cached)",
             "seconds", "space (pruned/full)"]
     rows = []
     for e in entries:
         b = e["best"]
-        rows.append([f"{e['M']}x{e['N']}x{e['K']} {e['dtype']}" +
-                     ("".join(" T" + w for w, t in (("a", e["trans_a"]), ("b", e["trans_b"])) if t)) +
-                     (" (incomplete)" if e.get("incomplete") else ""),
-                     fmt_config(b["config"]) if b else "(none passed)",
+        rows.append([Problem.from_dict(e).label + (" (incomplete)" if e.get("incomplete") else ""),
+                     fmt_config(b["config"], backend, full_config) if b else "(none passed)",
                      f"{b['gflops']:.2f}" if b else "-", f"{b['median_ms']:.4g}" if b else "-",
                      f"{b['error']:.1e}" if b and b["error"] is not None else "-",
                      f"{e['evaluated']} ({e['measured']}/{e['cached']})", f"{e['seconds']:.1f}",
                      f"{e['space_size']}/{e['full_space_size']}"])
     return text_table(head, rows)
+
+
+def header(backend: str, device) -> str:
+    """The line a search starts with: the backend, and the device by its renderer and
+    driver (its key in the store is 'renderer | driver')."""
+    return f"{PROG}: tuning on the {backend} backend: {device.describe()}"
 
 
 def fail(reason: str, code: int = 1) -> int:
@@ -290,9 +300,10 @@ def _budget(args, device) -> Budget:
 class _Problem:
     """One problem being searched: what the report needs if the search stops part-way."""
 
-    def __init__(self, problem: Problem, progress: Progress):
+    def __init__(self, problem: Problem, progress: Progress, backend: str | None = None):
         self.problem = problem
         self.progress = progress
+        self.backend = backend       # its name: the log lines print the knobs that act
         self.results = []
         self.cached = []
         self.phases: list[dict] = []     # the strategy's phases as they began (report_json)
@@ -312,7 +323,8 @@ class _Problem:
             r = result
             what = (f"{r.median_ms:.4g} ms, {r.gflops or 0:.3g} GFLOP/s, error {r.error or 0:.1e}"
                     if r.ok else r.message)
-            log.info("%s %s: %s: %s%s", self.problem.key, fmt_config(r.config), r.status, what,
+            log.info("%s %s: %s: %s%s", self.problem.label, fmt_config(r.config, self.backend, False),
+                     r.status, what,
                      " (cached)" if cached else "")
 
     def with_replayed_seconds(self, entry: dict, store, backend, device) -> dict:
@@ -323,7 +335,7 @@ class _Problem:
                                                    backend.template_hash(), self.cached)
         if unknown:
             log.info("%s: %d replayed results have no measuring time on record (stored before "
-                     "schema version 3)", self.problem.key, unknown)
+                     "schema version 3)", self.problem.label, unknown)
         entry["run_seconds"] = entry["seconds"]
         entry["seconds"] = round(entry["seconds"] + replayed, 6)
         return entry
@@ -350,7 +362,7 @@ class DeviceRun:
         self.current: dict[Problem, _Problem] = {}
 
     def start(self, problem: Problem, progress: Progress) -> _Problem:
-        self.current[problem] = _Problem(problem, progress)
+        self.current[problem] = _Problem(problem, progress, self.backend.name)
         return self.current[problem]
 
     def finish(self, problem: Problem, entry: dict, store) -> None:
@@ -366,7 +378,7 @@ class DeviceRun:
                 try:
                     self.entries[problem] = current.incomplete_entry(store, self.backend, self.device)
                 except (Exception, KeyboardInterrupt) as e:      # a second Ctrl-C, a failing store
-                    log.warning("no report entry for %s in progress: %s", problem.key,
+                    log.warning("no report entry for %s in progress: %s", problem.label,
                                 str(e) or type(e).__name__)
         self.current.clear()
 
@@ -438,12 +450,14 @@ def _search(args, problems, Store, StoreError) -> int:
                     raise _BadArgument(f"argument --fix: {str(e).removeprefix('--fix ')}") from None
                 backend = RestrictedBackend(backend, args.fix)
             device = backend.device()
+            if not args.quiet:
+                print(header(backend.name, device), file=sys.stderr, flush=True)
             budget = _budget(args, device)
             store = _open_store(args, Store)
             run = DeviceRun(backend, device)
             runs.append(run)
             for i, pr in enumerate(problems, 1):
-                progress = Progress(f"{pr.M}x{pr.N}x{pr.K}", index=i, count=len(problems),
+                progress = Progress(pr.label, index=i, count=len(problems),
                                     total=budget.max_evals, time_limit=budget.seconds,
                                     mode="off" if args.quiet else None)
                 current = run.start(pr, progress)
@@ -472,7 +486,7 @@ def _search(args, problems, Store, StoreError) -> int:
     for run, entries in tables:
         if len(tables) > 1:
             print(f"device: {run.device.key}")
-        print(table(entries))
+        print(table(entries, run.backend.name, full_config=args.full_config))
     for line in notes:
         print(line)
     if tables:
@@ -497,7 +511,7 @@ def failure(entries: list[dict]) -> str | None:
     best config).  Nothing measured is no verdict on any config: it is said apart from
     configs that all failed verification."""
     def named(es):
-        return ", ".join(f"{e['M']}x{e['N']}x{e['K']}" for e in es)
+        return ", ".join(Problem.from_dict(e).label for e in es)
     empty = [e for e in entries if e["evaluated"] == 0 and e.get("space_size") == 0]
     unmeasured = [e for e in entries if e["evaluated"] == 0 and e not in empty]
     failed = [e for e in entries if e["best"] is None and e["evaluated"]]

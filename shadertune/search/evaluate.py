@@ -232,7 +232,7 @@ class Evaluator(RecordingEvaluator):
         try:
             A, B, ref = make_inputs(self.problem, self.seed)
         except MemoryError:
-            raise InputsError(f"the inputs of {self.problem.key} and their float64 reference do "
+            raise InputsError(f"the inputs of {self.problem.label} and their float64 reference do "
                               f"not fit in this machine's memory") from None
         return A, B, ref, float(np.linalg.norm(ref))
 

@@ -1,6 +1,7 @@
 """Progress of a search on stderr, one problem at a time.
 
-On a terminal: a tqdm bar (count of evaluations out of the budget with its ETA;
+In a notebook (a Jupyter kernel with ipywidgets, as tqdm.auto finds it): tqdm's
+widget bar, with the same facts.  On a terminal: a tqdm bar (count of evaluations out of the budget with its ETA;
 with a time limit alone, the time out of the limit), the problem's place in the
 table (2/3), the current phase, evaluations replayed from the store and the best
 GFLOP/s so far.  The bar itself is BAR_WIDTH characters whatever the text beside
@@ -36,6 +37,13 @@ def terminal_width(stream) -> int:
         return 0
 
 
+def notebook_bar():
+    """tqdm's notebook bar class where this process is a Jupyter kernel that can show
+    widgets (tqdm.autonotebook's rule, as tqdm.auto uses it), else None."""
+    from tqdm.autonotebook import tqdm as auto
+    return None if auto is tqdm else auto
+
+
 def fmt_seconds(s: float) -> str:
     return tqdm.format_interval(max(0.0, s))
 
@@ -45,8 +53,9 @@ class Progress:
                  time_limit: float | None = None, stream=None, mode: str | None = None,
                  interval: float = 10.0, clock=time.monotonic):
         self.stream = stream or sys.stderr
+        widget = notebook_bar() if mode is None and stream is None else None
         if mode is None:
-            mode = "bar" if terminal_width(self.stream) > 0 else "lines"
+            mode = "bar" if widget is not None or terminal_width(self.stream) > 0 else "lines"
         if mode not in ("bar", "lines", "off"):
             raise ValueError(f"progress mode must be bar, lines or off, got {mode!r}")
         self.mode = mode
@@ -63,8 +72,15 @@ class Progress:
         self.t0 = clock()
         self._last_line = self.t0
         self._bar = None
-        if mode == "bar":
-            by_time = total is None and time_limit is not None
+        self._by_time = total is None and time_limit is not None
+        if mode == "bar" and widget is not None:
+            # the notebook's widget draws the bar itself ({bar}: its progress element)
+            self._bar = widget(total=time_limit if self._by_time else total, desc=self.label,
+                               leave=True, mininterval=0.1, unit="eval",
+                               bar_format=("{l_bar}{bar}| {elapsed}<{remaining} {postfix}"
+                                           if self._by_time else None))
+        elif mode == "bar":
+            by_time = self._by_time
             # a bar of fixed width ({bar:N}); the line is cut at the terminal's width
             # (ncols, followed as the terminal is resized: dynamic_ncols)
             self._bar = tqdm(total=time_limit if by_time else total, desc=self.label,
@@ -72,7 +88,6 @@ class Progress:
                              unit="eval",
                              bar_format=(f"{{l_bar}}{{bar:{BAR_WIDTH}}}| {{elapsed}}<{{remaining}} {{postfix}}"
                                          if by_time else f"{{l_bar}}{{bar:{BAR_WIDTH}}}{{r_bar}}"))
-            self._by_time = by_time
         elif mode == "lines":
             limits = [f"budget {total} evaluations" if total else "",
                       f"time limit {fmt_seconds(time_limit)}" if time_limit else ""]

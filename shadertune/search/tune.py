@@ -50,7 +50,7 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     and was made with those settings itself."""
     if problem.batch > 1 and not backend.batched:
         raise ValueError(f"the {backend.name} backend tunes single products, not a batch of "
-                         f"{problem.batch} ({problem.key}): batched problems are the CUDA backend's")
+                         f"{problem.batch} ({problem.label}): batched problems are the CUDA backend's")
     search = get_strategy(strategy or backend.default_strategy)
     space = backend.space(problem)
     evaluate = evaluator if evaluator is not None else Evaluator(
