@@ -134,9 +134,9 @@ def door(backend: str | Backend = "gl", device_index: int | None = None) -> Door
         if d is not None:
             return d
     if isinstance(backend, Backend):
-        d = backend.__dict__.get("_matmul_door")     # asked for before: no lock
-        if d is not None:
-            return d
+        asked: Door | None = backend.__dict__.get("_matmul_door")     # asked for before: no lock
+        if asked is not None:
+            return asked
         with _lock:        # the door lives on the backend object, as long as it does
             kept: Door | None = backend.__dict__.get("_matmul_door")
             if kept is None:
