@@ -15,7 +15,7 @@ from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
 from ..texttable import text_table
 from .budget import Budget
-from .progress import Progress
+from .progress import InterruptGuard, Progress
 from .registry import DESCRIPTIONS, STRATEGIES
 from .report_json import make_report, problem_entry, write_report
 
@@ -362,7 +362,10 @@ def main(argv=None) -> int:
     check_arguments(args, parser)
     restore_logging = _logging(args)
     try:
-        return _search(args, problems, Store, StoreError)
+        with InterruptGuard():           # a second Ctrl-C still gets the report written
+            return _search(args, problems, Store, StoreError)
+    except KeyboardInterrupt:            # Ctrl-C again and again: stopped at once
+        return fail("interrupted while stopping; results measured so far are in the store", 130)
     finally:
         restore_logging()
 
