@@ -176,8 +176,14 @@ def cmd_best(store, args, where, vals) -> None:
 def cmd_export(store, args, where, vals) -> None:
     from ..atomic import output
     fmt = args.format or ("csv" if (args.output or "").lower().endswith(".csv") else "jsonl")
+    # a damaged store's export is its rescue: rows that no longer make a whole record
+    # are left out (and counted), so that what is written imports into a new store
+    skipped: list | None = [] if store.damaged else None
     with output(args.output or "-", "w", newline="", protect=store_files(store.path)) as out:
-        n = exchange.export(store, out, fmt, where, vals)
+        n = exchange.export(store, out, fmt, where, vals, skipped)
+    if skipped:
+        print(f"{PROG}: warning: {len(skipped)} damaged results left out (first: {skipped[0]})",
+              file=sys.stderr)
     if args.output not in (None, "-"):
         print(f"{n} results written to {args.output} ({fmt})", file=sys.stderr)
 
@@ -231,10 +237,12 @@ def cmd_check(path, wait: float) -> int:
 
 
 def _warn_if_damaged(store) -> None:
-    """A listing or export of a damaged store shows what can still be read, and says so."""
+    """A listing or export of a damaged store shows what can still be read, and says so
+    (store.damaged: the export then leaves out rows it cannot make whole)."""
     try:
         store.check_health()
     except StoreError as e:
+        store.damaged = True
         print(ca.error_line(TOOL, f"{e} (below: what can still be read)").replace(
             ": error: ", ": warning: ", 1), file=sys.stderr)
 

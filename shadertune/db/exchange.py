@@ -48,33 +48,43 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # --- export --------------------------------------------------------------------
 
-def records(store: Store, where: str = "1", args=()) -> Iterator[dict]:
-    """The store's rows as export records (config and result decoded)."""
-    for row in store.rows(where, args):
+def records(store: Store, where: str = "1", args=(), skipped: list | None = None) -> Iterator[dict]:
+    """The store's rows as export records (config and result decoded).  `skipped` a
+    list: a row that does not make a whole record (its JSON or columns damaged, as
+    row_from checks an import) is left out and its rowid-free description appended
+    there, instead of raising: the rescue of a damaged store."""
+    for i, row in enumerate(store.rows(where, args), 1):
         rec = {k: row[k] for k in FIELDS}
         try:
             rec["config"] = json.loads(row["config"])
             rec["result"] = json.loads(row["result"])
-        except ValueError as e:
-            raise StoreError(f"store {store.path} holds a result that cannot be decoded ({e})") from None
-        rec["trans_a"], rec["trans_b"] = bool(row["trans_a"]), bool(row["trans_b"])
-        rec["schema"] = schema.SCHEMA_VERSION     # what the record reads as now
+            rec["trans_a"], rec["trans_b"] = bool(row["trans_a"]), bool(row["trans_b"])
+            rec["schema"] = schema.SCHEMA_VERSION     # what the record reads as now
+            if skipped is not None:
+                row_from(f"row {i}", dict(rec))         # what an import of it would check
+        except (ValueError, TypeError, StoreError) as e:
+            if skipped is None:
+                raise StoreError(f"store {store.path} holds a result that cannot be decoded ({e})") from None
+            skipped.append(f"row {i}: {e}")
+            continue
         yield rec
 
 
-def export(store: Store, out, fmt: str = "jsonl", where: str = "1", args=()) -> int:
-    """Write the matching records to the text stream `out`; returns how many."""
+def export(store: Store, out, fmt: str = "jsonl", where: str = "1", args=(),
+           skipped: list | None = None) -> int:
+    """Write the matching records to the text stream `out`; returns how many.
+    `skipped`: as records()."""
     if fmt not in FORMATS:
         raise ValueError(f"export format must be one of {FORMATS}, got {fmt!r}")
     n = 0
     if fmt == "jsonl":
-        for rec in records(store, where, args):
+        for rec in records(store, where, args, skipped):
             out.write(json.dumps(rec, allow_nan=True, separators=(",", ":")) + "\n")
             n += 1
         return n
     w = csv.DictWriter(out, FIELDS, lineterminator="\n")
     w.writeheader()
-    for rec in records(store, where, args):
+    for rec in records(store, where, args, skipped):
         rec["config"] = json.dumps(rec["config"], sort_keys=True, separators=(",", ":"))
         rec["result"] = json.dumps(rec["result"], allow_nan=True, separators=(",", ":"))
         w.writerow({k: ("" if v is None else v) for k, v in rec.items()})

@@ -80,6 +80,7 @@ class Store:
         that the store is damaged and show what can still be read)."""
         self.path = store_path(path)
         self.damaged_ok = damaged_ok
+        self.damaged = False                      # the CLI found it damaged (a rescue export)
         self.version = schema.SCHEMA_VERSION      # the version of the rows read
         self.conn = None
         self._healthy = False                     # integrity_check passed (check_health)
