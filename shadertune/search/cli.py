@@ -54,7 +54,8 @@ problem starts, every 10 s and when it ends; -q prints none; -v logs each
 evaluation (logger "shadertune"), -vv more.
 
 Ctrl-C stops the search: the table and --report hold the finished problems and
-the one in progress (marked incomplete); rerun to resume.
+the one in progress (marked incomplete); rerun to resume.  A second Ctrl-C while
+it stops is noted and the report still written (exit 130); a third stops at once.
 
 several GPUs: --workers N (this machine) or --cluster ADDRESS (GPU hosts running
 'python -m shadertune.cluster worker ADDRESS --gpus 0,1') spread the problems and
