@@ -172,11 +172,11 @@ class InterruptGuard:
     where the search is); the next ones, while it stops and writes its table and report,
     are noted on stderr and not raised, so that what was measured is still reported and
     the tool exits 130 (a second Ctrl-C close behind the first once ended the process
-    in a traceback with no report).  The third after the first (FORCE) raises again:
+    in a traceback with no report).  Past FORCE of them (the third) it raises again:
     a stop that hangs can still be interrupted.  Installed only in the main thread (the
     only one Python delivers signals to); the previous handler is restored on exit."""
 
-    FORCE = 3
+    FORCE = 2
 
     def __init__(self, stream=None):
         self.stream = stream
