@@ -9,7 +9,6 @@ import pytest
 from subproc import run_python
 
 import shadertune
-from shadertune import api
 from shadertune.errors import PrecisionWarning
 from shadertune.perfmodel import FirstUse
 

@@ -18,7 +18,6 @@ import os
 import pathlib
 import pickle
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -450,11 +449,11 @@ def test_report_outputs_never_replace_the_store_the_environment_names(tmp_path, 
     kept = {p: _store(p) for p in (env_store, default_store)}
     link = tmp_path / "plot.png"
     runs = [
-        (["roofline", "--out", str(env_store)], env_store),
-        (["roofline", "--out", f"{env_store}-wal"], None),
-        (["roofline", "--out", str(tmp_path / "c.json")], "link-json"),
         (["show", str(REPORT), "--plot", str(link)], env_store),
         (["show", str(REPORT), "--plot", str(link)], default_store),
+        (["roofline", "--out", str(env_store)], None),
+        (["roofline", "--out", f"{env_store}-wal"], None),
+        (["roofline", "--out", str(tmp_path / "c.json")], "link-json"),
         (["compare", str(REPORT), str(REPORT), "--plot", str(link)], env_store),
         (["trajectory", str(REPORT), "--out", str(link)], default_store),
     ]

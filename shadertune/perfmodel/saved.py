@@ -31,7 +31,6 @@ search's end, `perfmodel train`) then trains and saves a model in this format.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
