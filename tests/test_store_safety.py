@@ -30,6 +30,7 @@ from subproc import child_env, popen_python, run_python
 from fake_backend import FakeBackend
 
 from shadertune.db import Store
+from shadertune.db.errors import StoreBusy
 from shadertune.db.cli import main as db_main
 from shadertune.report.__main__ import main as report_main
 from shadertune.search.cli import main as search_main
@@ -169,6 +170,11 @@ def test_check_of_a_locked_store_says_busy_not_damaged(tmp_path, capsys, journal
         out = capsys.readouterr().out
         assert out.startswith(f"store {db}: busy: another connection holds a lock on it"), out
         assert "damaged" not in out and "delete" not in out
+        for readonly in (True, None):                            # opening it: busy, not unusable
+            with pytest.raises(StoreBusy) as e:
+                with Store(db, readonly=readonly, timeout=0.3) as s:
+                    s.count()
+            assert "is busy" in str(e.value) and "delete" not in str(e.value)
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)

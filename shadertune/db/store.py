@@ -134,7 +134,7 @@ class Store:
             self.conn.close()
             if _errname(e).startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")):
                 raise _RefusedWrite(str(e)) from None
-            raise StoreError(f"{self.path} is not a usable shadertune store ({e}); {_FIX}") from None
+            raise self._unusable(e) from None
         except BaseException:
             self.conn.close()
             raise
@@ -172,10 +172,18 @@ class Store:
                 if _errname(e).startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")) \
                         and "immutable" not in query:
                     continue
-                raise StoreError(f"{self.path} is not a usable shadertune store ({e}); {_FIX}") from None
+                raise self._unusable(e) from None
             except BaseException:
                 self.conn.close()
                 raise
+
+    def _unusable(self, e: sqlite3.DatabaseError) -> StoreError:
+        """Why an open failed: busy (another connection's lock outlasted the timeout: the
+        store may be healthy, never advised deleted), or not a usable store."""
+        if _errname(e).startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StoreBusy(f"store {self.path} is busy: another connection holds a lock on it "
+                             f"({e}); nothing was done: try again when it is free")
+        return StoreError(f"{self.path} is not a usable shadertune store ({e}); {_FIX}")
 
     # --- schema -----------------------------------------------------------
     def _check_schema(self) -> None:
