@@ -51,7 +51,7 @@ from ..problem import Problem
 from ..result import OK, Result
 from ..verdict import DEFAULT_TOLERANCE
 from . import changes, check, schema
-from .errors import StoreBusy, StoreDamaged, StoreError
+from .errors import StoreBusy, StoreError
 from .location import store_path
 
 log = logging.getLogger(__name__)
