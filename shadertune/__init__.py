@@ -11,6 +11,7 @@ The library speaks through the ``shadertune`` logger (and its children).
 """
 from typing import TYPE_CHECKING, Any
 
+from . import errors                  # shadertune.errors.PrecisionWarning after `import shadertune`
 from .config import Config
 from .problem import Problem
 from .result import Result

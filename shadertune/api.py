@@ -307,8 +307,9 @@ def matmul(A: Any, B: Any, out: Any = None, *, backend: str | Backend = "gl",
         numpy.matmul's result: ``out`` itself when given; a numpy scalar for 1-D @
         1-D; np.matrix for np.matrix inputs; a CuPy array or PyTorch tensor for
         those inputs on the CUDA backend.  bool @ bool is bool.  The dtype is
-        float32 on GL (float64 operands warn once: :class:`shadertune.errors.PrecisionWarning`),
-        numpy's on CUDA.
+        float32 on GL (float64 operands warn with
+        :class:`shadertune.errors.PrecisionWarning`: once per calling line under
+        Python's default filter, every call under "always" or "error"), numpy's on CUDA.
 
     Raises
     ------
@@ -371,17 +372,12 @@ def matmul(A: Any, B: Any, out: Any = None, *, backend: str | Backend = "gl",
     return _numpy_result(call, result)
 
 
-_narrowed: set[str] = set()      # backends whose float32 computing of float64 operands was warned about
-
-
 def _warn_narrowed(be: Backend, call: MatmulCall) -> None:
-    """Warn once per process and backend that numpy's float64 result is computed (and
-    returned) in float32.  A warning, as numpy warns of a cast that loses what the
-    caller gave (ComplexWarning): the caller's filters control it, and it names the
-    caller's line; the flag keeps a loop of such calls to one line."""
-    if be.name in _narrowed:
-        return
-    _narrowed.add(be.name)
+    """Warn that numpy's float64 result is computed (and returned) in float32.  A
+    warning, as numpy warns of a cast that loses what the caller gave (ComplexWarning),
+    raised on every such call: the warnings module's own registry and the caller's
+    filters decide what is shown (the default filter shows it once per calling line;
+    "error" raises and "always" shows it on every call), and it names the caller's line."""
     warnings.warn(f"shadertune.matmul: {call.result_dtype} operands on the {be.name} backend are "
                   f"computed and returned in float32 (about 7 significant digits); a backend "
                   f"that computes in float64 (its dtypes) keeps numpy's precision",

@@ -21,10 +21,17 @@ What a name given as an output means:
   disk, a FIFO, a socket, a folder), and any other name in /dev, /proc or /sys:
   refused.  Renaming over it would replace it (root may replace /dev/null), and
   writing into it is not writing a file.
-- one of `protect` (the same file: same device and inode, through any name or
-  link): refused before anything is written.  The store passes its files
-  (shadertune.db.location.store_files), so an export, report or plot named like
-  the store can never truncate or replace it.
+- a tuning store's file: refused before anything is written, from every writer,
+  whatever the command was given: the name is resolved (links followed) and
+  compared as a file (same device and inode, or the same real path for a file
+  not made yet) with
+    * each of `protect` (a command passes the store its --db names, and its inputs),
+    * the store $SHADERTUNE_DB names and the one at the default location, each with
+      SQLite's -wal, -shm and -journal files beside it
+      (shadertune.store_location.known_store_files),
+  and an existing file that begins with SQLite's header (any SQLite database: a
+  store under another name) is refused too.  An export, report, plot or model
+  named like a store, or a link to one, can never truncate or replace it.
 
 Every failure is an OutputError (a ShadertuneError): one line naming the output
 and the problem, e.g. "cannot write r.json: No space left on device (nothing
@@ -44,12 +51,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import ShadertuneError
+from .store_location import known_store_files
 
 STDOUT_NAMES = ("-",)
 # Folders of device nodes and kernel files: nothing there is replaced, even a regular file
 # (a /dev/stdout that something replaced by a regular file is still not ours to replace).
 SYSTEM_FOLDERS = ("/dev/", "/proc/", "/sys/")
 SHARED_MEMORY = "/dev/shm/"      # a tmpfs for anyone's files
+SQLITE_MAGIC = b"SQLite format 3\x00"
+STORE = "the tuning store's file"
 
 
 class OutputError(ShadertuneError, OSError):
@@ -97,14 +107,24 @@ def _std_stream(st: os.stat_result) -> str | None:
     return None
 
 
-def _stats(paths: Iterable) -> list[tuple[str, os.stat_result]]:
-    out = []
-    for p in paths:
-        try:
-            out.append((str(p), os.stat(p)))
-        except OSError:
-            continue                 # a protected file that is not there cannot be hit
-    return out
+def _guarded(protect: Iterable, protected: str) -> list[tuple[str, str]]:
+    """(file, what it is) for every file no output may replace: `protect` (named
+    `protected`) and the known stores' files, read now."""
+    return ([(os.fspath(p), protected) for p in protect]
+            + [(str(p), STORE) for p in known_store_files()])
+
+
+def _is_sqlite(path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _refuse(name: str, what: str, other: str) -> OutputError:
+    return OutputError(f"cannot write {name}: it is {what} {other}, which it would destroy: "
+                       f"choose another name")
 
 
 def check(path, *, protect: Iterable = (), stream_ok: bool = True,
@@ -118,23 +138,25 @@ def check(path, *, protect: Iterable = (), stream_ok: bool = True,
             raise OutputError(f"cannot write {name!r}: this output must be a file")
         return Target(name, stream="stdout")
     p = pathlib.Path(name)
-    protect = list(protect)
+    guarded = _guarded(protect, protected)
     try:
         st = os.stat(p)              # follows links: what the name leads to
     except FileNotFoundError:
         st = None
         real = os.path.realpath(p)
-        for other in protect:        # a store not made yet will be there by the time we write
+        for other, what in guarded:  # a store not made yet will be there by the time we write
             if os.path.realpath(other) == real:
-                raise OutputError(f"cannot write {name}: it is {protected} {other}, which it "
-                                  f"would destroy: choose another name")
+                raise _refuse(name, what, other) from None
     except OSError as e:             # a folder on the way not reachable, a loop of links
         raise OutputError(f"cannot write {name}: {_reason(e)}", _reason(e)) from None
     if st is not None:
-        for other, ost in _stats(protect):
+        for other, what in guarded:
+            try:
+                ost = os.stat(other)
+            except OSError:
+                continue             # a protected file that is not there cannot be hit
             if os.path.samestat(st, ost):
-                raise OutputError(f"cannot write {name}: it is {protected} {other}, which it "
-                                  f"would destroy: choose another name")
+                raise _refuse(name, what, other)
         stream = _std_stream(st)
         if stream is not None and (not stat.S_ISREG(st.st_mode) or name.startswith(("/dev/", "/proc/"))):
             if not stream_ok:
@@ -144,6 +166,9 @@ def check(path, *, protect: Iterable = (), stream_ok: bool = True,
         if not stat.S_ISREG(st.st_mode):
             raise OutputError(f"cannot write {name}: it is {_kind(st.st_mode)}, not a regular file "
                               f"(outputs are written as files, or to standard output as '-')")
+        if _is_sqlite(p):
+            raise OutputError(f"cannot write {name}: it is an SQLite database (a tuning store?), "
+                              f"which it would destroy: choose another name")
         if stream is not None and stream_ok:
             return Target(name, stream=stream)   # a file the shell redirected stdout to
     # a link (even a dangling one) is replaced at its target, and the link stays

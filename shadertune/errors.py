@@ -1,4 +1,5 @@
-"""Typed errors that the evaluator turns into Result statuses."""
+"""Typed errors: those the evaluator turns into Result statuses, the store's, and
+PrecisionWarning."""
 
 
 class ShadertuneError(Exception):
@@ -32,6 +33,12 @@ class TooSlow(ShadertuneError):
     def __init__(self, message: str, projected_ms: float):
         super().__init__(message)
         self.projected_ms = projected_ms
+
+
+class StoreError(ShadertuneError):
+    """The store cannot be used: wrong schema version, not a store, unreadable, unwritable,
+    damaged, busy, or nowhere to put it (raised by shadertune.db; here so that where the
+    store lives, a core matter the output writer needs, can raise it too)."""
 
 
 class PrecisionWarning(UserWarning):

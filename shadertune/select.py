@@ -59,8 +59,9 @@ problem's dtype, what matmul uses): stored errors are judged again
 
 `db` is a Store, a path, or None for the default store (see shadertune.db).
 A missing store file is not created; a read-only one is read; an unusable one
-(other schema, not a database, not a store's tables, an undecodable result)
-warns and falls back to the default, since matmul must still work.
+(other schema, not a database, not a store's tables, an undecodable result, damaged
+as SQLite's integrity check finds it, busy past the wait) warns and falls back to
+the default, since matmul must still work.
 
 Selections are kept for as long as the store's content and the model file are
 unchanged (select_memo.py, db/changes.py): an auto call for a shape seen before

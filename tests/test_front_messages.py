@@ -1,30 +1,52 @@
 """What the library says, through the channels a numpy user expects: a float64 call on GL
-(computed in float32) warns once per process (warnings: PrecisionWarning), and first-use
+(computed in float32) warns as numpy does (warnings: PrecisionWarning), and first-use
 tuning logs what it times and for how long (logging: the "shadertune" logger)."""
 import logging
 import warnings
 
 import numpy as np
+import pytest
+from subproc import run_python
 
 import shadertune
-from shadertune import api
 from shadertune.errors import PrecisionWarning
 from shadertune.perfmodel import FirstUse
 
 
-def test_float64_on_gl_warns_once(gl, monkeypatch, rng, tmp_path):
-    monkeypatch.setattr(api, "_narrowed", set())
+def test_float64_on_gl_warns_as_numpy_does(gl, rng, tmp_path):
+    """PrecisionWarning goes through the warnings module's own registry, as numpy's
+    warnings do: the default filter shows it once per calling line, "always" on every
+    call, and "error" raises on every call (not only the first of the process)."""
     A, B = rng.standard_normal((6, 5)), rng.standard_normal((5, 4))          # float64
+    db = tmp_path / "s.sqlite"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        shadertune.matmul(A.astype(np.float32), B.astype(np.float32), db=tmp_path / "s.sqlite")
+        shadertune.matmul(A.astype(np.float32), B.astype(np.float32), db=db)
         assert not caught                                                    # float32: nothing
         for _ in range(3):
-            C = shadertune.matmul(A, B, db=tmp_path / "s.sqlite")
-    assert [w.category for w in caught] == [PrecisionWarning]
+            C = shadertune.matmul(A, B, db=db)
+    assert [w.category for w in caught] == [PrecisionWarning] * 3
     assert "float64 operands on the gl backend are computed and returned in float32" in str(caught[0].message)
     assert caught[0].filename == __file__                                    # the caller's line
     assert C.dtype == np.float32 and np.allclose(C, A @ B, rtol=1e-4, atol=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            with pytest.raises(PrecisionWarning):
+                shadertune.matmul(A, B, db=db)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            shadertune.matmul(A, B, db=db)                                   # one line: once
+    assert [w.category for w in caught] == [PrecisionWarning]
+
+
+def test_errors_is_an_attribute_after_import_shadertune_alone():
+    code = ("import shadertune, warnings; "
+            "assert issubclass(shadertune.errors.PrecisionWarning, UserWarning); "
+            "warnings.simplefilter('error', shadertune.errors.PrecisionWarning); print('ok')")
+    r = run_python(code)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 def test_first_use_logs_what_it_times_and_for_how_long(gl, caplog, rng, tmp_path):

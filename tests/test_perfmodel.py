@@ -2,7 +2,6 @@
 reloading, retraining on growth, the selection chain, explanations, no data."""
 import json
 import os
-import pickle
 import random
 import shutil
 import sys
@@ -155,8 +154,8 @@ def test_a_saved_model_is_usable_by_another_process(store, tmp_path):
     be = FakeBackend()
     model, _ = model_for(be, store)
     path = saved.model_path(store.path, "fake", DEVICE, TEMPLATES)
-    code = ("import sys, pickle; from shadertune.config import Config; "
-            "m = pickle.load(open(sys.argv[1], 'rb')); c = m.verified_configs('float32')[0]; "
+    code = ("import sys; from shadertune.config import Config; from shadertune.perfmodel import saved; "
+            "m = saved.load(sys.argv[1]); c = m.verified_configs('float32')[0]; "
             "assert Config(c.to_dict()) in {c: 1}, 'stale hash'")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"      # not this process's
     r = run_python(code, path, env={"PYTHONHASHSEED": seed})
@@ -178,11 +177,11 @@ def test_a_corrupt_or_foreign_model_file_is_retrained(store):
     be = FakeBackend()
     model, _ = model_for(be, store)
     path = saved.model_path(store.path, "fake", DEVICE, TEMPLATES)
-    path.write_bytes(b"not a pickle")
+    path.write_bytes(b"not a model")
     saved.forget()
     assert model_for(be, store)[1] == "trained"
     model.meta["sklearn"] = "0.0-other"           # saved by another scikit-learn
-    path.write_bytes(pickle.dumps(model))
+    saved.save(model, path)
     saved.forget()
     assert model_for(be, store)[1] == "trained"
 

@@ -1,5 +1,5 @@
-"""Is a store healthy?  `python -m shadertune.db check`, and the quick check every store
-gets when it is opened for writing.
+"""Is a store healthy?  `python -m shadertune.db check`, and the integrity check every
+store gets before its first write and before a reader answers from it.
 
 check_store(path) looks at, in order:
 1. the file: there, a regular file, SQLite's header, a whole number of pages;
@@ -14,17 +14,28 @@ check_store(path) looks at, in order:
    transposes a problem's; the problem key made of its columns; the seed >= 0; the
    row's schema the store's; and each result's JSON decoding to a Result whose
    backend, device, problem, config and status are the row's.
-It returns a Health: the findings (one line each) and the verdict.
+It returns a Health whose state is one of STATES, each with its exit status (EXIT):
+healthy (0), damaged (1), busy (3: another connection held a lock for longer than the
+wait; the store may well be healthy) or unchecked (4: this user cannot read it as the
+check needs, e.g. a write-ahead log in a folder it may not write).  A store that is
+busy or cannot be checked is never called damaged, and never advised deleted.
 
-quick(conn, path) runs PRAGMA quick_check and raises StoreError when it finds
-anything.  A Store runs it once before its first write, and the tools that write
-(search, db import and prune, perfmodel sample) right after opening one, so that a
-damaged store is refused before any work: nothing is ever written into a damaged
-store (a new result would land beside pages that are gone, and a later integrity
-check could no longer tell the old damage from the new).  Readers (auto, the
-listings) do not pay for it.  quick_check reads every
-page but skips the index cross-checks: about 1 ms per MB of store here (notes/
-reliability.md), 36 ms for a 35 MB store of 20,904 results.
+ensure_healthy(conn, path) runs SQLite's integrity_check (step 2) and raises
+StoreDamaged when it finds anything (StoreBusy while another connection locks the
+store).  A Store runs it once before its first write and once before it first
+answers a read, and the tools that write (search, db import and prune, perfmodel
+sample) right after opening one, so that a damaged store is refused before any
+work: nothing is ever written into a damaged store (a new result would land beside
+pages that are gone, and a later check could no longer tell the old damage from the
+new), and no reader answers from one (`auto` warns and takes the default config).
+Why integrity_check and not quick_check: quick_check skips the index cross-checks,
+and a store truncated at an index page passes it ("row 5 missing from index
+results_ok" is integrity_check's alone) while a reader that walks that index misses
+rows.  It costs about 2.3x quick_check (7.3 against 3.1 ms per MB on a 46 MB store,
+under load on the 2-core machine; PRAGMA integrity_check(N) bounds the errors
+listed, not the work: the same time); notes/store.md.  A verdict is kept per store
+file state (the files' identity, size and modification time, the write-ahead log's
+too: verified_stamp), so a process pays for it once per state of the store.
 """
 from __future__ import annotations
 
@@ -39,11 +50,14 @@ from dataclasses import dataclass, field
 from ..problem import Problem
 from ..result import STATUSES, Result
 from . import schema
-from .errors import StoreError
+from .errors import StoreBusy, StoreDamaged, StoreError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 EXAMPLES = 3                 # rows named per finding
 _FINITE = "({c} < 1e308 AND {c} > -1e308)"   # SQLite keeps inf as a REAL; NaN becomes NULL
+STATES = ("healthy", "damaged", "busy", "unchecked")
+EXIT = {"healthy": 0, "damaged": 1, "busy": 3, "unchecked": 4}
+WAIT = 5.0                   # seconds check waits for another connection's lock
 
 
 @dataclass
@@ -52,15 +66,32 @@ class Health:
     findings: list[str] = field(default_factory=list)
     results: int | None = None
     version: int | None = None
+    # busy / unchecked: why the check could not run (the store is not judged)
+    not_judged: tuple[str, str] | None = None
+    note: str = ""               # how it was read, where that matters (immutable)
 
     @property
     def healthy(self) -> bool:
-        return not self.findings
+        return self.not_judged is None and not self.findings
+
+    @property
+    def state(self) -> str:
+        if self.not_judged is not None:
+            return self.not_judged[0]
+        return "damaged" if self.findings else "healthy"
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT[self.state]
 
     def verdict(self) -> str:
+        if self.not_judged is not None:
+            state, why = self.not_judged
+            what = "busy" if state == "busy" else "not checked"
+            return f"store {self.path}: {what}: {why}"
         if self.healthy:
             return (f"store {self.path}: healthy ({self.results} results, schema version "
-                    f"{self.version})")
+                    f"{self.version}){self.note}")
         n = len(self.findings)
         return (f"store {self.path}: damaged ({n} problem{'s' * (n > 1)} found): export what "
                 f"can still be read (python -m shadertune.db --db {self.path} export -o "
@@ -68,16 +99,43 @@ class Health:
                 f"be re-measured)")
 
 
-def _connect_read_only(path: pathlib.Path) -> sqlite3.Connection:
+def _errname(e: BaseException) -> str:
+    return getattr(e, "sqlite_errorname", "") or ""
+
+
+def _is_busy(e: BaseException) -> bool:
+    return _errname(e).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+
+def _is_refused(e: BaseException) -> bool:
+    """SQLite could not open or read the file as asked (permissions, a read-only
+    place): nothing about the store's content."""
+    return _errname(e).startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM",
+                                   "SQLITE_AUTH"))
+
+
+def _busy_why(e, wait: float) -> str:
+    return (f"another connection holds a lock on it ({e}; waited {wait:g} s); it may well "
+            f"be healthy: check it again when the writer is done (--wait SECONDS waits longer)")
+
+
+def _connect(path: pathlib.Path, wait: float, immutable: bool = False) -> sqlite3.Connection:
+    wait = min(wait, 86400.0)            # SQLite's busy timeout is an int of milliseconds
     uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
-    return sqlite3.connect(uri, uri=True, isolation_level=None)
+    conn = sqlite3.connect(uri + ("&immutable=1" if immutable else ""), uri=True,
+                           isolation_level=None, timeout=wait)
+    conn.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+    return conn
 
 
-def _file_findings(path: pathlib.Path) -> list[str]:
+def _file_findings(path: pathlib.Path, h: Health) -> list[str]:
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return [f"{path}: no such file"]
+    except PermissionError as e:
+        h.not_judged = ("unchecked", f"this user cannot reach it ({e.strerror or e})")
+        return []
     except OSError as e:
         return [f"{path}: cannot be reached ({e.strerror or e})"]
     if not stat.S_ISREG(st.st_mode):
@@ -85,6 +143,9 @@ def _file_findings(path: pathlib.Path) -> list[str]:
     try:
         with open(path, "rb") as f:
             head = f.read(100)
+    except PermissionError as e:
+        h.not_judged = ("unchecked", f"this user cannot read it ({e.strerror or e})")
+        return []
     except OSError as e:
         return [f"{path}: cannot be read ({e.strerror or e})"]
     if st.st_size == 0:
@@ -100,9 +161,13 @@ def _file_findings(path: pathlib.Path) -> list[str]:
 
 
 def _sqlite_findings(conn) -> list[str]:
+    """PRAGMA integrity_check's findings (none: healthy).  A lock held by another
+    connection or a file SQLite may not open as asked is raised, not a finding."""
     try:
         rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
     except sqlite3.DatabaseError as e:
+        if _is_busy(e) or _is_refused(e):
+            raise
         return [f"SQLite integrity check: {e}"]
     return [] if rows == ["ok"] else [f"SQLite integrity check: {r}" for r in rows]
 
@@ -201,16 +266,62 @@ def _row_disagreement(backend, device, problem, config, status, M, N, K, dtype, 
     return None
 
 
-def check_store(path) -> Health:
-    """Every check in the module docstring, reading the store only."""
-    h = Health(pathlib.Path(path))
-    h.findings = _file_findings(h.path)
-    if h.findings:
-        return h
+def _wal_has_content(path: pathlib.Path) -> bool:
     try:
-        conn = _connect_read_only(h.path)
-    except sqlite3.Error as e:
-        h.findings.append(f"SQLite cannot open it: {e}")
+        return os.path.getsize(str(path) + "-wal") > 0
+    except OSError:
+        return False
+
+
+def _open_for_check(h: Health, wait: float) -> sqlite3.Connection | None:
+    """A read-only connection that reads the store as its writers see it, or None with
+    h.not_judged (busy, or unchecked) or a finding saying why not.  mode=ro reads a WAL
+    store only where the -shm file exists or can be made; in a folder this user may not
+    write (a shared store, a read-only mount) the store is read as immutable, which is
+    the store exactly when its write-ahead log is empty: otherwise its newest pages are
+    in the log, unreadable here, and the check cannot run."""
+    for immutable in (False, True):
+        try:
+            conn = _connect(h.path, wait, immutable)
+        except sqlite3.Error as e:
+            h.findings.append(f"SQLite cannot open it: {e}")
+            return None
+        try:
+            conn.execute("PRAGMA user_version").fetchone()
+            if immutable:
+                h.note = (" (read as immutable: SQLite cannot open it read-only as usual in "
+                          "this place, a read-only folder or mount, and its write-ahead log is "
+                          "empty)")
+            return conn
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            if _is_busy(e):
+                h.not_judged = ("busy", _busy_why(e, wait))
+                return None
+            if not _is_refused(e) or immutable:
+                if _is_refused(e):
+                    h.not_judged = ("unchecked", f"SQLite cannot read it here ({e})")
+                else:
+                    h.findings.append(f"SQLite cannot open it: {e}")
+                return None
+            if _wal_has_content(h.path):
+                h.not_judged = ("unchecked", (
+                    f"its write-ahead log ({h.path.name}-wal) holds its newest changes, which SQLite "
+                    f"reads only through a -shm file this user cannot make ({e}): check it as a "
+                    f"user who may write its folder, or have its owner checkpoint it"))
+                return None
+    return None
+
+
+def check_store(path, wait: float = WAIT) -> Health:
+    """Every check in the module docstring, reading the store only; a lock held by
+    another connection is waited for `wait` seconds, then the store is called busy."""
+    h = Health(pathlib.Path(path))
+    h.findings = _file_findings(h.path, h)
+    if h.findings or h.not_judged:
+        return h
+    conn = _open_for_check(h, wait)
+    if conn is None:
         return h
     try:
         h.findings += _sqlite_findings(conn)
@@ -222,22 +333,65 @@ def check_store(path) -> Health:
         h.results = conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
         h.findings += _row_findings(conn, h.version)
     except sqlite3.DatabaseError as e:
-        h.findings.append(f"SQLite: {e}")
+        if _is_busy(e):
+            h.findings, h.not_judged = [], ("busy", _busy_why(e, wait))
+        elif _is_refused(e):
+            h.findings, h.not_judged = [], ("unchecked", f"SQLite cannot read it here ({e})")
+        else:
+            h.findings.append(f"SQLite: {e}")
     finally:
         conn.close()
     return h
 
 
-def quick(conn, path) -> None:
-    """PRAGMA quick_check on an open connection; StoreError when the store is damaged."""
+# --- the check before a write or a read --------------------------------------------
+
+_verified: dict[str, tuple] = {}      # the store's real path -> its stamp when found healthy
+
+
+def verified_stamp(path) -> tuple | None:
+    """The state of a store's files a verdict holds for: identity, size and modification
+    time of the store and of its write-ahead log (None: the store is not there)."""
+    out = []
+    for name in (str(path), str(path) + "-wal"):
+        try:
+            st = os.stat(name)
+        except OSError:
+            if not out:
+                return None
+            out.append(None)
+            continue
+        out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def ensure_healthy(conn, path) -> None:
+    """SQLite's integrity_check on an open connection: StoreDamaged when the store is
+    damaged, StoreBusy while another connection locks it past the connection's busy
+    timeout; kept per state of the store's files (verified_stamp)."""
+    key = os.path.realpath(path)
+    stamp = verified_stamp(path)
+    if stamp is not None and _verified.get(key) == stamp:
+        return
     try:
-        rows = [r[0] for r in conn.execute("PRAGMA quick_check")]
+        rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
     except sqlite3.DatabaseError as e:
+        if _is_busy(e):
+            raise StoreBusy(f"store {path} is busy: another connection holds a lock on it ({e}); "
+                            f"nothing was done: try again when it is free") from None
+        if _is_refused(e):
+            raise StoreError(f"store {path} cannot be read here ({e})") from None
         rows = [str(e)]
     if rows != ["ok"]:
+        _verified.pop(key, None)
         more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
-        raise StoreError(f"store {path} is damaged ({rows[0]}{more}): nothing is written to it; "
-                         f"python -m shadertune.db --db {path} check says more")
+        first = rows[0].replace("\n", "; ")
+        raise StoreDamaged(f"store {path} is damaged ({first}{more}): nothing is written to it "
+                           f"or read from it; python -m shadertune.db --db {path} check says more")
+    if stamp is not None:
+        if len(_verified) > 64:
+            _verified.clear()
+        _verified[key] = stamp
 
 
-__all__ = ["Health", "check_store", "quick"]
+__all__ = ["EXIT", "Health", "STATES", "check_store", "ensure_healthy", "verified_stamp"]

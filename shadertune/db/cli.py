@@ -32,12 +32,16 @@ commands:
              per knob (a table for a spreadsheet or pandas)
   import     merge stores (any version this one reads) or exports (JSON lines, CSV)
              into --db: device keys and template hashes kept; a result stored
-             already keeps the newer measurement (its timestamp); all or nothing
+             already keeps the newer measurement (its timestamp); all or nothing;
+             '-' reads an export from standard input (db export | db import -)
   prune      delete the matching results (at least one filter; --dry-run counts)
   check      is the store healthy: SQLite's integrity check, the schema, and the
              results' own invariants (statuses, times, sizes, the result JSON of
              each row); one line per problem found and a verdict line; exit 0
-             when healthy, 1 when damaged
+             healthy, 1 damaged, 3 busy (another connection held a lock past
+             --wait SECONDS, default 5), 4 not checked (this user cannot read it
+             as the check needs: no access, or a write-ahead log in a folder it
+             may not write); busy and not checked say nothing of its health
 
 filters (every listing, export and prune): --backend NAME, --device TEXT (a part of
 the device key 'renderer | driver'), --template-hash H, --problem SIZE (N, MxNxK),
@@ -48,15 +52,17 @@ backends it knows).
 store: --db PATH (before or after the command), else $SHADERTUNE_DB, else
 $XDG_CACHE_HOME/shadertune/tune.sqlite, else ~/.cache/shadertune/tune.sqlite.  A
 read-only store is read where it is; import and prune need a writable one, and
-refuse to write into a damaged store (run check).  The listings and export of a
-damaged store say so on stderr and show what can still be read.
+refuse to write into a damaged store (run check).  best refuses a damaged store
+(its answer could be silently wrong); the other listings and export of a damaged
+store say so on stderr and show what can still be read.
 
 output: export -o FILE writes FILE whole or not at all (a temporary file renamed
 into place); '-' or /dev/stdout is standard output; a device node, a folder or
 the store's own files are refused.
 
 exit status: 0; 1 with one line '{prog}: error: <reason>' on stderr when the store
-or a file cannot be used (check: when the store is damaged); 2 on bad arguments.
+or a file cannot be used (check: when the store is damaged); 2 on bad arguments;
+check alone: 3 busy, 4 not checked.
 """.format(prog=PROG)
 
 
@@ -101,13 +107,16 @@ def build_parser() -> ca.Parser:
     ex.add_argument("--tolerance", type=ca.tolerance,
                     help="with --best: judge errors against this (default: per dtype)")
     im = command("import", "merge stores or exports into --db")
-    im.add_argument("sources", nargs="+", metavar="SOURCE", help="a store, .jsonl or .csv export")
+    im.add_argument("sources", nargs="+", metavar="SOURCE",
+                    help="a store, .jsonl or .csv export; '-': an export on standard input")
     pr = filters(command("prune", "delete matching results"), more=True)
     pr.add_argument("--stale-templates", action="store_true",
                     help="only results whose template hash is not the backend's current one")
     pr.add_argument("--dry-run", action="store_true", help="count, delete nothing")
     command("check", "SQLite's integrity check, the schema and the results' invariants; "
-                     "exit 0 healthy, 1 damaged")
+                     "exit 0 healthy, 1 damaged, 3 busy, 4 not checked").add_argument(
+        "--wait", type=ca.seconds, default=checks.WAIT, metavar="SECONDS",
+        help=f"wait this long for another connection's lock (default {checks.WAIT:g})")
     return p
 
 
@@ -175,11 +184,17 @@ def cmd_best(store, args, where, vals) -> None:
 def cmd_export(store, args, where, vals) -> None:
     from ..atomic import output
     fmt = args.format or ("csv" if (args.output or "").lower().endswith(".csv") else "jsonl")
+    # a damaged store's export is its rescue: rows that no longer make a whole record
+    # are left out (and counted), so that what is written imports into a new store
+    skipped: list | None = [] if store.damaged else None
     with output(args.output or "-", "w", newline="", protect=store_files(store.path)) as out:
         if args.best:
             n = exchange.export_best(store, out, fmt, where, vals, args.tolerance)
         else:
-            n = exchange.export(store, out, fmt, where, vals)
+            n = exchange.export(store, out, fmt, where, vals, skipped)
+    if skipped:
+        print(f"{PROG}: warning: {len(skipped)} damaged results left out (first: {skipped[0]})",
+              file=sys.stderr)
     if args.output not in (None, "-"):
         what = "problems' best results" if args.best else "results"
         print(f"{n} {what} written to {args.output} ({fmt})", file=sys.stderr)
@@ -225,20 +240,23 @@ class _BadArgument(Exception):
     pass
 
 
-def cmd_check(path) -> int:
-    health = checks.check_store(path)
+def cmd_check(path, wait: float) -> int:
+    health = checks.check_store(path, wait=wait)
     for line in health.findings:
         print(line)
     print(health.verdict())
-    return 0 if health.healthy else 1
+    return health.exit_status
 
 
 def _warn_if_damaged(store) -> None:
-    """A listing or export of a damaged store shows what can still be read, and says so."""
+    """A listing or export of a damaged store shows what can still be read, and says so
+    (store.damaged: the export then leaves out rows it cannot make whole)."""
     try:
-        checks.quick(store.conn, store.path)
+        store.check_health()
     except StoreError as e:
-        print(ca.error_line(TOOL, e).replace(": error: ", ": warning: ", 1), file=sys.stderr)
+        store.damaged = True
+        print(ca.error_line(TOOL, f"{e} (below: what can still be read)").replace(
+            ": error: ", ": warning: ", 1), file=sys.stderr)
 
 
 COMMANDS = {"devices": cmd_devices, "problems": cmd_problems, "best": cmd_best,
@@ -265,12 +283,22 @@ def main(argv=None) -> int:
     where = " AND ".join(conds) or "1"
     reading = args.command not in ("import", "prune")
     try:
+        if args.command == "check":
+            try:
+                missing = not ca.path_exists(path)
+            except PermissionError:      # a folder on its way this user may not enter
+                missing = False          # check says: not checked (exit 4)
+            if missing:
+                raise StoreError(f"store {path} does not exist")
+            return cmd_check(path, args.wait)
         if reading and not ca.path_exists(path):
             raise StoreError(f"store {path} does not exist")
-        if args.command == "check":
-            return cmd_check(path)
-        with Store(path, readonly=True if reading else None) as store:
-            if reading:
+        # best answers what auto would run: from a damaged store it refuses (the health
+        # check runs on its first read); the other listings and export show what can
+        # still be read, and say the store is damaged
+        rescue = reading and args.command != "best"
+        with Store(path, readonly=True if reading else None, damaged_ok=rescue) as store:
+            if rescue:
                 _warn_if_damaged(store)
             elif not store.readonly:
                 store.check_health()     # import and prune never write into a damaged store

@@ -9,7 +9,8 @@ empty cell is null.
 
 Import reads another store (SQLite, any schema version this one reads, opened
 read-only) or an export (JSON lines or CSV, told apart by their first
-character).  Every record is checked (its result decodes; its key columns agree
+character); '-' is an export on standard input, read whole (at most
+jsonio.MAX_BYTES) before the store's write begins.  Every record is checked (its result decodes; its key columns agree
 with its result) as it is read, and all are written in one transaction: a bad
 record writes nothing and says which line it is.  Records keep their backend,
 device and template hash, so results of different devices never mix and results
@@ -59,33 +60,43 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # --- export --------------------------------------------------------------------
 
-def records(store: Store, where: str = "1", args=()) -> Iterator[dict]:
-    """The store's rows as export records (config and result decoded)."""
-    for row in store.rows(where, args):
+def records(store: Store, where: str = "1", args=(), skipped: list | None = None) -> Iterator[dict]:
+    """The store's rows as export records (config and result decoded).  `skipped` a
+    list: a row that does not make a whole record (its JSON or columns damaged, as
+    row_from checks an import) is left out and its rowid-free description appended
+    there, instead of raising: the rescue of a damaged store."""
+    for i, row in enumerate(store.rows(where, args), 1):
         rec = {k: row[k] for k in FIELDS}
         try:
             rec["config"] = json.loads(row["config"])
             rec["result"] = json.loads(row["result"])
-        except ValueError as e:
-            raise StoreError(f"store {store.path} holds a result that cannot be decoded ({e})") from None
-        rec["trans_a"], rec["trans_b"] = bool(row["trans_a"]), bool(row["trans_b"])
-        rec["schema"] = schema.SCHEMA_VERSION     # what the record reads as now
+            rec["trans_a"], rec["trans_b"] = bool(row["trans_a"]), bool(row["trans_b"])
+            rec["schema"] = schema.SCHEMA_VERSION     # what the record reads as now
+            if skipped is not None:
+                row_from(f"row {i}", dict(rec))         # what an import of it would check
+        except (ValueError, TypeError, StoreError) as e:
+            if skipped is None:
+                raise StoreError(f"store {store.path} holds a result that cannot be decoded ({e})") from None
+            skipped.append(f"row {i}: {e}")
+            continue
         yield rec
 
 
-def export(store: Store, out, fmt: str = "jsonl", where: str = "1", args=()) -> int:
-    """Write the matching records to the text stream `out`; returns how many."""
+def export(store: Store, out, fmt: str = "jsonl", where: str = "1", args=(),
+           skipped: list | None = None) -> int:
+    """Write the matching records to the text stream `out`; returns how many.
+    `skipped`: as records()."""
     if fmt not in FORMATS:
         raise ValueError(f"export format must be one of {FORMATS}, got {fmt!r}")
     n = 0
     if fmt == "jsonl":
-        for rec in records(store, where, args):
+        for rec in records(store, where, args, skipped):
             out.write(json.dumps(rec, allow_nan=True, separators=(",", ":")) + "\n")
             n += 1
         return n
     w = csv.DictWriter(out, FIELDS, lineterminator="\n")
     w.writeheader()
-    for rec in records(store, where, args):
+    for rec in records(store, where, args, skipped):
         rec["config"] = json.dumps(rec["config"], sort_keys=True, separators=(",", ":"))
         rec["result"] = json.dumps(rec["result"], allow_nan=True, separators=(",", ":"))
         w.writerow({k: ("" if v is None else v) for k, v in rec.items()})
@@ -145,39 +156,69 @@ def export_best(store: Store, out, fmt: str = "jsonl", where: str = "1", args=()
 
 # --- import --------------------------------------------------------------------
 
-def read_records(path) -> Iterator[tuple[str, dict]]:
-    """(where, record) from a store or an export file; where names the record for errors."""
-    path = pathlib.Path(path)
+STDIN = "-"
+
+
+def read_stdin(stream=None) -> str:
+    """An export on standard input, read whole (before the store's write transaction
+    begins, so a slow pipe never holds the store's lock), bounded as every JSON a tool
+    reads is (jsonio.MAX_BYTES); StoreError when it is too large, a store or not text."""
+    import sys
+    f = (stream if stream is not None else sys.stdin).buffer
+    data = f.read(jsonio.MAX_BYTES + 1)
+    if len(data) > jsonio.MAX_BYTES:
+        raise StoreError(f"cannot read -: more than {jsonio.MAX_BYTES} bytes on standard input "
+                         f"(export to a file and import that)")
+    if data.startswith(_SQLITE_MAGIC):
+        raise StoreError("cannot read -: standard input is an SQLite store; name its file instead")
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
-    except OSError as e:
-        raise StoreError(f"cannot read {path}: {e.strerror or e}") from None
-    if head == _SQLITE_MAGIC:
-        with Store(path, readonly=True) as src:
-            for i, rec in enumerate(records(src), 1):
-                yield f"{path}: row {i}", rec
-        return
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise StoreError(f"cannot read {path}: not a store, JSON lines or CSV export ({e})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise StoreError(f"cannot read -: not a JSON lines or CSV export ({e})") from None
+
+
+def read_records(path, text: str | None = None) -> Iterator[tuple[str, dict]]:
+    """(where, record) from a store or an export file (or `text`, an export already
+    read: standard input); where names the record for errors."""
+    name = str(path)
+    if text is None:
+        path = pathlib.Path(path)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(len(_SQLITE_MAGIC))
+        except OSError as e:
+            raise StoreError(f"cannot read {path}: {e.strerror or e}") from None
+        if head == _SQLITE_MAGIC:
+            with Store(path, readonly=True) as src:
+                for i, rec in enumerate(records(src), 1):
+                    yield f"{path}: row {i}", rec
+            return
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise StoreError(f"cannot read {path}: not a store, JSON lines or CSV export ({e})") from None
+    yield from _text_records(name, text)
+
+
+def _text_records(name: str, text: str) -> Iterator[tuple[str, dict]]:
     if text.lstrip()[:1] == "{":
         for i, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
                     rec = jsonio.loads(line)
                 except ValueError as e:
-                    raise StoreError(f"{path}: line {i}: not JSON ({e})") from None
-                yield f"{path}: line {i}", rec
+                    raise StoreError(f"{name}: line {i}: not JSON ({e})") from None
+                yield f"{name}: line {i}", rec
         return
+    if not text.strip():
+        return                           # an empty export: nothing to import
     reader = csv.DictReader(io.StringIO(text))
     missing = [k for k in ("template_hash", "written", "result") if k not in (reader.fieldnames or [])]
     if missing:
-        raise StoreError(f"{path}: not a store, JSON lines or CSV export of one (no "
+        raise StoreError(f"{name}: not a store, JSON lines or CSV export of one (no "
                          f"{', '.join(missing)} column)")
     for i, rec in enumerate(reader, 2):
-        yield f"{path}: line {i}", {k: (None if v == "" else v) for k, v in rec.items()}
+        yield f"{name}: line {i}", {k: (None if v == "" else v) for k, v in rec.items()}
 
 
 def _decoded(v):
@@ -239,10 +280,15 @@ def _older_or_same(new_row: dict, old_result_json: str) -> bool:
     return new_row["_measured"] <= old
 
 
-def merge(store: Store, sources) -> dict:
-    """Import every source into `store` in one transaction; counts {"added", "replaced", "kept"}."""
-    sources = [pathlib.Path(s) for s in sources]
+def merge(store: Store, sources, stdin=None) -> dict:
+    """Import every source into `store` in one transaction; counts {"added", "replaced", "kept"}.
+    A source '-' is an export on standard input (`stdin`: a stream in its place)."""
+    sources = [str(s) if os.fspath(s) == STDIN else pathlib.Path(s) for s in sources]
+    if sources.count(STDIN) > 1:
+        raise StoreError("standard input ('-') can be imported once")
     for s in sources:
+        if s == STDIN:
+            continue
         try:
             if os.path.samefile(s, store.path):
                 raise StoreError(f"{s} is the store itself: nothing to import")
@@ -250,9 +296,10 @@ def merge(store: Store, sources) -> dict:
             pass                         # read_records says so, naming the file
         except OSError as e:             # a folder on its path that cannot be entered
             raise StoreError(f"cannot read {s}: {e.strerror or e}") from None
+    piped = read_stdin(stdin) if STDIN in sources else None
 
     def rows():
         for s in sources:
-            for where, rec in read_records(s):
+            for where, rec in read_records(s, piped if s == STDIN else None):
                 yield row_from(where, rec)
     return store.write_rows(rows(), keep_old=_older_or_same)

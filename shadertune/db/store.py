@@ -24,6 +24,13 @@ results are measurements: deleting the file only costs re-tuning).  A file whose
 tables are not a store's (no results table, missing columns) and a result that
 cannot be decoded raise StoreError with one line, never a traceback.
 
+Health: before its first write and before it first answers a read, a Store runs
+SQLite's integrity check (db/check.py: kept per state of the store's files, so a
+process pays once per state): a damaged store raises StoreDamaged, nothing is
+written into it and no reader answers from it (a damaged index can hide rows, and
+a best config read through it can be silently wrong); damaged_ok=True lets the
+store CLI's listings and export show what can still be read.
+
 Verdicts: readers that pick correct results (ranked, best, tuned_problems) judge
 each stored error against the tolerance in force (shadertune.verdict), not the
 status the measuring run gave it.
@@ -46,7 +53,7 @@ from ..result import OK, Result
 from ..verdict import DEFAULT_TOLERANCE
 from . import changes, check, schema
 from .canonical import canonical
-from .errors import StoreError
+from .errors import StoreBusy, StoreError
 from .location import store_path
 
 log = logging.getLogger(__name__)
@@ -68,13 +75,17 @@ def _errname(e: sqlite3.Error) -> str:
 
 class Store:
     def __init__(self, path: str | os.PathLike | None = None, *, timeout: float = 60.0,
-                 readonly: bool | None = None):
+                 readonly: bool | None = None, damaged_ok: bool = False):
         """Open (or create) the store at `path`; readonly None: read-only exactly when
-        the file or its folder cannot be written."""
+        the file or its folder cannot be written.  damaged_ok: reads do not run the
+        health check first (the store CLI's listings and export, which say on stderr
+        that the store is damaged and show what can still be read)."""
         self.path = store_path(path)
+        self.damaged_ok = damaged_ok
+        self.damaged = False                      # the CLI found it damaged (a rescue export)
         self.version = schema.SCHEMA_VERSION      # the version of the rows read
         self.conn = None
-        self._healthy = False                     # quick_check passed (check_health)
+        self._healthy = False                     # integrity_check passed (check_health)
         try:
             self._open(timeout, readonly)
         except OSError as e:         # a folder on its path that cannot be entered, a file there
@@ -125,7 +136,7 @@ class Store:
             self.conn.close()
             if _errname(e).startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")):
                 raise _RefusedWrite(str(e)) from None
-            raise StoreError(f"{self.path} is not a usable shadertune store ({e}); {_FIX}") from None
+            raise self._unusable(e) from None
         except BaseException:
             self.conn.close()
             raise
@@ -163,10 +174,18 @@ class Store:
                 if _errname(e).startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")) \
                         and "immutable" not in query:
                     continue
-                raise StoreError(f"{self.path} is not a usable shadertune store ({e}); {_FIX}") from None
+                raise self._unusable(e) from None
             except BaseException:
                 self.conn.close()
                 raise
+
+    def _unusable(self, e: sqlite3.DatabaseError) -> StoreError:
+        """Why an open failed: busy (another connection's lock outlasted the timeout: the
+        store may be healthy, never advised deleted), or not a usable store."""
+        if _errname(e).startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StoreBusy(f"store {self.path} is busy: another connection holds a lock on it "
+                             f"({e}); nothing was done: try again when it is free")
+        return StoreError(f"{self.path} is not a usable shadertune store ({e}); {_FIX}")
 
     # --- schema -----------------------------------------------------------
     def _check_schema(self) -> None:
@@ -304,11 +323,13 @@ class Store:
             log.info("space size not kept: %s", e)
 
     def check_health(self) -> None:
-        """SQLite's quick_check, once per Store, before its first write (or when a tool
-        that will write calls it first, to refuse before any work): StoreError when the
-        store is damaged, so that nothing is written into it (db/check.py)."""
+        """SQLite's integrity_check, once per Store, before its first write and before it
+        first answers a read (or when a tool that will write calls it first, to refuse
+        before any work): StoreDamaged when the store is damaged, so that nothing is
+        written into it and no reader answers from it; StoreBusy while another
+        connection locks it (db/check.py)."""
         if not self._healthy:
-            check.quick(self.conn, self.path)
+            check.ensure_healthy(self.conn, self.path)
             self._healthy = True
 
     def _write(self, fn) -> None:
@@ -345,6 +366,8 @@ class Store:
 
     # --- reading ----------------------------------------------------------
     def _query(self, sql: str, args: Iterable = ()) -> list:
+        if not self.damaged_ok:
+            self.check_health()      # a damaged store answers nothing (it may miss rows)
         try:
             return self.conn.execute(sql, list(args)).fetchall()
         except sqlite3.Error as e:

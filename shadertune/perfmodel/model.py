@@ -22,10 +22,12 @@ from ..config import Config
 from ..problem import Problem
 from . import learners
 from .data import TrainingData
+from .estimator_arrays import Estimator
 from .features import Featurizer
 
-FORMAT = 7            # bump when a saved model can no longer be read as written (6: the guard;
-                      # 7: the guard validated against the default config on held-out problems)
+FORMAT = 8            # bump when a saved model can no longer be read as written (6: the guard;
+                      # 7: the guard validated against the default config on held-out problems;
+                      # 8: the estimator as arrays, saved as data: estimator_arrays.py)
 TARGETS = ("log_gflops", "log_ms", "residual")
 # the target where the backend has no analytical model among its derived features;
 # where it has one (CUDA), the residual (default_target; measured in notes/perfmodel.md)
@@ -95,9 +97,11 @@ class PerfModel:
         feat = Featurizer(data.backend, limits).fit(pairs)
         X = feat.rows(pairs)
         y = _target(data, target, feat, X)
-        est = learners.make(learner, seed)
+        fitted = learners.make(learner, seed)
         with learners.one_thread():
-            est.fit(X, y)
+            fitted.fit(X, y)
+        # predictions come from the fitted arrays, here as after a reload (saved.py)
+        est = Estimator.of(fitted, X.shape[1])
         # per dtype, every config verified on some problem of it, best-ranked first
         # (each problem's fastest, then each one's second, ...), with its largest
         # error: what `auto` may choose from
@@ -151,8 +155,7 @@ class PerfModel:
         if not configs:
             return np.empty(0)
         X = self.featurizer.transform(problem, configs)
-        with learners.one_thread():
-            y = self.estimator.predict(X)
+        y = self.estimator.predict(X)
         if self.target == "log_gflops":
             return np.exp(y)
         if self.target == "residual":

@@ -9,24 +9,47 @@ Two ways in, one per side of the layers:
   saved_model() / trained_model(): the model as saved, never trained here nor
   checked against the store's growth.
 
-Files: <store>.models/<backend>-<sha256(device)[:12]>-<template hash>.pkl,
+Files: <store>.models/<backend>-<sha256(device)[:12]>-<template hash>.npz,
 written atomically (temp file + rename): two processes that train at once
-each leave a whole model. A pickle runs code when loaded: a model file is
-trusted as the store beside it is (both are the user's own cache).
+each leave a whole model.
+
+The format is data, not code: a store and its models may be shared, and the
+folder beside a store may be writable by another user, so loading a model must
+never run code from it.  The file is a numpy .npz (uncompressed, read with
+allow_pickle=False) holding the estimator's fitted arrays (estimator_arrays.py)
+and one JSON text ("header": the featurizer's encoding, the meta, the verified
+configs, how the arrays combine).  Reading it is bounded (MAX_BYTES of arrays,
+jsonio's bounds on the JSON) and checked (estimator_arrays.Estimator.build): a
+file that breaks either is no model, never a crash nor a walk out of bounds.
+
+Models saved before this format are pickles (<...>.pkl).  A pickle runs code when
+loaded, so one is loaded only when it belongs to the running user and neither
+its group nor others may write it (checked on the opened file); any other is
+ignored with one warning per file and process (RuntimeWarning): a writer (a
+search's end, `perfmodel train`) then trains and saves a model in this format.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import pathlib
 import pickle
+import stat
 import threading
 import warnings
+import zipfile
 
+import numpy as np
+
+from .. import jsonio
+from ..config import Config
 from ..errors import ShadertuneError
 from . import learners
 from .data import training_data
+from .estimator_arrays import Estimator
+from .features import Featurizer
 from .model import FORMAT, PerfModel
 
 # Fewer tuned problems than this and the model cannot learn how the shape
@@ -45,40 +68,159 @@ _memory: dict[str, PerfModel] = {}           # model file -> the model model_for
 _loaded: dict[str, tuple] = {}               # model file -> (its stamp, the model read from it)
 _lock = threading.Lock()
 _warned: set[str] = set()
+MAX_BYTES = 256 << 20        # a saved model's arrays, uncompressed (the default model: ~10 MB)
+SUFFIX, LEGACY_SUFFIX = ".npz", ".pkl"
 
 
 def model_path(store_path, backend: str, device: str, template_hash: str) -> pathlib.Path:
     dev = hashlib.sha256(device.encode()).hexdigest()[:12]
-    return pathlib.Path(str(store_path) + ".models") / f"{backend}-{dev}-{template_hash}.pkl"
+    return pathlib.Path(str(store_path) + ".models") / f"{backend}-{dev}-{template_hash}{SUFFIX}"
+
+
+def legacy_path(path) -> pathlib.Path:
+    """Where the same model was saved as a pickle, before the format was data."""
+    return pathlib.Path(path).with_suffix(LEGACY_SUFFIX)
 
 
 def model_stamp(path) -> tuple | None:
-    """The model file's identity, size and modification time (None: no file).  save()
-    replaces the file, so a new model is a new file."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+    """The model file's identity, size and modification time (None: no file; where
+    there is none, the old pickle's, which load() reads then).  save() replaces the
+    file, so a new model is a new file."""
+    for name in (path, legacy_path(path)):
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+    return None
+
+
+def _header(model: PerfModel, spec: dict) -> dict:
+    f = model.featurizer
+    return {"format": FORMAT, "backend": model.backend, "device": model.device,
+            "template_hash": model.template_hash, "limits": model.limits, "learner": model.learner,
+            "target": model.target, "meta": model.meta,
+            "featurizer": {"backend_name": f.backend_name, "limits": f.limits, "numeric": f.numeric,
+                           "categories": f.categories, "names": f.names},
+            "verified": {d: [[c.to_dict(), err] for c, err in v] for d, v in model.verified.items()},
+            "estimator": spec}
+
+
+def _plain(v):
+    """numpy scalars in the meta (validation scores) as JSON numbers."""
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(f"a {type(v).__name__} in a model's meta cannot be saved")
 
 
 def save(model: PerfModel, path) -> None:
-    """Through the one output writer (shadertune.atomic): whole or not at all."""
+    """Through the one output writer (shadertune.atomic): whole or not at all; data
+    only (the module docstring)."""
     from ..atomic import output
+    est = model.estimator
+    if not isinstance(est, Estimator):                   # a model read from an old pickle
+        est = Estimator.of(est, len(model.featurizer.names))
+    header = json.dumps(_header(model, est.spec), allow_nan=True, default=_plain)
     with output(path, "wb", stream_ok=False) as f:
-        pickle.dump(model, f, protocol=pickle.HIGHEST_PROTOCOL)
+        np.savez(f, header=np.array(header), **est.arrays)
+
+
+def _model_of(header: dict, arrays: dict) -> PerfModel:
+    fz = header["featurizer"]
+    feat = Featurizer(str(fz["backend_name"]), fz["limits"])
+    feat.numeric = [str(k) for k in fz["numeric"]]
+    feat.categories = {str(k): [str(v) for v in vs] for k, vs in fz["categories"].items()}
+    feat.names = [str(n) for n in fz["names"]]
+    verified = {str(d): [(Config(c), float(err)) for c, err in v]
+                for d, v in header["verified"].items()}
+    meta = dict(header["meta"])
+    return PerfModel(backend=str(header["backend"]), device=str(header["device"]),
+                     template_hash=str(header["template_hash"]), limits=header["limits"],
+                     learner=str(header["learner"]), target=str(header["target"]), featurizer=feat,
+                     estimator=Estimator(header["estimator"], arrays, len(feat.names)), meta=meta,
+                     verified=verified)
+
+
+def _read(path) -> PerfModel | None:
+    """The model in a file of this format, or None (module docstring: bounded, checked)."""
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            with zipfile.ZipFile(f) as z:
+                if sum(i.file_size for i in z.infolist()) > MAX_BYTES:
+                    log.warning("saved model %s is over %d bytes: not read", path, MAX_BYTES)
+                    return None
+            f.seek(0)
+            with np.load(f, allow_pickle=False) as npz:
+                header = jsonio.loads(str(npz["header"][()]))
+                arrays = {k: npz[k] for k in npz.files if k != "header"}
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            return None
+        return _model_of(header, arrays)
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, IndexError,
+            zipfile.BadZipFile) as e:
+        log.info("saved model %s not used: %s", path, e)
+        return None
+
+
+def _owned_and_safe(st: os.stat_result) -> bool:
+    """A file this user owns that neither its group nor others may write."""
+    return (stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+            and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _read_legacy(path) -> PerfModel | None:
+    """A model saved as a pickle: unpickled only when the opened file is the running
+    user's own and not writable by group or others; otherwise one warning, no model."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return None
+    with f:
+        try:
+            safe = _owned_and_safe(os.fstat(f.fileno()))
+        except OSError:
+            return None
+        if not safe:
+            key = str(path)
+            if key not in _warned:
+                _warned.add(key)
+                warnings.warn(f"shadertune: ignoring the saved model {path}: a pickle (the old "
+                              f"model format) that another user owns or may write, which would "
+                              f"run its code; a search or `python -m shadertune.perfmodel train` "
+                              f"on this store saves one as data", RuntimeWarning, stacklevel=4)
+            return None
+        try:
+            m = pickle.load(f)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
+                ValueError, ModuleNotFoundError, IndexError):
+            return None
+    # the last format saved as a pickle (7) reads as this one but for the estimator,
+    # which is taken apart into its arrays as a new model's is
+    if not isinstance(m, PerfModel) or m.meta.get("format") != 7:
+        return None
+    try:
+        m.estimator = Estimator.of(m.estimator, len(m.featurizer.names))
+    except (ValueError, AttributeError, TypeError, ImportError):
+        return None
+    m.meta["format"] = FORMAT
+    m.meta["legacy"] = True          # a writer saves it again, as data (model_for)
+    return m
 
 
 def load(path) -> PerfModel | None:
     """The saved model, or None when there is none or it cannot be used here
-    (another format or scikit-learn version, an unreadable file)."""
-    try:
-        with open(path, "rb") as f:
-            m = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
-            ValueError, ModuleNotFoundError):
+    (another format or scikit-learn version, an unreadable file, a pickle that is
+    not the running user's own: the module docstring)."""
+    path = pathlib.Path(path)
+    if os.path.lexists(path):
+        m = _read(path)
+    elif os.path.lexists(legacy_path(path)):
+        m = _read_legacy(legacy_path(path))
+    else:
         return None
-    if not isinstance(m, PerfModel) or m.meta.get("format") != FORMAT:
+    if m is None:
         return None
     try:
         if m.meta.get("sklearn") != learners.sklearn().__version__:
@@ -142,6 +284,8 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
         m = _memory.get(key)
         if m is None:
             m = load(path)
+        if m is not None and m.meta.pop("legacy", False):
+            _save_quietly(m, path, key)  # a model read from an old pickle, saved as data
         count = store.count()
         if m is not None and m.meta.get("store_count") == count:
             _memory[key] = m
@@ -175,15 +319,20 @@ def model_for(backend, store, *, train: bool = True, learner: str = learners.DEF
             m.meta["guard"] = guard_of(v)
         m.meta["store_count"] = count
         _memory[key] = m
-        try:
-            save(m, path)
-            _loaded[key] = (model_stamp(path), m)
-        except OSError as e:
-            if key not in _warned:
-                _warned.add(key)
-                warnings.warn(f"shadertune: the performance model is used but not saved ({e})",
-                              RuntimeWarning, stacklevel=2)
+        _save_quietly(m, path, key)
         return m, "trained"
+
+
+def _save_quietly(m: PerfModel, path, key: str) -> None:
+    """Save a model a writer has; a failure to save warns once (the model is used)."""
+    try:
+        save(m, path)
+        _loaded[key] = (model_stamp(path), m)
+    except (OSError, ValueError) as e:
+        if key not in _warned:
+            _warned.add(key)
+            warnings.warn(f"shadertune: the performance model is used but not saved ({e})",
+                          RuntimeWarning, stacklevel=3)
 
 
 def trained_model(backend, store) -> PerfModel | None:

@@ -15,7 +15,7 @@ from ..errors import ContextError, ShadertuneError
 from ..problem import Problem
 from ..texttable import text_table
 from .budget import Budget
-from .progress import Progress
+from .progress import InterruptGuard, Progress
 from .registry import DESCRIPTIONS, STRATEGIES
 from .report_json import make_report, problem_entry, write_report
 
@@ -54,7 +54,8 @@ problem starts, every 10 s and when it ends; -q prints none; -v logs each
 evaluation (logger "shadertune"), -vv more.
 
 Ctrl-C stops the search: the table and --report hold the finished problems and
-the one in progress (marked incomplete); rerun to resume.
+the one in progress (marked incomplete); rerun to resume.  A second Ctrl-C while
+it stops is noted and the report still written (exit 130); a third stops at once.
 
 several GPUs: --workers N (this machine) or --cluster ADDRESS (GPU hosts running
 'python -m shadertune.cluster worker ADDRESS --gpus 0,1') spread the problems and
@@ -405,7 +406,10 @@ def main(argv=None) -> int:
     check_arguments(args, parser)
     restore_logging = _logging(args)
     try:
-        return _search(args, problems, Store, StoreError)
+        with InterruptGuard():           # a second Ctrl-C still gets the report written
+            return _search(args, problems, Store, StoreError)
+    except KeyboardInterrupt:            # Ctrl-C again and again: stopped at once
+        return fail("interrupted while stopping; results measured so far are in the store", 130)
     finally:
         restore_logging()
 

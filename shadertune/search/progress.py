@@ -180,3 +180,44 @@ class Progress:
         self._last_line = self.clock()
         self.stream.write(f"{PREFIX}: {self.label}: {text}\n")
         self.stream.flush()
+
+
+class InterruptGuard:
+    """Ctrl-C during a search: the first stops the search (KeyboardInterrupt, raised
+    where the search is); the next ones, while it stops and writes its table and report,
+    are noted on stderr and not raised, so that what was measured is still reported and
+    the tool exits 130 (a second Ctrl-C close behind the first once ended the process
+    in a traceback with no report).  Past FORCE of them (the third) it raises again:
+    a stop that hangs can still be interrupted.  Installed only in the main thread (the
+    only one Python delivers signals to); the previous handler is restored on exit."""
+
+    FORCE = 2
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self.count = 0
+        self._old = None
+
+    def _handle(self, signum, frame) -> None:
+        self.count += 1
+        if self.count == 1 or self.count > self.FORCE:
+            raise KeyboardInterrupt
+        left = self.FORCE - self.count + 1
+        try:
+            print(f"{PREFIX}: interrupted again: writing what was measured (Ctrl-C {left} more "
+                  f"time{'s' * (left > 1)} stops at once)", file=self.stream or sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    def __enter__(self) -> "InterruptGuard":
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+            self._old = None

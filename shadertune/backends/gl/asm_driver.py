@@ -30,6 +30,7 @@ from ...errors import BuildError
 from . import glraw
 from .asm_codegen import ProgramCounts, lang_of, pass_parameters
 from .driver import GLKernel
+from .uninterrupted import uninterrupted
 
 FRAGMENT_PROGRAM_ARB = 0x8804
 PROGRAM_FORMAT_ASCII_ARB = 0x8875
@@ -107,7 +108,8 @@ class AsmProgram:
         self.id = int(ids.value)
         _fn("glBindProgramARB")(FRAGMENT_PROGRAM_ARB, self.id)
         text = source.encode()
-        _fn("glProgramStringARB")(FRAGMENT_PROGRAM_ARB, PROGRAM_FORMAT_ASCII_ARB, len(text), text)
+        with uninterrupted():        # Ctrl-C inside the driver's compile crashed it
+            _fn("glProgramStringARB")(FRAGMENT_PROGRAM_ARB, PROGRAM_FORMAT_ASCII_ARB, len(text), text)
         error = ctx.error
         pos = ctypes.c_int(-1)
         _fn("glGetIntegerv")(PROGRAM_ERROR_POSITION_ARB, ctypes.byref(pos))

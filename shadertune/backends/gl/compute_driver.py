@@ -35,6 +35,7 @@ from .context import state_of
 from .compute_layout import ComputeLayout
 from .driver import GLKernel
 from .transfer import Transfers
+from .uninterrupted import uninterrupted
 
 # storage-buffer bindings and texture units the templates name (a buffer texture of
 # A or B takes the unit of its buffer's binding)
@@ -68,7 +69,8 @@ class ComputeKernel(GLKernel):
         if program is not None:
             return program
         try:
-            program = self.ctx.compute_shader(source)
+            with uninterrupted():    # Ctrl-C inside the driver's compile crashed it
+                program = self.ctx.compute_shader(source)
         except Exception as e:  # moderngl raises a plain Exception with the compiler log
             raise BuildError(f"GLSL compute compile/link failed: {str(e).strip()[:2000]}", source) from None
         if len(kept) < PROGRAMS_KEPT:

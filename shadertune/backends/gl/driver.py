@@ -21,6 +21,7 @@ from .context import make_current, state_of
 from .layout import Layout
 from .pool import make_object, nearest_texture
 from .timing import ensure_clock, timed
+from .uninterrupted import uninterrupted
 
 _FLOAT = "f4"
 
@@ -153,7 +154,8 @@ class GLKernel(Kernel):
 
     def _compile(self, source: str):
         try:
-            return self.ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
+            with uninterrupted():    # Ctrl-C inside the driver's compile crashed it
+                return self.ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
         except Exception as e:  # moderngl raises a plain Exception with the compiler log
             raise BuildError(f"GLSL compile/link failed: {str(e).strip()[:2000]}", source) from None
 
