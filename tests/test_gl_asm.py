@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from numerics import rel_err
 
-from shadertune.backends.gl import asm_codegen, space as gl_space_mod
-from shadertune.backends.gl.asm_codegen import analyse, asm_source, program_counts
-from shadertune.backends.gl.layout import Layout, packing
+from shadertune.backends.gl import space as gl_space_mod
+from shadertune.backends.gl.asm.codegen import analyse, asm_source, program_counts
+from shadertune.backends.gl.asm.driver import AsmKernel
+from shadertune.backends.gl.mrt.layout import Layout, packing
 from shadertune.config import Config
 from shadertune.errors import BuildError
 from shadertune.problem import Problem
@@ -84,13 +85,14 @@ def test_counts_predicted_from_one_and_two_steps_are_the_programs_and_the_driver
 def test_a_program_the_driver_rejects_is_a_compile_failure_with_its_message(arbfp, monkeypatch):
     """The driver's message and where it stopped, recorded as compile_failed: the search
     goes on."""
-    import shadertune.backends.gl as glpkg
-    real = glpkg.asm_source
+    real = AsmKernel._compile
+
+    def broken_text(text):
+        return text.replace("# k-step 0\n", "# k-step 0\nMAD q, q, nonsense;\n", 1)
 
     def broken(layout, config):
-        text = real(layout, config)
-        return text.replace("# k-step 0\n", "# k-step 0\nMAD q, q, nonsense;\n", 1)
-    monkeypatch.setattr(glpkg, "asm_source", broken)
+        return broken_text(asm_source(layout, config))
+    monkeypatch.setattr(AsmKernel, "_compile", lambda self, source: real(self, broken_text(source)))
     p = Problem(16, 16, 16)
     cfg = Config(**ARBFP, mc="1x4", mrt_h=1, mrt_w=1, np=8).to_dict()
     with pytest.raises(BuildError, match=r"rejected the arbfp program at line \d+, column \d+"):
@@ -102,7 +104,7 @@ def test_a_program_the_driver_rejects_is_a_compile_failure_with_its_message(arbf
     line = int(re.search(r"at line (\d+)", r.message).group(1))
     assert bad <= line <= bad + 1          # the driver's position: where its parser stopped
     # the context is left clean: the next kernel runs
-    monkeypatch.setattr(glpkg, "asm_source", real)
+    monkeypatch.setattr(AsmKernel, "_compile", real)
     assert Evaluator(arbfp, p, repeats=1, warmup=0)(Config(cfg)).status == "ok"
 
 

@@ -1,10 +1,11 @@
-"""GLKernel.checked_run: the evaluator's run (timed, abandonable, with packed-operand reuse)."""
+"""BaseGLKernel.checked_run on the render-target kernel: the evaluator's run (timed,
+abandonable, with packed-operand reuse)."""
 import numpy as np
 import pytest
 
-from shadertune.backends.gl.codegen import plan_layout
-from shadertune.backends.gl.context import state_of
-from shadertune.backends.gl.driver import GLKernel
+from shadertune.backends.gl.mrt.codegen import plan_layout
+from shadertune.backends.gl.mrt.driver import MrtKernel
+from shadertune.backends.gl.platform.context import state_of
 from shadertune.config import Config
 from shadertune.errors import TooSlow
 from shadertune.problem import Problem
@@ -64,7 +65,7 @@ def test_kernels_with_one_packing_share_packed_operands(gl_backend, data):
     p = Problem(M, N, K)
     for c in (cfg(mrt_h=1), cfg(mrt_h=2), cfg(mrt_h=2, glsl="450"), cfg(mc="2x2")):
         # without a texture pool every load packs (or finds packed) its operands
-        with GLKernel(gl_backend.ctx, p, c, plan_layout(M, N, K, c), gl_backend.source(p, c)) as k:
+        with MrtKernel(gl_backend.ctx, p, c, plan_layout(Problem(M, N, K), c), gl_backend.source(p, c)) as k:
             C, _ = k.checked_run(A, B, cache=cache)
             assert rel_err(C, ref) <= 1e-5
     # 1x4 on 1 or 2 row targets packs A apart (37 or 38 rows) but B alike; glsl changes
@@ -102,7 +103,7 @@ def test_pooled_textures_keep_their_operands_for_the_next_kernel(gl_backend, dat
 
 
 def test_the_pool_stays_within_its_bytes(gl_backend):
-    from shadertune.backends.gl.pool import TexturePool
+    from shadertune.backends.gl.platform.pool import TexturePool
     pool = TexturePool(gl_backend.ctx, max_bytes=3 * 16 * 16 * 16)   # three 16x16 RGBA32F
     texs = [pool.acquire((16, 16))[0] for _ in range(4)]
     for i, t in enumerate(texs):
@@ -117,7 +118,7 @@ def test_the_pool_stays_within_its_bytes(gl_backend):
 
 
 def test_the_pool_bound_comes_from_the_environment(monkeypatch):
-    from shadertune.backends.gl.pool import default_pool_bytes
+    from shadertune.backends.gl.platform.pool import default_pool_bytes
     monkeypatch.setenv("SHADERTUNE_GL_POOL_MB", "64")
     assert default_pool_bytes() == 64 << 20
     monkeypatch.setenv("SHADERTUNE_GL_POOL_MB", "lots")

@@ -11,9 +11,9 @@ import pytest
 
 import shadertune
 from shadertune.backends.gl import GLBackend
-from shadertune.backends.gl.compute_layout import ComputeLayout
-from shadertune.backends.gl.compute_model import predict_ms
-from shadertune.backends.gl.compute_space import compute_space
+from shadertune.backends.gl.compute.layout import ComputeLayout
+from shadertune.backends.gl.compute.space import compute_space
+from shadertune.backends.gl.paths import predict_ms
 from shadertune.backends.gl.space import gl_space
 from shadertune.problem import Problem
 from shadertune.search.restrict import narrow

@@ -25,7 +25,7 @@ def test_egl_context_and_limits(gl_backend):
 
 
 def test_bad_device_index_is_a_clear_error():
-    from shadertune.backends.gl.context import create_egl_context
+    from shadertune.backends.gl.platform.context import create_egl_context
     with pytest.raises(ContextError, match="device_index=99"):
         create_egl_context(99)
     with pytest.raises(ValueError, match="non-negative"):
@@ -48,7 +48,7 @@ def test_missing_libegl_is_one_clear_error():
 
 def test_missing_vendor_file_is_diagnosed():
     r = _py("""
-        from shadertune.backends.gl.context import create_egl_context
+        from shadertune.backends.gl.platform.context import create_egl_context
         try:
             create_egl_context()
         except Exception as e:
@@ -92,7 +92,7 @@ def test_glfw_hidden_window_under_xvfb(xvfb_display):
 
 def test_glfw_without_display_is_a_clear_error():
     r = _py("""
-        from shadertune.backends.gl.context import create_glfw_context
+        from shadertune.backends.gl.platform.context import create_glfw_context
         try:
             create_glfw_context()
         except Exception as e:
@@ -124,9 +124,9 @@ def test_per_context_state_lives_on_the_context():
     """Issue 13 item 6: parking framebuffer, NaN-clear check, placeholder texture and the
     software flag belong to one object on each context (no module dicts keyed by id(ctx),
     which a new context could inherit from a released one with the same id)."""
-    from shadertune.backends.gl.context import create_egl_context, make_current, state_of
-    from shadertune.backends.gl.driver import clear_writes_nan, parking_framebuffer, placeholder_texture
-    from shadertune.backends.gl.timing import software_renderer
+    from shadertune.backends.gl.platform.context import (create_egl_context, make_current, software_renderer,
+                                                         state_of)
+    from shadertune.backends.gl.platform.objects import clear_writes_nan, parking_framebuffer, placeholder_texture
     a, b = create_egl_context(), create_egl_context()
     try:
         for ctx in (a, b):
@@ -174,12 +174,12 @@ def test_one_thread_with_two_contexts_switches_between_them(rng, config):
 def test_the_profile_is_compatibility_on_a_software_renderer_and_core_on_a_gpu(monkeypatch):
     """SHADERTUNE_GL_PROFILE: 'auto' (the default) gives llvmpipe the compatibility profile
     (assembly kernels shade there) and a GPU the core profile; 'compat' and 'core' ask."""
-    from shadertune.backends.gl import context, device
-    from shadertune.backends.gl.egl_compat import is_compatibility_profile
+    from shadertune.backends.gl.platform import context
+    from shadertune.backends.gl.platform.egl_compat import is_compatibility_profile
 
     def profile_of(env, software=True):
         monkeypatch.setenv("SHADERTUNE_GL_PROFILE", env)
-        monkeypatch.setattr(device, "is_software_renderer", lambda renderer: software)
+        monkeypatch.setattr(context, "is_software_renderer", lambda renderer: software)
         ctx = context.create_egl_context()
         try:
             return is_compatibility_profile(ctx)

@@ -9,10 +9,10 @@ import itertools
 import numpy as np
 import pytest
 
-from shadertune.backends.gl.codegen import fragment_source, plan_layout
-from shadertune.backends.gl.image_driver import ImageKernel
-from shadertune.backends.gl.space import BLOCK_COLS, BLOCK_ROWS, REGISTER_BUDGET
-from shadertune.backends.gl.transfer import Transfers
+from shadertune.backends.gl.image.codegen import image_source, plan_layout
+from shadertune.backends.gl.image.driver import ImageKernel
+from shadertune.backends.gl.image.space import BLOCK_COLS, BLOCK_ROWS, REGISTER_BUDGET
+from shadertune.backends.gl.platform.transfer import Transfers
 from shadertune.config import Config
 from shadertune.problem import Problem
 
@@ -46,8 +46,8 @@ def _kernel(backend, p, cfg, carry="rmw", transfers=None):
     """A kernel of cfg on the real context, also for points the device's space prunes."""
     if carry == "rmw" and transfers is None and cfg in backend.space(p):
         return backend.build(p, cfg)
-    layout = plan_layout(p.M, p.N, p.K, cfg)
-    return ImageKernel(backend.ctx, p, cfg, layout, fragment_source(layout, cfg, carry=carry),
+    layout = plan_layout(p, cfg)
+    return ImageKernel(backend.ctx, p, cfg, layout, image_source(layout, cfg, carry=carry),
                        pool=backend.pool, transfers=transfers, carry=carry)
 
 
@@ -149,8 +149,8 @@ def test_poison_shows_unwritten_elements(gl_backend, operands):
         assert np.isnan(k.read(0)).all()
     # a kernel that stores nothing leaves every element NaN: the evaluator can tell
     cfg = image_cfg()
-    layout = plan_layout(p.M, p.N, p.K, cfg)
-    src = fragment_source(layout, cfg).replace("imageStore(C, q,", "if (false) imageStore(C, q,")
+    layout = plan_layout(p, cfg)
+    src = image_source(layout, cfg).replace("imageStore(C, q,", "if (false) imageStore(C, q,")
     with ImageKernel(gl_backend.ctx, p, cfg, layout, src) as k:
         assert np.isnan(k.run(A, B)).all()
 
@@ -175,8 +175,8 @@ def test_glsl_330_with_the_extensions_compiles_the_same_kernel(gl_backend, opera
     A, B, _, ref = operands[SHAPES[1]]
     p = Problem(*SHAPES[1])
     cfg = image_cfg(glsl="330", a_src="ssbo", b_src="ssbo")
-    layout = plan_layout(p.M, p.N, p.K, cfg)
-    src = fragment_source(layout, cfg)
+    layout = plan_layout(p, cfg)
+    src = image_source(layout, cfg)
     assert "#extension GL_ARB_shader_image_load_store : require" in src
     assert "#extension GL_ARB_shader_storage_buffer_object : require" in src
     with ImageKernel(gl_backend.ctx, p, cfg, layout, src) as k:
@@ -204,7 +204,7 @@ def test_padding_is_rewritten_in_pooled_objects(gl_backend, operands, src):
 def test_a_search_records_image_kernels_that_fail_and_goes_on(gl_backend, monkeypatch):
     """A driver that cannot compile the image path: every image config is recorded as
     compile_failed with the compiler's reason, and the search carries on to the MRT path."""
-    from shadertune.backends.gl import codegen
+    from shadertune.backends.gl.image import codegen
     from shadertune.search import Budget, tune
     real = codegen._image_source
     monkeypatch.setattr(codegen, "_image_source",

@@ -9,8 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
-from shadertune.backends.gl.codegen import plan_layout
-from shadertune.backends.gl.driver import GLKernel
+from shadertune.backends.gl.mrt.codegen import plan_layout
+from shadertune.backends.gl.mrt.driver import MrtKernel
 from shadertune.config import Config
 from shadertune.errors import BuildError, InvalidConfig
 from shadertune.problem import Problem
@@ -51,7 +51,7 @@ def test_every_knob_combination(gl_backend, data, mc, mrt, np_kind, unroll):
         # a long pass fully unrolled over many targets is pruned (slow to compile and
         # to run on real drivers), but the code generator must still get it right
         assert unroll == "full" and "instruction budget" in why
-        k = GLKernel(gl_backend.ctx, problem, cfg, plan_layout(M, N, K, cfg), gl_backend.source(problem, cfg))
+        k = MrtKernel(gl_backend.ctx, problem, cfg, plan_layout(Problem(M, N, K), cfg), gl_backend.source(problem, cfg))
     try:
         out = k.run(A, B)
         assert out.shape == (M, N) and out.dtype == np.float32
@@ -112,7 +112,7 @@ def test_configs_written_before_the_image_path_are_mrt_configs(gl_backend, data)
     p = Problem(M, N, K)
     assert MRT_DEFAULT in gl_backend.space(p)
     with gl_backend.build(p, MRT_DEFAULT) as k:
-        assert type(k) is GLKernel and k.config["out"] == "mrt" and k.config["block_h"] == 0
+        assert type(k) is MrtKernel and k.config["out"] == "mrt" and k.config["block_h"] == 0
         assert rel_err(k.run(A, B), ref) <= 1e-5
 
 
@@ -127,11 +127,9 @@ def test_invalid_configs_are_refused_before_compiling(gl_backend):
 
 
 def test_compile_errors_are_typed(gl_backend):
-    from shadertune.backends.gl.driver import GLKernel
-    from shadertune.backends.gl.codegen import plan_layout
     cfg = gl_backend.default_config(Problem(8, 8, 8))
     with pytest.raises(BuildError, match="GLSL"):
-        GLKernel(gl_backend.ctx, Problem(8, 8, 8), cfg, plan_layout(8, 8, 8, cfg),
+        MrtKernel(gl_backend.ctx, Problem(8, 8, 8), cfg, plan_layout(Problem(8, 8, 8), cfg),
                  "#version 330 core\nvoid main() { this is not glsl; }\n")
 
 

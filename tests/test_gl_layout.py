@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from shadertune.backends.gl.layout import MC_SHAPES, Layout, packing
+from shadertune.backends.gl.mrt.layout import MC_SHAPES, Layout, packing
 
 
 @pytest.mark.parametrize("mc", list(MC_SHAPES))

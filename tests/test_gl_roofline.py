@@ -6,6 +6,8 @@ import pytest
 from shadertune import roofline as rl
 from shadertune.backends.gl import microbench as rgl
 from shadertune.backends.gl import roofline as glr
+from shadertune.backends.gl.image import roofline as image_roofline
+from shadertune.backends.gl.mrt import roofline as mrt_roofline
 
 CEIL = {"fragment_fma_gflops": 1943.0, "fetch_gtexels": 31.7, "ssbo_gloads": 40.0}
 
@@ -16,13 +18,13 @@ def image(**kw):
 
 def test_image_load_counts_by_hand():
     # per A texel (4 k): 8 A vec4 from the texture, 16 B vec4 (4 k x 4 texels) from the buffer
-    assert glr.gl_image_load_counts(image()) == (2 * 4 * 128, 8, 16)
-    assert glr.gl_image_load_counts(image(a_src="ssbo")) == (1024, 0, 24)
-    assert glr.gl_image_load_counts(image(b_src="texture")) == (1024, 24, 0)
+    assert image_roofline.gl_image_load_counts(image()) == (2 * 4 * 128, 8, 16)
+    assert image_roofline.gl_image_load_counts(image(a_src="ssbo")) == (1024, 0, 24)
+    assert image_roofline.gl_image_load_counts(image(b_src="texture")) == (1024, 24, 0)
     # a pass of 256 k: 64 steps, and the block's 32 C texels read back once (imageLoad)
-    assert glr.gl_image_load_counts(image(np=256)) == (2 * 256 * 128, 64 * 8 + 32, 64 * 16)
+    assert image_roofline.gl_image_load_counts(image(np=256)) == (2 * 256 * 128, 64 * 8 + 32, 64 * 16)
     # np is clamped to K rounded up to 4, as the layout does
-    assert glr.gl_image_load_counts(image(np=256), K=30) == glr.gl_image_load_counts(image(np=32))
+    assert image_roofline.gl_image_load_counts(image(np=256), K=30) == image_roofline.gl_image_load_counts(image(np=32))
 
 
 def test_image_roofline_is_bound_by_the_slowest_unit():
@@ -35,7 +37,7 @@ def test_image_roofline_is_bound_by_the_slowest_unit():
     tex = glr.gl_config_roofline(image(b_src="texture"), CEIL)
     assert tex["bound"] == "fetch" and tex["gflops"] == pytest.approx(1024 / 24 * 31.7)
     # the best MRT blocking is bound at 21.3 flops a fetch; an 8x16 block from textures at 42.7
-    assert glr.flops_per_fetch(image(b_src="texture")) == pytest.approx(2 * glr.flops_per_fetch(
+    assert image_roofline.flops_per_fetch(image(b_src="texture")) == pytest.approx(2 * mrt_roofline.flops_per_fetch(
         {"mc": "1x4", "mrt_h": 4, "mrt_w": 2}))
 
 
@@ -45,9 +47,9 @@ def test_image_roofline_needs_the_load_rate_only_where_it_loads():
     with pytest.raises(KeyError, match="ssbo_gloads"):
         glr.gl_config_roofline(image(), no_ssbo)
     with pytest.raises(ValueError, match="block"):
-        glr.gl_image_load_counts(image(block_w=6))
+        image_roofline.gl_image_load_counts(image(block_w=6))
     with pytest.raises(ValueError, match="operand source"):
-        glr.gl_image_load_counts(image(a_src="pbo"))
+        image_roofline.gl_image_load_counts(image(a_src="pbo"))
 
 
 def test_ceilings_say_whether_they_are_a_roofline():

@@ -4,9 +4,8 @@ import itertools
 
 import pytest
 
-from shadertune.backends.gl.space import (IMAGE_BODY_BUDGET, REGISTER_BUDGET, default_config, gl_space,
-                                         mrt_default_config,
-                                          with_defaults)
+from shadertune.backends.gl.image.space import REGISTER_BUDGET
+from shadertune.backends.gl.space import IMAGE_BODY_BUDGET, default_config, gl_space, mrt_default_config, with_defaults
 from shadertune.config import Config
 from shadertune.problem import Problem
 from shadertune.search.restrict import narrow
@@ -144,11 +143,12 @@ def test_every_valid_config_generates(K):
     """The space counts a pass's steps as the layout does: np clamped to K first.  With
     mc 2x2 (2 k a texel) and K = 30, np = 32 covers 30 k in 15 steps, so unroll 2 is
     refused by the space, as the code generator refuses it."""
-    from shadertune.backends.gl.codegen import fragment_source, plan_layout
+    from shadertune.backends.gl.paths import path_of
     p = Problem(24, 20, K)
     space = gl_space(p, GL33)
     for cfg in space.configs():
-        fragment_source(plan_layout(p.M, p.N, p.K, cfg), cfg)     # raises InvalidConfig if refused
+        path = path_of(cfg)
+        path.source(path.plan(p, cfg), cfg)                   # raises InvalidConfig if refused
     trap = with_defaults(Config(glsl="330", fetch="texelFetch", unroll=2, np=32, mc="2x2",
                                 mrt_h=1, mrt_w=1))
     if K == 30:

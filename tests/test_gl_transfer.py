@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from shadertune.backends.gl import glraw
-from shadertune.backends.gl.transfer import Transfers, copy_bytes, transfer_mode
+from shadertune.backends.gl.platform import glraw
+from shadertune.backends.gl.platform.transfer import Transfers, copy_bytes, transfer_mode
 
 
 def test_limits_moderngl_does_not_report_are_read(gl_backend):

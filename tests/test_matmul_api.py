@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 import shadertune
 from shadertune import api
+from shadertune.problem import Problem
 from numerics import rel_err
 
 
@@ -311,15 +312,33 @@ def test_kernel_cache_releases_what_it_evicts():
     assert len(cache) == 0 and Counted.released == 5
 
 
-def test_evicted_gl_kernels_free_their_gl_objects():
+@pytest.mark.parametrize("family", ["fragment", "compute"])
+def test_evicted_gl_kernels_free_their_gl_objects(family):
+    """An evicted kernel frees what it owns: its textures and buffers go back to the pool,
+    its framebuffers and vertex arrays, buffer views and own programs are deleted.  A
+    compute program is the context's, shared by every shape that renders the same source
+    (compute/driver.py, at most PROGRAMS_KEPT a context), so it outlives the kernel.  The
+    default config is the fragment family's on llvmpipe and the compute family's on a GPU:
+    both families run here."""
+    from shadertune.backends.gl.platform.context import state_of
     api.clear_cache()
     d = api.door("gl")
-    mm(np.ones((3, 4)), np.ones((4, 5)))
+    if family not in d.backend.space(Problem(3, 5, 4)).parts:
+        pytest.skip(f"no {family} family on this device")
+    A, B = np.ones((3, 4), np.float32), np.ones((4, 5), np.float32)
+    shadertune.matmul(A, B, config={"family": family})
     first = next(iter(d.kernels._kernels.values()))
+    owned = list(first._resources)
     for n in range(api._CACHE_SIZE):
-        mm(np.ones((3, 4 + n + 1)), np.ones((4 + n + 1, 5)))
-    assert len(d.kernels) == api._CACHE_SIZE
-    assert type(first.program.mglo).__name__ == "InvalidObject"
+        shadertune.matmul(np.ones((3, 5 + n), np.float32), np.ones((5 + n, 5), np.float32),
+                          config={"family": family})
+    assert len(d.kernels) == api._CACHE_SIZE and all(k is not first for k in d.kernels._kernels.values())
+    assert first._resources == [] and first._textures == {}
+    assert all(type(r.mglo).__name__ == "InvalidObject" for r in owned)
+    assert not getattr(first, "_views", None) and not getattr(first, "_own_programs", None)
+    shared = any(p is first.program for p in state_of(first.ctx).programs.values())
+    assert shared == (family == "compute")
+    assert (type(first.program.mglo).__name__ == "InvalidObject") != shared
 
 
 def test_device_index_is_checked_alike_and_reaches_both_backends():

@@ -11,6 +11,8 @@ from subproc import run_python
 from shadertune import report
 from shadertune import roofline as rl
 from shadertune.backends.gl import roofline as glr
+from shadertune.backends.gl.mrt import roofline as mrt_roofline
+from shadertune.problem import Problem
 from shadertune.report.__main__ import main
 
 FIX = pathlib.Path(__file__).parent / "fixtures"
@@ -139,7 +141,7 @@ def test_show_table_rows_configs_ratios_and_roofline(gl):
     p = gl["problems"][2]
     assert "mc=1x4" in r[1] and "mrt=4x2" in r[1] and "np=64" in r[1]
     assert r[2] == "298"
-    roof = glr.gl_config_roofline(p["best"]["config"], gl["ceilings"], K=1024)
+    roof = glr.gl_config_roofline(p["best"]["config"], gl["ceilings"], Problem(1024, 1024, 1024))
     assert roof["bound"] == "fetch"
     assert r[3] == f"{100 * 298.0 / roof['gflops']:.0f}% of {roof['gflops']:.0f} (fetch)"
     names = cells(header)
@@ -429,5 +431,5 @@ def test_reports_written_by_the_search_validate():
     rep = report.validate(json.loads(json.dumps(doc)), "search-output")
     ceil = {"fragment_fma_gflops": 10.0, "fetch_gtexels": 0.2}
     roof = report.roofline_of(rep, rep["problems"][0], ceil)
-    assert roof["bound"] == "fetch" and roof["gflops"] == pytest.approx(0.2 * glr.flops_per_fetch(
+    assert roof["bound"] == "fetch" and roof["gflops"] == pytest.approx(0.2 * mrt_roofline.flops_per_fetch(
         {"mc": "1x4", "mrt_h": 2, "mrt_w": 2, "np": 16}, K=64))

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from shadertune.backends.gl.compute_space import FRAGMENT_VALUES  # noqa: E402
+from shadertune.backends.gl.space import FRAGMENT_VALUES  # noqa: E402
 from shadertune.report import landscape as L                     # noqa: E402
 from shadertune.report.__main__ import main                      # noqa: E402
 from shadertune.report.knobs import Knobs                        # noqa: E402

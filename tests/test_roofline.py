@@ -8,7 +8,8 @@ import pytest
 from shadertune import roofline as rl
 from shadertune.backends.cuda import microbench as rcuda, roofline as cudar
 from shadertune.backends.gl import microbench as rgl, roofline as glr
-from shadertune.backends.gl.layout import MC_SHAPES
+from shadertune.backends.gl.mrt import roofline as mrt_roofline
+from shadertune.backends.gl.mrt.layout import MC_SHAPES
 from shadertune.problem import Problem
 
 CEIL = {"fragment_fma_gflops": 1942.9, "fetch_gtexels": 21.12, "compute_fma_gflops": 62342.0,
@@ -19,38 +20,38 @@ CEIL = {"fragment_fma_gflops": 1942.9, "fetch_gtexels": 21.12, "compute_fma_gflo
 
 @pytest.mark.parametrize("mc,h,w", [("1x4", 4, 2), ("2x2", 2, 4), ("2x2", 4, 2)])
 def test_flops_per_fetch_of_the_best_blockings_is_21_3(mc, h, w):
-    assert glr.flops_per_fetch({"mc": mc, "mrt_h": h, "mrt_w": w}) == pytest.approx(64 / 3)
+    assert mrt_roofline.flops_per_fetch({"mc": mc, "mrt_h": h, "mrt_w": w}) == pytest.approx(64 / 3)
 
 
 def test_flops_per_fetch_hand_counts():
     # 1x1, one target: a 4-k A texel + a 4-k B texel feed 4 FMAs = 8 flops.
-    assert glr.flops_per_fetch({"mc": "1x1", "mrt_h": 1, "mrt_w": 1}) == 4.0
+    assert mrt_roofline.flops_per_fetch({"mc": "1x1", "mrt_h": 1, "mrt_w": 1}) == 4.0
     # 1x2: kb = 2, so two B texels per A texel: 3 fetches, 2*4*2 = 16 flops.
-    assert glr.flops_per_fetch({"mc": "1x2", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(16 / 3)
+    assert mrt_roofline.flops_per_fetch({"mc": "1x2", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(16 / 3)
     # 1x3: kb = 1, four B texels per A texel: 5 fetches, 2*4*3 = 24 flops.
-    assert glr.flops_per_fetch({"mc": "1x3", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(24 / 5)
+    assert mrt_roofline.flops_per_fetch({"mc": "1x3", "mrt_h": 1, "mrt_w": 1}) == pytest.approx(24 / 5)
 
 
 def test_per_pass_partial_sum_reads_are_counted():
     cfg = {"mc": "1x4", "mrt_h": 4, "mrt_w": 2, "np": 64}
-    flops, fetches = glr.gl_fetch_counts(cfg)
+    flops, fetches = mrt_roofline.gl_fetch_counts(cfg)
     assert flops == 2 * 64 * 4 * 8
     assert fetches == 16 * 12 + 8              # 16 texel steps of 12 fetches, + 8 partial sums
-    assert glr.flops_per_fetch(cfg) < glr.flops_per_fetch({"mc": "1x4", "mrt_h": 4, "mrt_w": 2})
+    assert mrt_roofline.flops_per_fetch(cfg) < mrt_roofline.flops_per_fetch({"mc": "1x4", "mrt_h": 4, "mrt_w": 2})
     # A longer pass amortises the partial-sum reads.
-    assert glr.flops_per_fetch(dict(cfg, np=1024)) > glr.flops_per_fetch(cfg)
+    assert mrt_roofline.flops_per_fetch(dict(cfg, np=1024)) > mrt_roofline.flops_per_fetch(cfg)
 
 
 def test_np_is_clamped_to_padded_K_as_the_layout_does():
     cfg = {"mc": "1x4", "mrt_h": 1, "mrt_w": 1, "np": 256}
-    assert glr.gl_fetch_counts(cfg, K=10) == glr.gl_fetch_counts(dict(cfg, np=12))
+    assert mrt_roofline.gl_fetch_counts(cfg, K=10) == mrt_roofline.gl_fetch_counts(dict(cfg, np=12))
 
 
 def test_model_packing_matches_the_gl_layout():
-    layout = pytest.importorskip("shadertune.backends.gl.layout")
+    layout = pytest.importorskip("shadertune.backends.gl.mrt.layout")
     for mc in MC_SHAPES:
         mc_h, mc_w, ka, kb = layout.packing(mc)
-        flops, fetches = glr.gl_fetch_counts({"mc": mc, "mrt_h": 1, "mrt_w": 1})
+        flops, fetches = mrt_roofline.gl_fetch_counts({"mc": mc, "mrt_h": 1, "mrt_w": 1})
         assert (flops, fetches) == (2 * ka * mc_h * mc_w, 1 + ka // kb), mc
 
 
@@ -72,7 +73,7 @@ def test_gl_config_roofline_errors_are_clear():
 
 
 def test_best_gl_roofline_respects_eight_draw_buffers():
-    top = glr.best_gl_roofline(CEIL)
+    top = mrt_roofline.best_roofline(CEIL)
     assert top["flops_per_fetch"] == pytest.approx(64 / 3)
     assert top["config"]["mrt_h"] * top["config"]["mrt_w"] <= 8
 

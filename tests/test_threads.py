@@ -87,7 +87,7 @@ def test_a_thread_that_ends_releases_its_context():
     no memory (EGL kept 2.3 MB per thread until eglReleaseThread)."""
     r = _py("""
         import gc, threading, numpy as np, shadertune
-        from shadertune.backends.gl import context
+        from shadertune.backends.gl.platform import context
         made = []
         orig = context.create_egl_context
         def counting(*a, **k):

@@ -7,24 +7,23 @@ from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ..base import Backend, DeviceInfo
-from .asm_codegen import ASM_LANGS, asm_source, lang_of
-from .asm_driver import AsmKernel
-from .codegen import fragment_source, is_compute, is_image, plan_layout, templates_hash
-from .compute_codegen import compute_source, reduce_source
-from .compute_driver import ComputeKernel
-from .compute_layout import ComputeLayout
-from .driver import GLKernel
+from . import calls
 from .features import GL_MODEL_FEATURES
-from .image_driver import ImageKernel
+from .kernel import BaseGLKernel
 from .knob_layout import GL_KNOB_LAYOUT
-from .pool import default_pool_bytes
-from .timing import clock_of
-
-# GPU work queued while a search compiles a kernel (timing.py, "The clock"): about a
-# compile's time, so that neither the clock falls nor the next run waits long.
-COMPILE_HEAT_S = 0.2
-from .compute_space import compute_candidates
+from .microbench import measure_gl
+from .paths import PATHS, path_limits, path_of, predict_ms, templates_hash
+from .platform.context import get_context, make_current
+from .platform.device import device_info
+from .platform.pool import TexturePool, default_pool_bytes
+from .platform.timing import clock_of
+from .platform.transfer import Transfers, transfer_mode
+from .roofline import gl_ceiling_lines, gl_config_roofline
 from .space import default_config, default_for, gl_space, with_defaults
+
+# GPU work queued while a search compiles a kernel (platform/timing.py, "The clock"):
+# about a compile's time, so that neither the clock falls nor the next run waits long.
+COMPILE_HEAT_S = 0.2
 
 
 class GLBackend(Backend):
@@ -47,26 +46,23 @@ class GLBackend(Backend):
     @classmethod
     def check_environment(cls) -> None:
         """$SHADERTUNE_GL_TRANSFER and $SHADERTUNE_GL_POOL_MB, read as a run reads them."""
-        from .transfer import transfer_mode
         transfer_mode()              # the context's default when unset
         default_pool_bytes()
 
     @property
     def pool(self):
-        """Textures kept between this backend's kernels (backends/gl/pool.py): at most
+        """Textures kept between this backend's kernels (platform/pool.py): at most
         256 MB of GPU memory ($SHADERTUNE_GL_POOL_MB) stay held, 2 GB during a
         search; `pool.clear()` gives them back."""
         if self._pool is None:
-            from .pool import TexturePool
             self._pool = TexturePool(self.ctx)
         return self._pool
 
     @property
     def transfers(self):
-        """How operands reach the GPU and C comes back (backends/gl/transfer.py):
+        """How operands reach the GPU and C comes back (platform/transfer.py):
         staging buffers kept for this backend's kernels."""
         if self._transfers is None:
-            from .transfer import Transfers
             self._transfers = Transfers(self.ctx)
         return self._transfers
 
@@ -75,7 +71,6 @@ class GLBackend(Backend):
         """The context, made in (and serving only) the thread of first use, and made
         current there (a thread may hold several; ContextError from another thread or a
         forked child)."""
-        from .context import get_context, make_current
         if self._ctx is None:
             self._ctx = get_context(self.device_index, self.context_kind)
         make_current(self._ctx)
@@ -101,8 +96,7 @@ class GLBackend(Backend):
 
     def device(self) -> DeviceInfo:
         if self._device is None:
-            from .device import device_info
-            self._device = device_info(self.ctx)
+            self._device = device_info(self.ctx, path_limits())
         return self._device
 
     def _check_problem(self, problem: Problem) -> None:
@@ -123,18 +117,15 @@ class GLBackend(Backend):
         return default_for(problem, self.space(problem), given)
 
     def source(self, problem: Problem, config: Config) -> str:
+        """The program of `config` as its path renders it (paths.path_of)."""
         config = with_defaults(config)
         self._check_problem(problem)
-        if is_compute(config):
-            return compute_source(_compute_layout(problem, config), config)
-        layout = plan_layout(problem.M, problem.N, problem.K, config)
-        if lang_of(config) in ASM_LANGS:
-            return asm_source(layout, config)
-        return fragment_source(layout, config)
+        path = path_of(config)
+        return path.source(path.plan(problem, config), config)
 
-    def build(self, problem: Problem, config: Config) -> GLKernel:
-        """The kernel of `config` (a config without the image-path or compute knobs is
-        an MRT one)."""
+    def build(self, problem: Problem, config: Config) -> BaseGLKernel:
+        """The kernel of `config`, built by its path (a config without the image-path or
+        compute knobs is an MRT one)."""
         config = with_defaults(config)
         self._check_problem(problem)
         why = self.space(problem).why_invalid(config)
@@ -144,80 +135,55 @@ class GLBackend(Backend):
             keeper = clock_of(self.ctx)
             if keeper is not None:    # the compile's gap must not let the GPU's clock fall
                 keeper.heat_while(COMPILE_HEAT_S)
-        if is_compute(config):
-            layout = _compute_layout(problem, config)
-            return ComputeKernel(self.ctx, problem, config, layout, compute_source(layout, config),
-                                 reduce_source(layout) if layout.ks > 1 else None,
-                                 pool=self.pool, transfers=self.transfers)
-        layout = plan_layout(problem.M, problem.N, problem.K, config)
-        if lang_of(config) in ASM_LANGS:
-            return AsmKernel(self.ctx, problem, config, layout, asm_source(layout, config), pool=self.pool,
-                             transfers=self.transfers)
-        src = fragment_source(layout, config)
-        if is_image(config):
-            return ImageKernel(self.ctx, problem, config, layout, src, pool=self.pool,
-                               transfers=self.transfers)
-        return GLKernel(self.ctx, problem, config, layout, src, pool=self.pool, transfers=self.transfers)
+        path = path_of(config)
+        layout = path.plan(problem, config)
+        return path.build(self.ctx, problem, config, layout, path.source(layout, config),
+                          pool=self.pool, transfers=self.transfers)
 
     def template_hash(self) -> str:
         return templates_hash()
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
-        """The bound of one config: a fragment config's fetch or ALU bound, a compute
-        config's FMA peak or operand traffic (roofline.py)."""
-        from .roofline import compute_roofline, gl_config_roofline
-        if is_compute(config):
-            return compute_roofline(problem, config, ceilings)
-        return gl_config_roofline(with_defaults(config), ceilings, problem.K)
+        """The bound of one config, its path's (roofline.py): a fragment config's fetch,
+        ALU or storage-buffer bound, a compute config's FMA peak or operand traffic."""
+        return gl_config_roofline(with_defaults(config), ceilings, problem)
 
     def predict_ms(self, problem: Problem, configs):
-        """The analytical cost model of both families (compute_model.py)."""
-        from .compute_model import predict_ms
+        """The analytical cost model of every path (cost.py, compute/model.py)."""
         return predict_ms(problem, configs, self.device().limits)
 
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
-        """The default first, then the compute family's default shapes (where the device
-        has it) ranked by the cost model: the configs a search times first."""
+        """The default first, then the default shapes of the families of their own (the
+        compute family's, where the device has it) ranked by the cost model: the configs
+        a search times first."""
         space = self.space(problem)
         first = [default_config(problem, space)]
-        if "compute" in space.parts:
-            more = compute_candidates(problem, space)
-            ms = self.predict_ms(problem, more)
-            first += [c for _, c in sorted(zip(ms, more), key=lambda t: t[0]) if c not in first]
+        for path in PATHS:
+            if path.candidates is not None and path.family in space.parts:
+                more = path.candidates(problem, space)
+                ms = self.predict_ms(problem, more)
+                first += [c for _, c in sorted(zip(ms, more), key=lambda t: t[0]) if c not in first]
         return first[:n]
 
     def ceiling_lines(self, ceilings) -> list[tuple[str, float]]:
-        from .roofline import gl_ceiling_lines
         return gl_ceiling_lines(ceilings)
 
     def measure_ceilings(self, preset: str = "full") -> dict:
-        from .microbench import measure_gl
         return measure_gl(self.ctx, preset=preset)
 
     def run_call(self, call, plan):
         """Host arrays in float32, tiled under the texture limit (calls.py)."""
-        from .calls import run_call
-        return run_call(self, call, plan)
+        return calls.run_call(self, call, plan)
 
     def problem_of(self, call):
         """The main tile of a product larger than the texture limit (calls.py)."""
-        from .calls import problem_of
-        return problem_of(self, call)
+        return calls.problem_of(self, call)
 
     def presets(self) -> dict[str, str]:
-        from .calls import PRESETS
-        return dict(PRESETS)
+        return dict(calls.PRESETS)
 
     def preset_config(self, name: str, problem: Problem):
-        from .calls import preset_config
-        return super().preset_config(name, problem) if name == "fast" else preset_config(name, problem)
+        return super().preset_config(name, problem) if name == "fast" else calls.preset_config(name, problem)
 
 
-def _compute_layout(problem: Problem, config) -> ComputeLayout:
-    try:
-        return ComputeLayout.plan(problem, config)
-    except ValueError as e:
-        raise InvalidConfig(str(e)) from None
-
-
-__all__ = ["GLBackend", "GLKernel", "ImageKernel", "ComputeKernel", "AsmKernel"]
+__all__ = ["GLBackend"]

@@ -21,6 +21,7 @@ import numpy as np
 
 from ...host import accumulator, deliver, destination, host_operands, run_on_host, to_host
 from ...problem import Problem
+from .paths import path_of
 
 
 def run_call(backend, call, plan):
@@ -57,7 +58,7 @@ def _stacked(backend, call, plan, count: int):
         config = plan.config(problem)
     except ValueError:
         return None              # no compute config holds this stack (buffer sizes)
-    if config.get("family") != "compute":
+    if not path_of(config).batched:
         return None
     A, B = host_operands(call)
     a = _stack(to_host(call.a.value), A, count)

@@ -13,8 +13,9 @@ from ...config import Config
 from ...errors import InvalidConfig
 from ...problem import Problem
 from ...templates import read
-from .driver import GLKernel
-from .layout import Layout
+from .asm import handtuned as assembly
+from .mrt.driver import MrtKernel
+from .mrt.layout import Layout
 
 BASELINES = {
     "naive": "gl/handtuned/naive.frag",
@@ -30,7 +31,7 @@ def declared_layout(source: str) -> dict:
     return json.loads(m.group(1))
 
 
-def build(backend, problem: Problem, name: str, np: int | None = None) -> GLKernel:
+def build(backend, problem: Problem, name: str, np: int | None = None) -> MrtKernel:
     """Build baseline `name` for `problem`; np (k per pass) defaults to the whole K (one pass)."""
     if name not in BASELINES:
         raise ValueError(f"unknown hand-tuned baseline {name!r}; expected one of {list(BASELINES)}")
@@ -45,16 +46,14 @@ def build(backend, problem: Problem, name: str, np: int | None = None) -> GLKern
         raise InvalidConfig(f"{name}: a texture of {layout.largest_texture()} texels exceeds "
                             f"the device's max texture size {limit}")
     cfg = Config(baseline=name, np=layout.np, **{k: v for k, v in lay.items()})
-    return GLKernel(backend.ctx, problem, cfg, layout, src)
+    return MrtKernel(backend.ctx, problem, cfg, layout, src)
 
 
 def assembly_support(backend) -> tuple[bool, str]:
     """Whether the assembly baseline (ARB_fragment_program) can run here, and a note why not."""
-    from .assembly import supported
-    return supported(backend)
+    return assembly.supported(backend)
 
 
 def build_assembly(backend, problem: Problem, np: int | None = None):
     """The expert 4x4 RGBA + 4-MRT algorithm as an ARB_fragment_program (compatibility context)."""
-    from .assembly import build as _build
-    return _build(backend, problem, np)
+    return assembly.build(backend, problem, np)

@@ -14,9 +14,9 @@ import numpy as np
 
 from ... import templates
 from ...roofline import store
-from .context import get_context
-from .driver import parking_framebuffer
-from .timing import software_renderer, timed
+from .platform.context import get_context, software_renderer
+from .platform.objects import parking_framebuffer
+from .platform.timing import timed
 
 _A = (0.999, 0.9995, 0.9999, 0.99995)   # x*a + b stays finite however long the loop runs
 _B = (1e-4, 2e-4, 3e-4, 4e-4)

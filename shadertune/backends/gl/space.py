@@ -1,13 +1,18 @@
-"""The GL knob space (Jiang's, seeds/002, and the image path past its 32-output wall).
+"""The GL knob space, the shared knob module: the union of the families (the compute
+family's own space, compute/space.py, and the fragment family's, composed here from
+its paths' parts), the fragment family's knob table, the values a path's configs
+hold the knobs it lacks at, and the defaults.
+
+The fragment family (Jiang's, and the image path past its 32-output wall):
 
 Knobs:
 - out: how a fragment writes its outputs.  'mrt' is Jiang's design: one C texel
   per render target, at most max_draw_buffers x 4 outputs; 'image' writes a
   block of C with imageStore (GL 4.2 / ARB_shader_image_load_store), so the
-  block is bounded by registers, not by render targets (backends/gl/image_layout).
+  block is bounded by registers, not by render targets (image/layout.py).
 - lang: the language of a render-target kernel, Jiang's 'compiler': 'glsl', or
   assembly generated from the same knobs, 'arbfp' (ARB_fragment_program) or
-  'nvfp' (NV_gpu_program4), where the context runs it (asm_codegen.py).
+  'nvfp' (NV_gpu_program4), where the context runs it (asm/codegen.py).
 - glsl (the GLSL version, a profile of the GLSL compiler), fetch (the 'profile'
   stand-in: texelFetch or normalised texture()), unroll, np: as Jiang's.
 - mc, mrt_h, mrt_w: the MRT path's blocking (channel use x render-target grid).
@@ -31,7 +36,9 @@ buffers, a framebuffer without attachments, image units and uniforms, storage
 blocks, bindings and block size: where one is missing, the image path or the
 ssbo source drops out of the domains; the assembly languages and their program
 limits), the shape (np <= K, no render target or block row made only of
-padding) and budgets for unrolled code and registers.
+padding) and budgets for unrolled code and registers.  The rules that hold
+for one path live in its folder (KernelPath.rules: mrt/space.py, image/space.py,
+asm/space.py); the ones here relate the paths' knobs or hold on every path.
 
 Phased order (Jiang's, with the path in front and the language, his compiler,
 next): for each out (image first), lang, glsl, fetch, unroll: np over powers of
@@ -53,24 +60,17 @@ from __future__ import annotations
 from ...config import Config
 from ...problem import Problem
 from ...space import PhasePlan, Space, UnionSpace, restriction
-from .asm_codegen import ASM_FETCH, ASM_GLSL, ASM_LANGS, LANGS, program_counts
-from .codegen import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
-from .compute_space import (COMPUTE_FIXED, COMPUTE_KNOBS, COMPUTE_PHASES, FRAGMENT_VALUES, compute_available,
-                            compute_candidates, compute_space)
-from .image_layout import ImageLayout
-from .layout import MC_SHAPES, Layout, packing, pass_depth
+from .asm.space import ASM_FETCH, ASM_GLSL, ASM_LANGS, langs as asm_langs
+from .compute.space import COMPUTE_KNOBS, compute_candidates
+from .fragment import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
+from .image.layout import ImageLayout
+from .image.space import (A_SOURCES, B_SOURCES, BLOCK_COLS, BLOCK_ROWS, IMAGE_DEFAULTS, IMAGE_UNROLLS, image_glsl,
+                          image_path_available, ssbo_sources)
+from .mrt.layout import MC_SHAPES, Layout, packing, pass_depth
+from .mrt.space import MRT_SIDES
+from .paths import PATHS
 
-MRT_SIDES = (1, 2, 4)
 OUTS = ("image", "mrt")
-# Domain orders: the image path's first valid config in domain order is where the
-# phased search starts it (see the module docstring): a 16 x 8 block (128
-# accumulators, the register budget) reading A from a texture and B from a storage
-# buffer, the fastest block on the H200 at 1024, 2048 and 4096 (notes/gl.md).
-A_SOURCES = ("texture", "ssbo")
-B_SOURCES = ("ssbo", "texture")
-BLOCK_ROWS = (16, 8, 12, 4, 2, 1)
-BLOCK_COLS = (8, 16, 12, 4)
-IMAGE_UNROLLS = (1, 2, 4)
 # Unrolled body budget (MRT): (steps per loop body) x (render targets), a proxy for
 # the instruction count of the generated loop body: past it, compiles take seconds
 # and the kernel runs many times slower (notes/gl.md has the measurement).
@@ -78,33 +78,49 @@ UNROLL_BUDGET = 128
 # The image path's loop body in scalar FMAs (steps x block_h x block_w x 4): the MRT
 # budget's 128 steps x targets of a 1x4 target, 16 FMAs each.
 IMAGE_BODY_BUDGET = UNROLL_BUDGET * 16
-# Accumulators a fragment may hold (block_h x block_w floats).  With the operands of
-# one step live beside them, 128 accumulators use about 180 of the 255 registers an
-# NVIDIA thread can address; larger blocks spill (notes/gl.md has the measurement).
-REGISTER_BUDGET = 128
+
+# What a path's configs hold the knobs it lacks at (each path fixes the other's knobs
+# to one value, so no kernel appears twice): the image path's knobs off it (on the
+# render-target paths), the render-target grid on it, and the fragment family's own
+# knobs on another family's configs (beside what that family fixes itself:
+# KernelPath.fixed).
+IMAGE_OFF = {"block_h": 0, "block_w": 0, "a_src": "texture", "b_src": "texture"}
+RENDER_TARGETS_ON_IMAGE = {"mc": "1x4", "mrt_h": 1, "mrt_w": 1}
+FRAGMENT_OFF = {"fetch": "texelFetch", "mc": "1x4", "mrt_h": 1, "mrt_w": 1, "block_h": 0, "block_w": 0,
+                "lang": "glsl"}
+# The families of their own (a path with a space of its own: KernelPath.space), and
+# what each family's configs hold every knob it lacks at: what the path fixes itself,
+# and the fragment family's knobs off.
+FAMILY_PATHS = tuple(p for p in PATHS if p.space is not None)
+FAMILY_HELD = {p.family: {**p.fixed, **{k: v for k, v in FRAGMENT_OFF.items() if k not in p.fixed}}
+               for p in FAMILY_PATHS}
+FRAGMENT_PATHS = tuple(p for p in PATHS if p.family == "fragment")
+# The other families' knobs on a fragment config (what "absent" means, for stored
+# configs written before the compute family existed too).
+FRAGMENT_VALUES = {"family": "fragment", **{k: v for p in FAMILY_PATHS for k, v in p.off.items()}}
 
 FRAGMENT_PHASES = PhasePlan(outer=("out", "lang", "glsl", "fetch", "unroll"), refine="np",
                             groups=(("mc",), ("mrt_h", "mrt_w"), ("block_h", "block_w"), ("a_src", "b_src")))
 # The families in turn, each in its own order; gl_space puts the family that runs
 # faster on the device first (a GPU: compute; a software renderer: fragment), so that
 # its best is the bar the other family's configs race against.
-PHASES = PhasePlan(branch="family", branches=(("compute", COMPUTE_PHASES), ("fragment", FRAGMENT_PHASES)))
+PHASES = PhasePlan(branch="family", branches=(*((p.family, p.phases) for p in FAMILY_PATHS),
+                                              ("fragment", FRAGMENT_PHASES)))
 
 # What a config that leaves out knobs means (configs stored and written before the
 # image path or the compute family existed): Jiang's MRT path in the fragment family.
-MRT_DEFAULTS = {"out": "mrt", "block_h": 0, "block_w": 0, "a_src": "texture", "b_src": "texture",
-                "lang": "glsl", **FRAGMENT_VALUES}
+MRT_DEFAULTS = {"out": "mrt", **IMAGE_OFF, "lang": "glsl", **FRAGMENT_VALUES}
 
 
 def with_defaults(config) -> Config:
     """`config` in its canonical form, every GL knob named: the knobs it leaves out set
     to the MRT path's values (configs written before the image path, the compute family
     or the assembly languages existed); a config of the compute family gets the
-    fragment knobs its family holds (COMPUTE_FIXED: `lang` was added after the family)
+    fragment knobs its family holds (FAMILY_HELD: `lang` was added after the family)
     and must name its own knobs.  GLBackend.canonical_config: the store and every
     search keep configs in this form, so one kernel is one config."""
     cfg = config if isinstance(config, Config) else Config(config)
-    held = COMPUTE_FIXED if cfg.get("family") == "compute" else MRT_DEFAULTS
+    held = FAMILY_HELD.get(cfg.get("family"), MRT_DEFAULTS)
     missing = {k: v for k, v in held.items() if k not in cfg}
     return cfg.replace(**missing) if missing else cfg
 
@@ -138,31 +154,6 @@ def np_values(K: int) -> list[int]:
     return sorted(v for v in vals if v <= kpad)
 
 
-def image_glsl(limits: dict) -> str | None:
-    """The GLSL version image-path shaders are written in on this device: 450 where the
-    context has it, else 330 with the ARB extensions (the template adds them)."""
-    if int(limits.get("gl_version", 330)) >= 450:
-        return "450"
-    return "330"
-
-
-def image_path_available(limits: dict) -> bool:
-    """Image load/store in fragment shaders, one image unit and a framebuffer with
-    no attachments to draw into; all read from the device (device.read_limits)."""
-    return bool(limits.get("image_store") and limits.get("fbo_no_attachments")
-                and int(limits.get("max_fragment_image_uniforms", 0)) >= 1
-                and int(limits.get("max_image_units", 0)) >= 1)
-
-
-def ssbo_sources(limits: dict) -> int:
-    """How many operands may come from storage buffers in a fragment shader (0: none)."""
-    if not limits.get("ssbo"):
-        return 0
-    return min(2, int(limits.get("max_fragment_ssbo_blocks", 0)), int(limits.get("max_ssbo_bindings", 0)),
-               # every storage block and image counts against the combined output resources
-               max(0, int(limits.get("max_combined_output_resources", 0)) - 1))
-
-
 def _steps(cfg, K: int) -> int:
     """A-texel steps of a pass as the layout, and so the code generator, counts them:
     np clamped to K first (layout.pass_depth; with mc 2x2, np 32 and K 30 a pass
@@ -193,10 +184,12 @@ def _memoised(fn):
 def gl_space(problem: Problem, limits: dict) -> GLSpace:
     """The GL space of `problem` on a device with `limits`: where the device has GL 4.5
     compute shaders the compute family, and for single products (batch 1) the
-    fragment family (Jiang's render-target path and the image path)."""
+    fragment family (Jiang's render-target path, the image path and assembly)."""
     parts = []
-    if compute_available(limits):
-        parts.append(("compute", compute_space(problem, limits), COMPUTE_FIXED))
+    for path in FAMILY_PATHS:
+        own = path.space(problem, limits)
+        if own is not None:
+            parts.append((path.family, own, FAMILY_HELD[path.family]))
     if problem.batch == 1:
         fragment = ("fragment", fragment_space(problem, limits),
                     {k: v for k, v in FRAGMENT_VALUES.items() if k != "family"})
@@ -207,50 +200,82 @@ def gl_space(problem: Problem, limits: dict) -> GLSpace:
         raise ValueError(f"the GL backend runs stacked products ({problem.key}) in one dispatch of "
                          "the compute family, which needs GL 4.5 compute shaders; this device has none")
     # knobs and values read in the fragment family's order (Jiang's knobs first)
-    space = GLSpace("family", parts, domain_order=("fragment", "compute"))
+    space = GLSpace("family", parts, domain_order=("fragment", *(p.family for p in FAMILY_PATHS)))
     plan = PHASES
     if problem.batch == 1:
         plan = plan.starting_at(mrt_default_config(problem, space))
-    compute_start = compute_candidates(problem, space)[:1] if "compute" in space.parts else []
-    if compute_start:
-        plan = plan.starting_at(compute_start[0])
+    for path in FAMILY_PATHS:
+        start = path.candidates(problem, space)[:1] if path.family in space.parts else []
+        if start:
+            plan = plan.starting_at(start[0])
     space.phases = plan
     return space
 
 
+class FragmentShape:
+    """What the fragment family's rules read of a problem and a device: the sizes, the
+    limits, and the layouts of the configs (kept per blocking: several rules and every
+    glsl / fetch / unroll value share one)."""
+
+    def __init__(self, problem: Problem, limits: dict):
+        M, N, K = self.M, self.N, self.K = problem.M, problem.N, problem.K
+        self.limits = limits
+        self.layout = _memoised(lambda mc, mrt_h, mrt_w, np_: Layout.plan(M, N, K, mc=mc, mrt_h=mrt_h,
+                                                                           mrt_w=mrt_w, np=np_))
+        self.image_layout = _memoised(lambda rows, cols, np_: ImageLayout.plan(M, N, K, rows=rows, cols=cols,
+                                                                               np=np_))
+
+    def layout_of(self, cfg: Config) -> Layout:
+        return self.layout(cfg["mc"], cfg["mrt_h"], cfg["mrt_w"], cfg["np"])
+
+    def image_layout_of(self, cfg: Config) -> ImageLayout:
+        return self.image_layout(cfg["block_h"], cfg["block_w"], cfg["np"])
+
+    def steps_of(self, cfg: Config) -> int:
+        return _steps(cfg, self.K)
+
+
+# The fragment family's rules in the order the space checks them (the enumeration's
+# binding order follows from it): the family's own here, the paths' (KernelPath.rules)
+# by name; a rule a path adds that is not named here comes after, in registry order.
+FRAGMENT_RULES = ("mrt_path_knobs", "image_path_knobs", "assembly_knobs", "draw_buffers", "glsl_version",
+                  "texture_units", "np_within_k", "np_fits_packing", "unroll_divides_pass", "unroll_budget",
+                  "assembly_limits", "register_budget", "ssbo_fits", "targets_hold_data", "textures_fit")
+
+
 def fragment_space(problem: Problem, limits: dict) -> Space:
-    """The fragment family's own knobs and rules (the module docstring)."""
+    """The fragment family's knobs and rules (the module docstring): its knob table
+    here, each path's own rules from its folder."""
     M, N, K = problem.M, problem.N, problem.K
     kpad = -(-K // 4) * 4
     max_tex = int(limits.get("max_texture_size", 4096))
     images = image_path_available(limits)
     n_ssbo = ssbo_sources(limits) if images else 0
     glsl_image = image_glsl(limits)
-    max_ssbo_bytes = int(limits.get("max_ssbo_bytes", 0))
-
-    asm_limits = dict(limits.get("asm_limits") or {})
-    langs = tuple(lang for lang in LANGS if lang == "glsl" or lang in asm_limits)
-
-    max_draw_buffers = int(limits.get("max_draw_buffers", 8))
     gl_version = int(limits.get("gl_version", 330))
-    max_texture_units = int(limits.get("max_texture_units", 16))
+    shape = FragmentShape(problem, limits)
+    layout_of, image_layout_of = shape.layout_of, shape.image_layout_of
 
     # restrictions are functions that declare the knobs they read (checked as soon as
     # those are bound); each docstring is the message when it fails
-    @restriction(knobs=('out', 'mrt_h', 'mrt_w',))
-    def draw_buffers(cfg: Config) -> bool:
-        """mrt_h * mrt_w <= max_draw_buffers (the MRT path)"""
-        return cfg["out"] == "image" or cfg["mrt_h"] * cfg["mrt_w"] <= max_draw_buffers
+    @restriction(knobs=('out', *IMAGE_OFF))
+    def mrt_path_knobs(cfg: Config) -> bool:
+        """the MRT path reads textures and owns no image block"""
+        return cfg["out"] == "image" or all(cfg[k] == v for k, v in IMAGE_OFF.items())
+
+    @restriction(knobs=('out', 'block_h', 'block_w', *RENDER_TARGETS_ON_IMAGE, 'fetch', 'glsl', 'unroll',))
+    def image_path_knobs(cfg: Config) -> bool:
+        """the image path: a block of rows x columns, 1x4 texels on one target, texelFetch,
+        the device's image GLSL version, unroll <= 4"""
+        return cfg["out"] == "mrt" or (
+            cfg["block_h"] > 0 and cfg["block_w"] > 0
+            and all(cfg[k] == v for k, v in RENDER_TARGETS_ON_IMAGE.items()) and cfg["fetch"] == "texelFetch"
+            and cfg["glsl"] == glsl_image and cfg["unroll"] in IMAGE_UNROLLS)
 
     @restriction(knobs=('glsl',))
     def glsl_version(cfg: Config) -> bool:
         """int(glsl) <= gl_version"""
         return int(cfg["glsl"]) <= gl_version
-
-    @restriction(knobs=('mrt_h', 'mrt_w',))
-    def texture_units(cfg: Config) -> bool:
-        """3 + mrt_h * mrt_w <= max_texture_units"""
-        return 3 + cfg["mrt_h"] * cfg["mrt_w"] <= max_texture_units
 
     @restriction(knobs=('np',))
     def np_within_k(cfg: Config) -> bool:
@@ -269,24 +294,6 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
         s = _steps(cfg, K)
         return u == "full" or (u < s and s % u == 0) or (u == 1 and s == 1)
 
-    @restriction(knobs=('lang', 'out', 'glsl', 'fetch', 'unroll',))
-    def assembly_knobs(cfg: Config) -> bool:
-        """assembly: the MRT path, glsl 330, its own fetch (arbfp texture, nvfp texelFetch), arbfp unroll full"""
-        lang = cfg["lang"]
-        return lang == "glsl" or (cfg["out"] == "mrt" and cfg["glsl"] == ASM_GLSL
-                                  and cfg["fetch"] == ASM_FETCH[lang]
-                                  and (lang != "arbfp" or cfg["unroll"] == "full"))
-
-    # counted before the program is written (asm_codegen.program_counts)
-    @restriction(knobs=('lang', 'unroll', 'np', 'mc', 'mrt_h', 'mrt_w',))
-    def assembly_limits(cfg: Config) -> bool:
-        """the assembly program within the driver's limits (instructions, ALU, TEX, indirections, temps, params)"""
-        lang = cfg["lang"]
-        if lang == "glsl":
-            return True
-        counts = program_counts(lang, cfg["mc"], cfg["mrt_h"], cfg["mrt_w"], cfg["unroll"], _steps(cfg, K))
-        return not counts.over(asm_limits.get(lang, {}))
-
     @restriction(knobs=('out', 'lang', 'unroll', 'np', 'mc', 'block_h', 'block_w', 'mrt_h', 'mrt_w',))
     def unroll_budget(cfg: Config) -> bool:
         """unrolled loop body within the instruction budget (ARBfp: the driver's limits)"""
@@ -295,53 +302,6 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
         if cfg["out"] == "image":
             return _body_steps(cfg, K) * cfg["block_h"] * cfg["block_w"] * 4 <= IMAGE_BODY_BUDGET
         return _body_steps(cfg, K) * cfg["mrt_h"] * cfg["mrt_w"] <= UNROLL_BUDGET
-
-    # the same layout serves several restrictions and every glsl/fetch/unroll value
-    @_memoised
-    def layout(mc, mrt_h, mrt_w, np_) -> Layout:
-        return Layout.plan(M, N, K, mc=mc, mrt_h=mrt_h, mrt_w=mrt_w, np=np_)
-
-    @_memoised
-    def image_layout(rows, cols, np_) -> ImageLayout:
-        return ImageLayout.plan(M, N, K, rows=rows, cols=cols, np=np_)
-
-    def layout_of(cfg: Config) -> Layout:
-        return layout(cfg["mc"], cfg["mrt_h"], cfg["mrt_w"], cfg["np"])
-
-    def image_layout_of(cfg: Config) -> ImageLayout:
-        return image_layout(cfg["block_h"], cfg["block_w"], cfg["np"])
-
-    @restriction(knobs=('out', 'block_h', 'block_w', 'a_src', 'b_src',))
-    def mrt_path_knobs(cfg: Config) -> bool:
-        """the MRT path reads textures and owns no image block"""
-        return cfg["out"] == "image" or (cfg["block_h"] == 0 and cfg["block_w"] == 0
-                                         and cfg["a_src"] == "texture" and cfg["b_src"] == "texture")
-
-    @restriction(knobs=('out', 'block_h', 'block_w', 'mc', 'mrt_h', 'mrt_w', 'fetch', 'glsl', 'unroll',))
-    def image_path_knobs(cfg: Config) -> bool:
-        """the image path: a block of rows x columns, 1x4 texels on one target, texelFetch,
-        the device's image GLSL version, unroll <= 4"""
-        return cfg["out"] == "mrt" or (
-            cfg["block_h"] > 0 and cfg["block_w"] > 0 and cfg["mc"] == "1x4"
-            and cfg["mrt_h"] == 1 and cfg["mrt_w"] == 1 and cfg["fetch"] == "texelFetch"
-            and cfg["glsl"] == glsl_image and cfg["unroll"] in IMAGE_UNROLLS)
-
-    @restriction(knobs=('a_src', 'b_src', 'block_h', 'block_w', 'np',))
-    def ssbo_fits(cfg: Config) -> bool:
-        """storage-buffer operands within the device's fragment blocks and block size"""
-        n = (cfg["a_src"] == "ssbo") + (cfg["b_src"] == "ssbo")
-        if n == 0:
-            return True
-        if n > n_ssbo:
-            return False
-        L = image_layout_of(cfg)
-        return ((cfg["a_src"] != "ssbo" or L.a_bytes <= max_ssbo_bytes)
-                and (cfg["b_src"] != "ssbo" or L.b_bytes <= max_ssbo_bytes))
-
-    @restriction(knobs=('block_h', 'block_w',))
-    def register_budget(cfg: Config) -> bool:
-        """block_h x block_w accumulators within the register budget"""
-        return cfg["block_h"] * cfg["block_w"] <= REGISTER_BUDGET
 
     @restriction(knobs=('out', 'block_h', 'block_w', 'np', 'mc', 'mrt_h', 'mrt_w',))
     def targets_hold_data(cfg: Config) -> bool:
@@ -360,7 +320,7 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
 
     knobs = {
         "out": OUTS if images else ("mrt",),
-        "lang": langs,
+        "lang": asm_langs(limits),
         "glsl": GLSL_VERSIONS,
         "fetch": FETCH_STYLES,
         "unroll": UNROLLS,
@@ -373,34 +333,19 @@ def fragment_space(problem: Problem, limits: dict) -> Space:
         "a_src": A_SOURCES if n_ssbo else ("texture",),
         "b_src": B_SOURCES if n_ssbo else ("texture",),
     }
-    restrictions = [
-        mrt_path_knobs,
-        image_path_knobs,
-        assembly_knobs,
-        draw_buffers,
-        glsl_version,
-        texture_units,
-        np_within_k,
-        np_fits_packing,
-        unroll_divides_pass,
-        unroll_budget,
-        assembly_limits,
-        register_budget,
-        ssbo_fits,
-        targets_hold_data,
-        textures_fit,
-    ]
-    constants = {"max_draw_buffers": max_draw_buffers, "gl_version": gl_version,
-                 "max_texture_units": max_texture_units,
+    rules = {"mrt_path_knobs": mrt_path_knobs, "image_path_knobs": image_path_knobs,
+             "glsl_version": glsl_version, "np_within_k": np_within_k, "np_fits_packing": np_fits_packing,
+             "unroll_divides_pass": unroll_divides_pass, "unroll_budget": unroll_budget,
+             "targets_hold_data": targets_hold_data, "textures_fit": textures_fit}
+    for path in FRAGMENT_PATHS:
+        rules.update(path.rules(shape))
+    restrictions = [rules.pop(name) for name in FRAGMENT_RULES] + list(rules.values())
+    constants = {"max_draw_buffers": int(limits.get("max_draw_buffers", 8)), "gl_version": gl_version,
+                 "max_texture_units": int(limits.get("max_texture_units", 16)),
                  "kpad": kpad, "M": M, "N": N, "K": K, "image_glsl": glsl_image}
     return Space(knobs, restrictions, constants)
 
 
-# The image-path defaults, best first: the block the H200's searches picked at 1024,
-# 2048 and 4096 (16 x 8, B from a storage buffer, passes of up to 1024 k), then
-# smaller blocks for products it does not fit.
-IMAGE_DEFAULTS = ((16, 8, "ssbo"), (16, 8, "texture"), (8, 8, "ssbo"), (8, 8, "texture"),
-                  (4, 4, "texture"))
 # Knobs only the MRT path has: a partial config that names one is completed from the
 # MRT path's default, not from an image-path default.
 MRT_ONLY_KNOBS = ("mc", "mrt_h", "mrt_w")
@@ -408,7 +353,7 @@ MRT_ONLY_KNOBS = ("mc", "mrt_h", "mrt_w")
 
 def default_config(problem: Problem, space: Space) -> Config:
     """What matmul runs untuned: the compute family's default where the device has it
-    and is a GPU (compute_space.compute_candidates; on the H200 the compute family runs
+    and is a GPU (compute/space.compute_candidates; on the H200 the compute family runs
     on every SM, the fragment family on 4 of 132), else the fragment family's: a software
     renderer runs fragment shaders faster than compute shaders that share memory and
     wait at barriers (llvmpipe at 256: the best fragment config 8.2 GFLOP/s, the best
@@ -422,7 +367,7 @@ def default_config(problem: Problem, space: Space) -> Config:
 
 
 def compute_default_config(problem: Problem, space: Space) -> Config | None:
-    """The compute family's default: its first candidate (compute_space.compute_candidates),
+    """The compute family's default: its first candidate (compute/space.compute_candidates),
     None where the space has no compute config of the default shapes."""
     first = compute_candidates(problem, space)[:1] if "compute" in space.parts else []
     return first[0] if first else None
@@ -448,7 +393,7 @@ def fragment_default_config(problem: Problem, space: Space) -> Config:
 
 
 # Knobs only the fragment family has: a partial config naming one is completed from a
-# fragment default (one naming a compute knob, compute_space.COMPUTE_KNOBS, from the
+# fragment default (one naming a compute knob, compute/space.COMPUTE_KNOBS, from the
 # compute family's).
 FRAGMENT_ONLY_KNOBS = ("mc", "mrt_h", "mrt_w", "block_h", "block_w", "fetch")
 

@@ -12,7 +12,7 @@ beta * C (C holds the caller's C when beta != 0), later passes from what the
 previous one stored; a storage barrier separates them.  With ks > 1 the splits
 write partial tiles into a workspace and a reduce dispatch adds them into C.
 A checked run may time the first tile rows of a one-pass config on their own
-(racing, driver.GLKernel.checked_run): the dispatch then covers a band of tile
+(racing, kernel.BaseGLKernel.checked_run): the dispatch then covers a band of tile
 rows (u_ty0), and bands add up to the whole pass where nothing is reduced
 (ks = 1).
 
@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...config import Config
-from ...errors import BuildError, RunError
-from ...problem import Problem
-from . import glraw
-from .compute_codegen import reduce_groups, reduce_uniforms
-from .context import state_of
-from .compute_layout import ComputeLayout
-from .driver import GLKernel
-from .transfer import Transfers
-from .uninterrupted import uninterrupted
+from ....config import Config
+from ....errors import BuildError, RunError
+from ....problem import Problem
+from ..kernel import BaseGLKernel, output_array
+from ..platform import glraw
+from ..platform.context import state_of
+from ..platform.transfer import Transfers
+from ..platform.uninterrupted import uninterrupted
+from .codegen import reduce_groups, reduce_uniforms
+from .layout import ComputeLayout
 
 # storage-buffer bindings and texture units the templates name (a buffer texture of
 # A or B takes the unit of its buffer's binding)
@@ -44,7 +44,7 @@ _UNIT_A, _UNIT_B = _BIND_A, _BIND_B
 PROGRAMS_KEPT = 256
 
 
-class ComputeKernel(GLKernel):
+class ComputeKernel(BaseGLKernel):
     """One compiled compute program (and its reduce program, with splits) + the
     buffers of one problem shape."""
 
@@ -112,10 +112,6 @@ class ComputeKernel(GLKernel):
             glraw.delete_texture(view)
         self._views.clear()
 
-    def _setup(self) -> None:
-        """Nothing to point: the template binds its buffers and buffer textures itself
-        (layout(binding = ...): moderngl cannot set a samplerBuffer uniform)."""
-
     def _warm_up(self) -> None:
         """One pass over one tile row: a driver that compiles at the first dispatch does
         it here, inside compile_ms (the buffers hold anything: nothing is read back)."""
@@ -178,17 +174,10 @@ class ComputeKernel(GLKernel):
     def bands_add_up(self) -> bool:
         return self.layout.ks == 1
 
-    def _set(self, name, value, program=None):
-        prog = self.program if program is None else program
-        if name in prog:
-            prog[name].value = value
-
-    def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
+    def _execute(self, start: int, stop: int | None, src: int, rows) -> int:
         """Passes start..stop-1 over tile rows `rows` = (r0, r1) (all by default); C
         holds the result (returns 0, the one place it lives)."""
         import moderngl
-        if not self._loaded:
-            raise RunError("no inputs loaded: call run() or load() first")
         L = self.layout
         stop = L.passes if stop is None else stop
         r0, r1 = rows if rows is not None else (0, L.tiles_m)
@@ -222,13 +211,8 @@ class ComputeKernel(GLKernel):
         self.ctx.memory_barrier()       # read-back, clears and the next uploads see every store
         return 0
 
-    @property
-    def out_shape(self) -> tuple:
-        return self.problem.out_shape
-
     def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
         """C into `out` (a writeable C-contiguous float32 array of out_shape): one read-back."""
-        from .driver import output_array
         out = output_array(out, *self.out_shape)
         self.transfers.read_buffer(self.c_buf, out)
         return out

@@ -1,9 +1,15 @@
-"""Device limits read at run time, exposed to the tuner."""
+"""Device limits read at run time, exposed to the tuner (a kernel path adds its own: read_limits)."""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
-from ..base import DeviceInfo
+from ...base import DeviceInfo
+from . import glraw
+from .context import is_software_renderer
+from .egl_compat import is_compatibility_profile
+from .objects import parking_framebuffer
 
 
 def float_targets_ok(ctx, targets: int) -> bool:
@@ -16,24 +22,15 @@ def float_targets_ok(ctx, targets: int) -> bool:
     except Exception:
         return False
     finally:
-        from .driver import parking_framebuffer
         parking_framebuffer(ctx).use()
         for r in ([fbo] if fbo else []) + texs:
             r.release()
-
-
-_SOFTWARE = ("llvmpipe", "softpipe", "swrast", "swiftshader", "lavapipe")
-
-
-def is_software_renderer(renderer: str) -> bool:
-    return any(s in str(renderer).lower() for s in _SOFTWARE)
 
 
 def image_path_limits(ctx, exts: set) -> dict:
     """What the image path needs (GL 4.2 image load/store, GL 4.3 storage buffers, or
     their ARB extensions) and the limits that prune it, read at run time.  A limit the
     driver does not report reads 0: the knobs that need it then drop out of the space."""
-    from . import glraw
     version = int(ctx.version_code)
 
     def limit(pname, info_key=None) -> int:
@@ -69,7 +66,6 @@ def compute_units(ctx, software: bool) -> int:
     (gl_SMCountNV of GL_NV_shader_thread_group, read by a one-invocation dispatch);
     a software renderer runs one per CPU thread (llvmpipe's LP_NUM_THREADS, else the
     CPUs this process may use); else a stated default."""
-    import os
     if software:
         env = os.environ.get("LP_NUM_THREADS", "")
         if env.isdigit() and int(env) > 0:
@@ -103,7 +99,6 @@ def compute_limits(ctx, exts: set, software: bool) -> dict:
     invocations a workgroup, work groups a dispatch, buffer-texture size, subgroup
     shuffles (KHR_shader_subgroup in compute shaders, subgroups of 32), compute units.
     Without GL 4.5 the family is absent: every limit reads 0."""
-    from . import glraw
     if int(ctx.version_code) < 450:
         return {"compute": False}
 
@@ -130,7 +125,9 @@ def compute_limits(ctx, exts: set, software: bool) -> dict:
     }
 
 
-def read_limits(ctx) -> dict:
+def read_limits(ctx, path_limits=()) -> dict:
+    """The device's limits; `path_limits`: readers (ctx -> dict) of the limits a kernel
+    path reads for itself (the assembly programs' limits: KernelPath.device_limits)."""
     info = ctx.info
     draw = int(info.get("GL_MAX_DRAW_BUFFERS", 1))
     attach = int(info.get("GL_MAX_COLOR_ATTACHMENTS", draw))
@@ -152,18 +149,16 @@ def read_limits(ctx) -> dict:
         # 2 cores), too much for the evaluator's racing (search/evaluate.py)
         "software_renderer": is_software_renderer(info.get("GL_RENDERER", "")),
     }
-    # the assembly languages that shade here and their program limits (asm_driver.py)
-    from .asm_driver import assembly_limits
-    from .egl_compat import is_compatibility_profile
     limits["compat_profile"] = is_compatibility_profile(ctx)
-    limits["asm_limits"] = assembly_limits(ctx)
+    for read in path_limits:
+        limits.update(read(ctx))
     limits.update(image_path_limits(ctx, exts))
     limits.update(compute_limits(ctx, exts, limits["software_renderer"]))
     return limits
 
 
-def device_info(ctx) -> DeviceInfo:
+def device_info(ctx, path_limits=()) -> DeviceInfo:
     info = ctx.info
     return DeviceInfo(backend="gl", vendor=info.get("GL_VENDOR", "?"),
                       renderer=info.get("GL_RENDERER", "?"), driver=info.get("GL_VERSION", "?"),
-                      limits=read_limits(ctx))
+                      limits=read_limits(ctx, path_limits))

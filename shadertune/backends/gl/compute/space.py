@@ -1,6 +1,6 @@
 """The compute family's knobs, rules, phase plan and defaults (family=compute).
 
-Knobs (compute_layout.py says what each does to the kernel):
+Knobs (layout.py says what each does to the kernel):
 - bm, bn: the block tile a workgroup computes;     bk: the k-depth of a stage;
 - tm, tn: the outputs an invocation owns;          lanes_n: invocations of a group
   of 32 along N (the workgroup's shape: its groups tile 32/lanes_n x lanes_n);
@@ -25,11 +25,12 @@ dividing the rows, splits only where the grid is small) and a register budget.
 """
 from __future__ import annotations
 
-from ...config import Config
-from ...problem import Problem
-from ...space import PhasePlan, Space
-from .compute_codegen import COMPUTE_GLSL, MAX_GROUPS
-from .compute_layout import ComputeLayout, one_pass_np
+from ....config import Config
+from ....problem import Problem
+from ....space import PhasePlan, Space
+from .codegen import COMPUTE_GLSL, MAX_GROUPS
+from .layout import one_pass_np
+from .model import compute_ms
 
 # Domain orders put the untuned default first (compute_default): the phased plan's
 # start and the model strategy's tie-break.
@@ -44,7 +45,7 @@ DBS = (0, 1)
 SPLITS = (1, 2, 4, 8, 16, 32)
 COMPUTE_UNROLLS = ("full", 4)
 SOURCES = ("ssbo", "texture")
-# Registers an invocation may use by compute_layout.registers' estimate: NVIDIA's
+# Registers an invocation may use by ComputeLayout.registers' estimate: NVIDIA's
 # ceiling is 255, and the estimate leaves the compiler room for addresses.
 REGISTER_BUDGET = 232
 # Passes of a multi-pass compute config: powers of two of at least this many
@@ -59,9 +60,10 @@ SPLIT_WAVES = 2
 # configs written before the compute family existed too)
 FRAGMENT_VALUES = {"family": "fragment", "bm": 0, "bn": 0, "bk": 0, "tm": 0, "tn": 0, "lanes_n": 0,
                    "vec": 0, "pad": 0, "a_t": 0, "db": 0, "ks": 1, "shuffle": 0}
-# the fragment family's own knobs on a compute config
-COMPUTE_FIXED = {"out": "buffer", "fetch": "texelFetch", "mc": "1x4", "mrt_h": 1, "mrt_w": 1,
-                 "block_h": 0, "block_w": 0, "glsl": COMPUTE_GLSL, "lang": "glsl"}
+# the fragment family's knobs that a compute config gives a meaning of its own (its
+# output and its GLSL version); the rest hold the fragment family's values off it
+# (space.FRAGMENT_OFF)
+COMPUTE_FIXED = {"out": "buffer", "glsl": COMPUTE_GLSL}
 COMPUTE_KNOBS = ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks", "shuffle")
 
 # The phased order of the compute family (notes/gl.md, "Compute phase order"): the
@@ -179,7 +181,7 @@ def compute_space(problem: Problem, limits: dict) -> Space:
              "a_src": SOURCES, "b_src": SOURCES}
     rules = [workgroup_shape, block_fits_shape, vec_divides_rows, loads_divide, shared_fits,
              register_budget, splits_in_one_pass, split_pays, grid_fits, buffers_fit, unroll_body]
-    # the limits the cost model reads (compute_model.py), kept with the space
+    # the limits the cost model reads (model.py), kept with the space
     return Space(knobs, rules, {"compute_units": units, "max_compute_shared_bytes": shared,
                                 "software_renderer": bool(limits.get("software_renderer"))})
 
@@ -197,9 +199,8 @@ DEFAULT_TILES = ((128, 128, 8, 8), (64, 128, 8, 8), (128, 64, 8, 8), (64, 64, 8,
 def compute_candidates(problem: Problem, space) -> list[Config]:
     """Valid compute configs of the default shapes, one per tile of DEFAULT_TILES (its
     first valid variant) with the splits of K the space allows it, fastest first by the
-    cost model (compute_model.py, with the limits kept in the space's constants): a
+    cost model (model.py, with the limits kept in the space's constants): a
     small or deep-K product gets tiles or splits that give every unit a workgroup."""
-    from .compute_model import predict_ms
     out = []
     kpad = one_pass_np(problem.K)
     for bm, bn, tm, tn in DEFAULT_TILES:
@@ -214,5 +215,5 @@ def compute_candidates(problem: Problem, space) -> list[Config]:
                 # where the grid leaves units idle: its splits of K too (space rules say where)
                 out += [c for c in (cfg.replace(ks=k) for k in SPLITS[1:]) if c in space]
                 break
-    ms = predict_ms(problem, out, space.constants)
+    ms = compute_ms(problem, out, space.constants)
     return [c for _, _, c in sorted(zip(ms, range(len(out)), out))]

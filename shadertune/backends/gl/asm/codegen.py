@@ -3,7 +3,7 @@
 The `lang` knob is the compiler dimension of Jiang's search (he searched Cg's and
 fxc's profiles because the high-level compiler lost to hand-written assembly):
 
-- glsl:  the GLSL kernel (codegen.py, matmul.frag.j2), compiled by the driver;
+- glsl:  the GLSL kernel (mrt/codegen.py, matmul.frag.j2), compiled by the driver;
 - arbfp: ARB_fragment_program assembly, ARBfp1.0 (shaders/gl/matmul.arbfp.j2).
          No loops, so a pass's k-steps are all written out (unroll = full);
          normalised texture coordinates (TEX ... 2D), like GLSL's texture();
@@ -11,8 +11,8 @@ fxc's profiles because the high-level compiler lost to hand-written assembly):
          (REP / ENDREP, so unroll is a knob as in GLSL), integer registers and
          integer texel fetches (TXF), like GLSL's texelFetch.
 
-Both languages take the same layout (layout.py) as the GLSL kernel, the same
-textures and render targets, and run through the same driver (asm_driver.py).
+Both languages take the same layout (mrt/layout.py) as the GLSL kernel, the same
+textures and render targets (mrt/targets.py), run by driver.py.
 Counts of what a program holds (instructions, ALU and texture instructions,
 texture indirections, temporaries, parameters) are read from the text itself
 (analyse) and, for the space's pruning, extrapolated from programs of one and
@@ -25,28 +25,13 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ...errors import InvalidConfig
-from ...templates import render
-from .layout import Layout
+from ....errors import InvalidConfig
+from ....templates import render
+from ..fragment import unroll_factor
+from ..mrt.layout import Layout, packing
 
-LANGS = ("glsl", "arbfp", "nvfp")
-ASM_LANGS = ("arbfp", "nvfp")
 TEMPLATES = {"arbfp": "gl/matmul.arbfp.j2", "nvfp": "gl/matmul.nvfp.j2"}
 SHARED_TEMPLATE = "gl/matmul_asm.j2"        # the macros both import
-HEADERS = {"arbfp": "!!ARBfp1.0", "nvfp": "!!NVfp4.0"}
-# What an assembly config holds the GLSL-only knobs at: the first GLSL version (no
-# GLSL is compiled) and the fetch its texture instruction is like (ARBfp's TEX takes
-# normalised coordinates, as texture() does; NVfp's TXF integer ones, as texelFetch).
-ASM_GLSL = "330"
-ASM_FETCH = {"arbfp": "texture", "nvfp": "texelFetch"}
-
-
-def lang_of(config) -> str:
-    """The config's language (a config without `lang` is GLSL)."""
-    lang = config.get("lang", "glsl")
-    if lang not in LANGS:
-        raise InvalidConfig(f"lang must be one of {LANGS}, got {lang!r}")
-    return lang
 
 
 def float_constant(x: float) -> str:
@@ -59,13 +44,10 @@ def float_constant(x: float) -> str:
 
 
 def asm_source(layout: Layout, config) -> str:
-    """The assembly program of `config` (lang arbfp or nvfp) on `layout` (plan_layout's)."""
-    lang = lang_of(config)
-    if lang not in ASM_LANGS:
-        raise InvalidConfig(f"asm_source renders assembly, not lang={lang!r}")
-    if not isinstance(layout, Layout):
-        raise InvalidConfig(f"lang={lang} writes the render-target path (out=mrt) only")
-    from .codegen import unroll_factor
+    """The assembly program of `config` (lang arbfp or nvfp) on `layout` (mrt/codegen.plan_layout's)."""
+    lang = config.get("lang")
+    if lang not in TEMPLATES:
+        raise InvalidConfig(f"asm_source renders {' or '.join(TEMPLATES)} assembly, not lang={lang!r}")
     unroll = config.get("unroll", "full")
     if lang == "arbfp" and unroll != "full" and int(unroll) < layout.steps:
         raise InvalidConfig("ARBfp1.0 has no loops: lang=arbfp takes unroll='full' only")
@@ -220,7 +202,6 @@ def _counts_at(lang: str, mc: str, mrt_h: int, mrt_w: int, body: int, looped: bo
     """The counts of a program whose loop body (or whole pass) is `body` k-steps, on a
     small problem (sizes change constants, not counts); `looped`: NVfp's REP loop
     around it."""
-    from .layout import packing
     mc_h, mc_w, ka, _ = packing(mc)
     steps = 2 * body if looped else body
     L = Layout.plan(2 * mrt_h * mc_h, 2 * mrt_w * mc_w, ka * steps, mc=mc, mrt_h=mrt_h, mrt_w=mrt_w,
@@ -233,7 +214,6 @@ def program_counts(lang: str, mc: str, mrt_h: int, mrt_w: int, unroll, steps: in
     """The counts of the program of a config with `steps` k-steps a pass, from programs
     of one and two k-steps (a k-step adds the same instructions, temporaries and
     indirections every time): exact for the templates, which tests check."""
-    from .codegen import unroll_factor
     body = unroll_factor(unroll, steps)
     looped = lang == "nvfp" and body < steps
     one = _counts_at(lang, mc, mrt_h, mrt_w, 1, False) if not looped else None

@@ -3,20 +3,20 @@
 Jiang found part of the gap to GPUbench's expert code in the high-level
 language.  This runs the expert 4x4 RGBA + 4-MRT algorithm written as an
 ARBfp1.0 program (shaders/gl/handtuned/expert_4x4_mrt.arbfp.j2) through the
-assembly kernels' driver (asm_driver.py): the backend's own context (a
+assembly kernels' driver (driver.py): the backend's own context (a
 compatibility-profile one where the driver offers it), the same texture
 layout, multi-pass ping-pong, transfers and timing as every other kernel.
 Contexts where no ARB_fragment_program shades report that and skip.
 """
 from __future__ import annotations
 
-from ...config import Config
-from ...errors import InvalidConfig
-from ...problem import Problem
-from ...templates import render
-from .asm_codegen import float_constant
-from .asm_driver import AsmKernel, available_langs
-from .layout import Layout
+from ....config import Config
+from ....errors import InvalidConfig
+from ....problem import Problem
+from ....templates import render
+from ..mrt.layout import Layout
+from .codegen import float_constant
+from .driver import AsmKernel, available_langs
 
 TEMPLATE = "gl/handtuned/expert_4x4_mrt.arbfp.j2"
 

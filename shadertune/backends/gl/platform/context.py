@@ -34,8 +34,9 @@ import glob
 import os
 import threading
 
-from ..._optional import optional_import
-from ...errors import ContextError
+from ...._optional import optional_import
+from ....errors import ContextError
+from .egl_compat import create_compat_context
 
 _MESA_HINT = ("on Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 "
               "(Mesa llvmpipe renders without a GPU)")
@@ -83,6 +84,28 @@ class ContextState:
                 f"this GL context is current in another thread (id {tid}): a GL context serves "
                 "one thread; make a GLBackend in this thread (shadertune.matmul gives every "
                 "thread its own context)")
+
+
+_SOFTWARE = ("llvmpipe", "softpipe", "swrast", "swiftshader", "lavapipe")
+
+
+def is_software_renderer(renderer: str) -> bool:
+    return any(s in str(renderer).lower() for s in _SOFTWARE)
+
+
+def software_renderer(ctx) -> bool:
+    """Whether ctx renders on the CPU (llvmpipe and kin); read once per context."""
+    st = state_of(ctx)
+    v = st.software
+    if v is None:
+        renderer = getattr(ctx, "renderer", None)      # the assembly path's own context
+        if renderer is None:
+            renderer = ctx.info.get("GL_RENDERER", "")
+            for _ in range(8):   # ctx.info probes queries a driver may reject: clear their errors
+                if ctx.error == "GL_NO_ERROR":
+                    break
+        v = st.software = is_software_renderer(renderer)
+    return v
 
 
 def state_of(ctx) -> ContextState:
@@ -207,8 +230,6 @@ def _compat_context(device_index: int | None, require: int | None):
     profile = gl_profile()
     if profile == "core":
         return None
-    from .device import is_software_renderer
-    from .egl_compat import create_compat_context
     try:
         ctx = create_compat_context(device_index, require or 450)
     except OSError:
@@ -312,7 +333,6 @@ def get_context(device_index: int | None = None, kind: str = "egl"):
         ctx = create_egl_context(device_index) if kind == "egl" else create_glfw_context()
         setattr(ctx, _STATE_ATTR, ContextState(owner=(os.getpid(), threading.get_ident())))
         contexts[key] = ctx
-        from .timing import software_renderer
         # read the renderer now, while no work is in flight: the errors its probes
         # leave are cleared, which later would swallow a kernel's own GL error
         software_renderer(ctx)

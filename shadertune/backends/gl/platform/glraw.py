@@ -13,6 +13,8 @@ import ctypes
 import ctypes.util
 import functools
 
+import numpy as np
+
 # GL enums (glcorearb.h)
 MAX_IMAGE_UNITS = 0x8F38
 MAX_COMBINED_SHADER_OUTPUT_RESOURCES = 0x8F39
@@ -147,7 +149,6 @@ def persistent_buffer(ctx, nbytes: int, read: bool):
     reads it (pixel pack target), else the host writes it (pixel unpack / copy
     source).  Host memory that the GPU copies to or from at DMA speed, and the
     host copies to or from with plain memcpy: no driver-side staging copy."""
-    import numpy as np
     exts = set(ctx.extensions)
     if ctx.version_code < 450 and not {"GL_ARB_buffer_storage", "GL_ARB_direct_state_access"} <= exts:
         return None

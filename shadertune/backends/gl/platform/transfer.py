@@ -24,9 +24,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ....templates import read
 from . import glraw
+from .context import software_renderer
+from .objects import parking_framebuffer
+from .pool import nearest_texture
 
 MODES = ("staged", "direct")
+# the packing passes GpuPacking draws (shaders/gl/pack/)
+PACKING_TEMPLATES = ("gl/pack/pack_rows.frag", "gl/pack/unpack_rows.frag")
 _PARALLEL_BYTES = 8 << 20      # below this one thread copies faster than several start
 _EXECUTOR: ThreadPoolExecutor | None = None
 
@@ -35,7 +41,6 @@ def transfer_mode(ctx=None) -> str:
     """$SHADERTUNE_GL_TRANSFER, else the default for ctx (see the module docstring)."""
     mode = os.environ.get("SHADERTUNE_GL_TRANSFER")
     if mode is None:
-        from .timing import software_renderer
         return "direct" if ctx is not None and software_renderer(ctx) else "staged"
     if mode not in MODES:
         raise ValueError(f"SHADERTUNE_GL_TRANSFER must be one of {MODES}, got {mode!r}")
@@ -196,7 +201,6 @@ class GpuPacking:
 
     def _program(self, name: str):
         if name not in self._programs:
-            from ...templates import read
             prog = self.ctx.program(vertex_shader=read("gl/fullscreen.vert"),
                                     fragment_shader=read(f"gl/pack/{name}.frag"))
             self._programs[name] = (prog, self.ctx.vertex_array(prog, []))
@@ -205,7 +209,6 @@ class GpuPacking:
     def _draw(self, name: str, source, target, **uniforms) -> None:
         """Run pass `name` reading `source` (texture unit 0, the shader's only sampler)
         into render target `target`."""
-        from .driver import parking_framebuffer
         prog, vao = self._program(name)
         fbo = self.ctx.framebuffer(color_attachments=[target])
         try:
@@ -221,7 +224,6 @@ class GpuPacking:
     def write_texture(self, dst, array: np.ndarray, slot: str) -> None:
         """dst (RGBA32F, ceil(cols / 4) texels x any height) <- array (rows x cols):
         each row zero-padded to whole texels; dst's rows past `rows` zero."""
-        from .pool import nearest_texture
         rows, cols = array.shape
         src = nearest_texture(self.ctx, (cols, rows), components=1)
         try:
@@ -233,7 +235,6 @@ class GpuPacking:
     def write_buffer(self, dst, array: np.ndarray, height: int, slot: str) -> None:
         """As write_texture, into a storage buffer of `height` padded rows (a texture
         packed on the GPU, then copied into the buffer on the GPU)."""
-        from .pool import nearest_texture
         tex = nearest_texture(self.ctx, (-(-array.shape[1] // 4), height))
         try:
             self.write_texture(tex, array, slot)
@@ -243,7 +244,6 @@ class GpuPacking:
 
     def read_texture(self, src, out: np.ndarray) -> None:
         """out (rows x cols) <- src (RGBA32F, ceil(cols / 4) texels a row), padding dropped."""
-        from .pool import nearest_texture
         rows, cols = out.shape
         dst = nearest_texture(self.ctx, (cols, rows), components=1)
         try:

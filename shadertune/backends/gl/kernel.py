@@ -1,13 +1,20 @@
-"""The ping-pong multi-pass driver: textures, framebuffers and timed passes.
+"""The base kernel: the lifecycle every GL kernel path shares, nobody's path.
 
-passes = ceil(K / np); each pass adds np k-values to the partial sums.
-Partial sums ping-pong between two textures per render target, so a pass
-never reads the texture it writes.  The last pass applies alpha and adds
-beta * C.
+A kernel is one compiled program and the GL objects of one problem shape.  Its
+lifecycle is the same on every path: compile, make what draws or dispatches it,
+take its textures and buffers (from the texture pool when there is one), point
+the program at them, warm up (a driver that compiles at the first draw does it
+inside compile_ms), then per run: load the operands (skipping an upload the
+operand cache says is on the GPU already), poison the output (an element no pass
+wrote cannot pass verification), execute the passes, read C back and check GL's
+error flag; checked_run times the passes (and abandons a run whose first part
+projects past a limit); release gives textures back to the pool and deletes the
+rest.  A path (mrt/, image/, asm/, compute/) fills in the abstract hooks: its
+program, objects, uploads, poisoning, passes and read-back.
 """
 from __future__ import annotations
 
-import contextlib
+import abc
 import time as _time
 
 import numpy as np
@@ -15,65 +22,11 @@ import numpy as np
 from ...config import Config
 from ...errors import BuildError, RunError, TooSlow
 from ...problem import Problem
-from ...templates import read
 from ..base import Kernel
-from .context import make_current, state_of
-from .layout import Layout
-from .pool import make_object, nearest_texture
-from .timing import ensure_clock, timed
-from .uninterrupted import uninterrupted
-
-_FLOAT = "f4"
-
-
-def parking_framebuffer(ctx):
-    """A 1x1 framebuffer that lives as long as the context, with ctx made current: its
-    callers bind it to release objects of ctx next, and a thread may hold several contexts."""
-    st = state_of(ctx)
-    make_current(ctx)
-    if st.parking is None:
-        st.parking = ctx.framebuffer(color_attachments=[ctx.texture((1, 1), 4, dtype=_FLOAT)])
-    return st.parking
-
-
-def clear_writes_nan(ctx) -> bool:
-    """Whether clearing a float framebuffer to NaN stores NaN (checked once per context):
-    poisoning by a clear costs no upload."""
-    st = state_of(ctx)
-    ok = st.clears_nan
-    if ok is None:
-        tex = ctx.texture((2, 2), 4, dtype=_FLOAT)
-        fbo = ctx.framebuffer(color_attachments=[tex])
-        try:
-            fbo.clear(*(float("nan"),) * 4)
-            ok = bool(np.isnan(np.frombuffer(tex.read(), np.float32)).all())
-        finally:
-            parking_framebuffer(ctx).use()
-            fbo.release()
-            tex.release()
-        st.clears_nan = ok
-    return ok
-
-
-def _packed(cache, key, make):
-    """The bytes of make() (a packed array; no copy), kept in `cache` under `key`
-    when there is a cache (which counts len() as bytes)."""
-    if cache is None:
-        return make()
-    data = cache.get(key)
-    if data is None:
-        data = memoryview(np.ascontiguousarray(make())).cast("B")
-        cache[key] = data
-    return data
-
-
-def placeholder_texture(ctx):
-    """A 1x1 texture, set up like every operand texture, for a sampler the shader
-    does not read (C when beta == 0); it lives as long as the context."""
-    st = state_of(ctx)
-    if st.placeholder is None:
-        st.placeholder = nearest_texture(ctx, (1, 1))
-    return st.placeholder
+from .platform.objects import parking_framebuffer
+from .platform.pool import make_object
+from .platform.timing import ensure_clock, timed
+from .platform.transfer import Transfers
 
 
 def output_array(out, *shape: int) -> np.ndarray:
@@ -93,7 +46,7 @@ def output_array(out, *shape: int) -> np.ndarray:
     return out
 
 
-def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float = 0.0):
+def kernel_operands(problem: Problem, layout, A, B, C=None, beta: float = 0.0):
     """float32 op(A) (M, K), op(B) (K, N) from their stored layouts, checked against the
     layout; C (M, N) only when beta != 0 (it is not read otherwise)."""
     A = np.asarray(A, np.float32)
@@ -110,12 +63,12 @@ def kernel_operands(problem: Problem, layout: Layout, A, B, C=None, beta: float 
     return A, B, np.asarray(C, np.float32)
 
 
-class GLKernel(Kernel):
-    """One compiled program + the textures of one problem shape."""
+class BaseGLKernel(Kernel):
+    """One compiled program + the GL objects of one problem shape (the module
+    docstring); a path's kernel implements the abstract hooks."""
 
-    def __init__(self, ctx, problem: Problem, config: Config, layout: Layout, source: str,
+    def __init__(self, ctx, problem: Problem, config: Config, layout, source: str,
                  pool=None, transfers=None):
-        from .transfer import Transfers
         self.ctx = ctx
         self.pool = pool              # a TexturePool: textures come from it and go back to it
         # how operands go up and C comes back (the backend's; a kernel made without one
@@ -152,12 +105,9 @@ class GLKernel(Kernel):
             raise RunError(f"could not set up GL resources: {e}") from None
         self.compile_ms = (_time.perf_counter() - t0) * 1e3
 
+    @abc.abstractmethod
     def _compile(self, source: str):
-        try:
-            with uninterrupted():    # Ctrl-C inside the driver's compile crashed it
-                return self.ctx.program(vertex_shader=read("gl/fullscreen.vert"), fragment_shader=source)
-        except Exception as e:  # moderngl raises a plain Exception with the compiler log
-            raise BuildError(f"GLSL compile/link failed: {str(e).strip()[:2000]}", source) from None
+        """The program of `source` (BuildError with the driver's message where it fails)."""
 
     def _own(self, program) -> None:
         """The kernel releases `program` with its other resources (a kernel whose programs
@@ -165,30 +115,15 @@ class GLKernel(Kernel):
         self._resources.append(program)
 
     def _make_pipeline(self) -> None:
-        """What draws the program: a vertex array of no attributes (the fullscreen
-        triangle's vertices come from gl_VertexID)."""
-        self.vao = self.ctx.vertex_array(self.program, [])
-        self._resources.append(self.vao)
+        """What draws or dispatches the program besides it (nothing by default)."""
 
     def _setup(self) -> None:
-        """Point the program's samplers at their texture units."""
-        for name, unit in self._units.items():
-            if name in self.program:
-                self.program[name].value = unit
+        """Point the program at its objects (nothing by default)."""
 
+    @abc.abstractmethod
     def _warm_up(self) -> None:
-        """One pass over one fragment: a driver that compiles at the first draw
-        (llvmpipe's JIT, for one) does it here, inside compile_ms, and not in the
-        first run, which the evaluator times."""
-        fbo = self.fbos[1]
-        full = fbo.viewport
-        loaded, self._loaded = self._loaded, True
-        try:
-            fbo.viewport = (0, 0, 1, 1)
-            self.execute(0, 1)
-        finally:
-            self._loaded = loaded
-            fbo.viewport = full
+        """Run a sliver of the work once, so that a driver that compiles at the first
+        draw or dispatch does it inside compile_ms, not in the first timed run."""
 
     # --- resources ------------------------------------------------------
     def _take(self, size):
@@ -208,20 +143,9 @@ class GLKernel(Kernel):
         else:
             tex.release()
 
-    def _make_textures(self):
-        L = self.layout
-        self.tex_a, self._tags["A"] = self._take(L.a_size)
-        self.tex_b, self._tags["B"] = self._take(L.b_size)
-        # Two texture sets (ping, pong), one texture per render target each.
-        self.partials = [[self._take(L.c_size)[0] for _ in range(L.targets)] for _ in range(2)]
-        self.fbos = []
-        for texs in self.partials:
-            fbo = self.ctx.framebuffer(color_attachments=texs)
-            self._resources.append(fbo)
-            self.fbos.append(fbo)
-        units = {"A": 0, "B": 1, "Cin": 2}
-        units.update({f"P{t}": 3 + t for t in range(L.targets)})
-        self._units = units
+    @abc.abstractmethod
+    def _make_textures(self) -> None:
+        """Take the textures and buffers of the layout (with _take) and make the rest."""
 
     def release(self) -> None:
         if self._resources or self._textures:
@@ -253,44 +177,11 @@ class GLKernel(Kernel):
         self.release()
 
     # --- uploads --------------------------------------------------------
-    def load(self, A: np.ndarray, B: np.ndarray, C: np.ndarray | None = None, *,
-             alpha: float = 1.0, beta: float = 0.0, cache=None) -> None:
-        """Upload op(A) (M, K), op(B) (K, N) and C (M, N, only when beta != 0).
-
-        `cache` (a dict-like, e.g. search.operands.OperandCache) keeps packed A and B
-        across kernels whose layouts pack them alike; the caller promises that A and B
-        are the same, unchanged arrays at every call with that cache."""
-        L = self.layout
-        A, B, C = kernel_operands(self.problem, L, A, B, C, beta)
-
-        def packed(which, key, pack):
-            return lambda tex: tex.write(_packed(cache, (which,) + key, pack))
-
-        def row_major(which, X, rows, cols):
-            # X as it is into the texture's top-left corner, zeros around it
-            return lambda tex: self._write_corner(tex, np.ascontiguousarray(X), rows, cols, which)
-        self.tex_a = self._upload("A", self.tex_a, L.a_pack_key,
-                                  row_major("A", A, L.M, L.K) if L.a_row_major else
-                                  packed("A", L.a_pack_key, lambda: L.pack_a(A)), cache)
-        self.tex_b = self._upload("B", self.tex_b, L.b_pack_key,
-                                  row_major("B", B, L.K, L.N) if L.b_row_major else
-                                  packed("B", L.b_pack_key, lambda: L.pack_b(B)), cache)
-        if C is not None:
-            if self.tex_c is None:
-                self.tex_c, _ = self._take(L.cfull_size)
-            self.tex_c.write(L.pack_c(C))
-        self._alpha, self._beta = float(alpha), float(beta)
-        self._loaded = True
-
-    def _write_corner(self, tex, X: np.ndarray, rows: int, cols: int, slot: str) -> None:
-        """tex <- X (rows x cols floats, 4 a texel) at texel (0, 0), the rest zero."""
-        w, h = self._textures[id(tex)][1]
-        cw = cols // 4
-        self.transfers.write_texture(tex, X, viewport=(0, 0, cw, rows), slot=slot)
-        if cw < w:
-            tex.write(np.zeros((rows, w - cw, 4), np.float32), viewport=(cw, 0, w - cw, rows))
-        if rows < h:
-            tex.write(np.zeros((h - rows, w, 4), np.float32), viewport=(0, rows, w, h - rows))
+    @abc.abstractmethod
+    def load(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0, cache=None) -> None:
+        """Upload op(A), op(B) and C (only when beta != 0); `cache` (a dict-like, e.g.
+        search.operands.OperandCache) names A and B across the kernels of one search:
+        an operand already on the GPU is not uploaded again (_upload)."""
 
     def _upload(self, which: str, tex, key, write, cache):
         """The object (texture or buffer) holding operand `which`: this kernel's, written
@@ -315,95 +206,33 @@ class GLKernel(Kernel):
         self._tags[which] = tag
         return tex
 
+    @abc.abstractmethod
     def poison(self) -> None:
-        """Fill every partial-sum texture with NaN: an unwritten element cannot pass."""
-        if clear_writes_nan(self.ctx):
-            for fbo in self.fbos:
-                fbo.clear(*(float("nan"),) * 4)
-            return
-        w, h = self.layout.c_size
-        nan = np.full((h, w, 4), np.nan, np.float32).tobytes()
-        for texs in self.partials:
-            for t in texs:
-                t.write(nan)
+        """Fill the output with NaN: an element no pass writes cannot pass verification."""
 
     # --- execution ------------------------------------------------------
-    def _set(self, name, value):
-        if name in self.program:
-            self.program[name].value = value
-
-    @contextlib.contextmanager
-    def _rows(self, fbos, rows):
-        """Draws into `fbos` cover fragment rows [r0, r1) of their viewports only (all
-        for None): gl_FragCoord stays the window position, so a pass split into row
-        bands computes what the whole pass does."""
-        if rows is None:
-            yield
-            return
-        full = [fbo.viewport for fbo in fbos]
-        try:
-            for fbo, (x, y, w, _) in zip(fbos, full):
-                fbo.viewport = (x, y + rows[0], w, rows[1] - rows[0])
-            yield
-        finally:
-            for fbo, vp in zip(fbos, full):
-                fbo.viewport = vp
+    def _set(self, name, value, program=None):
+        """Set a uniform of the program (or of `program`) where it has one (a compiler
+        drops the uniforms a shader does not read)."""
+        prog = self.program if program is None else program
+        if name in prog:
+            prog[name].value = value
 
     def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
-        """Run passes start..stop-1 (all by default) reading partial sums from texture
-        set `src`, over fragment rows `rows` = (r0, r1) (all by default); returns the
-        index of the texture set holding the result."""
+        """Run passes start..stop-1 (all by default) reading partial sums from set `src`
+        (where a path keeps two), over the rows `rows` = (r0, r1) of the work a pass
+        covers (fragment rows, tile rows; all by default); returns where the result is."""
         if not self._loaded:
             raise RunError("no inputs loaded: call run() or load() first")
-        with self._rows(self._draw_targets(), rows):
-            return self._execute(start, stop, src)
+        return self._execute(start, stop, src, rows)
 
-    def _draw_targets(self) -> list:
-        """The framebuffers the passes draw into."""
-        return self.fbos
+    @abc.abstractmethod
+    def _execute(self, start: int, stop: int | None, src: int, rows) -> int:
+        """execute() once the inputs are loaded."""
 
-    def _execute(self, start: int, stop: int | None, src: int) -> int:
-        L = self.layout
-        stop = L.passes if stop is None else stop
-        self.tex_a.use(0)
-        self.tex_b.use(1)
-        (self.tex_c or placeholder_texture(self.ctx)).use(2)   # read only when beta != 0
-        self._set("u_alpha", self._alpha)
-        self._set("u_hc", L.hc)
-        self._set("u_wc", L.wc)
-        self._set("u_beta", self._beta)
-        for p in range(start, stop):
-            dst = 1 - src
-            for t, tex in enumerate(self.partials[src]):
-                tex.use(3 + t)
-            self._set("u_k0", p * L.steps)
-            self._set("u_steps", L.steps)
-            self._set("u_first", p == 0)
-            self._set("u_last", p == L.passes - 1)
-            self.fbos[dst].use()
-            self.vao.render(vertices=3)
-            src = dst
-        return src
-
+    @abc.abstractmethod
     def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
-        """C from texture set `which`, into `out` when given (see output_array)."""
-        L = self.layout
-        out = output_array(out, L.M, L.N)
-        w, h = L.c_size
-        arrs = [np.empty((h, w, 4), np.float32) for _ in self.partials[which]]
-        for t, arr in zip(self.partials[which], arrs):
-            self.transfers.read_texture(t, arr)
-        if not L.c_row_major:
-            np.copyto(out, L.unpack_c(arrs))
-            return out
-        # 1x4: target (i, j) holds rows i*hc.. and columns 4*j*wc.. of C as they are
-        for t, arr in enumerate(arrs):
-            i, j = divmod(t, L.mrt_w)
-            r0, c0 = i * h, 4 * j * w
-            r, c = min(h, L.M - r0), min(4 * w, L.N - c0)
-            if r > 0 and c > 0:
-                out[r0:r0 + r, c0:c0 + c] = arr.reshape(h, 4 * w)[:r, :c]
-        return out
+        """C from result set `which` into `out` when given (see output_array)."""
 
     @property
     def passes(self) -> int:
@@ -411,8 +240,8 @@ class GLKernel(Kernel):
 
     @property
     def out_shape(self) -> tuple:
-        """The shape of the result run() returns."""
-        return self.layout.M, self.layout.N
+        """The shape of the result run() returns: the problem's (a batch leading)."""
+        return self.problem.out_shape
 
     def run(self, A, B, C=None, *, alpha: float = 1.0, beta: float = 0.0,
             out: np.ndarray | None = None) -> np.ndarray:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 
 from . import glraw
-from .context import state_of
+from .context import software_renderer, state_of
 
 IDLE_S = 0.5          # no work for this long: the clock may have fallen
 RAMP_S = 0.4          # back-to-back work that brings it up (0.3 s measured)
@@ -112,22 +112,6 @@ def ensure_clock(ctx) -> None:
     keeper = clock_of(ctx)
     if keeper is not None:
         keeper.ensure()
-
-
-def software_renderer(ctx) -> bool:
-    """Whether ctx renders on the CPU (llvmpipe and kin); read once per context."""
-    st = state_of(ctx)
-    v = st.software
-    if v is None:
-        from .device import is_software_renderer
-        renderer = getattr(ctx, "renderer", None)      # the assembly path's own context
-        if renderer is None:
-            renderer = ctx.info.get("GL_RENDERER", "")
-            for _ in range(8):   # ctx.info probes queries a driver may reject: clear their errors
-                if ctx.error == "GL_NO_ERROR":
-                    break
-        v = st.software = is_software_renderer(renderer)
-    return v
 
 
 def timed(ctx, query, fn) -> tuple[float, str]:

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...config import Config
-from ...problem import Problem
-from .driver import (GLKernel, clear_writes_nan, kernel_operands, output_array, parking_framebuffer,
-                     placeholder_texture)
-from .image_layout import ImageLayout
-from .transfer import GpuPacking, Transfers
+from ....config import Config
+from ....problem import Problem
+from ..fragment import compile_program, fullscreen_pipeline, row_bands, unroll_factor
+from ..kernel import BaseGLKernel, kernel_operands, output_array
+from ..platform.objects import clear_writes_nan, parking_framebuffer, placeholder_texture
+from ..platform.transfer import GpuPacking, Transfers
+from .layout import ImageLayout
 
 # texture units and buffer / image bindings the image template's uniforms point at
 _UNIT_A, _UNIT_B, _UNIT_CIN = 0, 1, 2
@@ -28,7 +29,7 @@ _BIND_A, _BIND_B = 0, 1
 _IMAGE_C, _IMAGE_PREV = 0, 1
 
 
-class ImageKernel(GLKernel):
+class ImageKernel(BaseGLKernel):
     """One compiled image-path program + the objects of one problem shape."""
 
     def __init__(self, ctx, problem: Problem, config: Config, layout: ImageLayout, source: str,
@@ -38,6 +39,13 @@ class ImageKernel(GLKernel):
         self.b_src = config.get("b_src", "texture")
         self.packing = None
         super().__init__(ctx, problem, config, layout, source, pool=pool, transfers=transfers)
+
+    def _compile(self, source: str):
+        return compile_program(self.ctx, source)
+
+    def _make_pipeline(self) -> None:
+        self.vao = fullscreen_pipeline(self.ctx, self.program)
+        self._resources.append(self.vao)
 
     # --- resources ------------------------------------------------------
     def _make_textures(self):
@@ -51,7 +59,6 @@ class ImageKernel(GLKernel):
         # only to clear C to NaN (poison); never drawn into
         self.clear_fbos = [self.ctx.framebuffer(color_attachments=[img]) for img in self.images]
         self._resources.extend(self.clear_fbos)
-        self.fbos = self.clear_fbos      # what the base class parks on and releases
 
     def _setup(self) -> None:
         names = {"A": _UNIT_A, "B": _UNIT_B, "Cin": _UNIT_CIN, "C": _IMAGE_C, "Cprev": _IMAGE_PREV}
@@ -161,12 +168,14 @@ class ImageKernel(GLKernel):
                 obj.use(unit)
         (self.tex_c or placeholder_texture(self.ctx)).use(_UNIT_CIN)   # read only when beta != 0
 
-    def _draw_targets(self) -> list:
-        return [self.fbo]
+    def _execute(self, start: int, stop: int | None, src: int, rows) -> int:
+        """Passes start..stop-1 over fragment rows `rows`; `src` is the image holding the
+        sums so far (ping-pong; always 0 for read-modify-write).  Returns the image that
+        holds the result."""
+        with row_bands([self.fbo], rows):
+            return self._draw(start, stop, src)
 
-    def _execute(self, start: int, stop: int | None, src: int) -> int:
-        """Passes start..stop-1; `src` is the image holding the sums so far (ping-pong;
-        always 0 for read-modify-write).  Returns the image that holds the result."""
+    def _draw(self, start: int, stop: int | None, src: int) -> int:
         L = self.layout
         stop = L.passes if stop is None else stop
         self._bind_operands()
@@ -196,7 +205,6 @@ class ImageKernel(GLKernel):
         return src
 
     def _unroll_n(self) -> int:
-        from .codegen import unroll_factor
         return unroll_factor(self.config.get("unroll", 1), self.layout.steps)
 
     def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:

@@ -1,12 +1,12 @@
 """GLSL code generation for the compute family: a ComputeLayout -> compute shader sources.
 
-Every constant the templates need is derived here (compute_layout.py) and passed
+Every constant the templates need is derived here (layout.py) and passed
 in, so the templates stay readable GLSL.
 """
 from __future__ import annotations
 
-from ...templates import render
-from .compute_layout import ComputeLayout
+from ....templates import render
+from .layout import ComputeLayout
 
 TEMPLATE = "gl/matmul_compute.comp.j2"
 REDUCE_TEMPLATE = "gl/matmul_reduce.comp.j2"

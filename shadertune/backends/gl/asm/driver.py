@@ -1,16 +1,17 @@
 """The assembly kernels' driver: ARBfp / NVfp programs on the render-target path.
 
-An assembly kernel is a GLKernel (driver.py) whose program is an
-ARB_fragment_program or NV_gpu_program4 object instead of a GLSL one: the same
-layout, pooled textures, ping-pong framebuffers, transfers, poisoning, checked
-runs, row bands and timer queries.  Only the draw differs.  Assembly programs
-shade only in a compatibility-profile context (context.py makes one where the
+An assembly kernel draws the render-target path (mrt/targets.py: the same
+layout, pooled textures, ping-pong framebuffers, uploads, poisoning and read-back)
+with the base kernel's lifecycle (kernel.py: transfers, checked runs, row bands,
+timer queries), and its program is an ARB_fragment_program or NV_gpu_program4
+object instead of a GLSL one.  Only the program and the draw differ.  Assembly programs
+shade only in a compatibility-profile context (platform/context.py makes one where the
 driver offers it) and only where no GLSL program is in use, so a pass is the
 classic fixed-function draw: glUseProgram(0), GL_FRAGMENT_PROGRAM_ARB enabled,
 the program bound, glRectf over the viewport.  (A vertex-only GLSL program
 beside the assembly fragment program drew one fragment on Mesa llvmpipe;
 notes/gl.md.)  Programs have no uniforms: a pass's parameters go to
-program.local (asm_codegen.pass_parameters); the first pass reads a 1 x 1 zero
+program.local (codegen.pass_parameters); the first pass reads a 1 x 1 zero
 texture in place of the partial sums, and every pass but a last one with beta
 != 0 reads it in place of C.
 
@@ -26,11 +27,14 @@ import ctypes
 
 import numpy as np
 
-from ...errors import BuildError
-from . import glraw
-from .asm_codegen import ProgramCounts, lang_of, pass_parameters
-from .driver import GLKernel
-from .uninterrupted import uninterrupted
+from ....errors import BuildError
+from ..fragment import row_bands
+from ..kernel import BaseGLKernel
+from ..mrt.targets import RenderTargets
+from ..platform import glraw
+from ..platform.egl_compat import is_compatibility_profile
+from ..platform.uninterrupted import uninterrupted
+from .codegen import ProgramCounts, pass_parameters
 
 FRAGMENT_PROGRAM_ARB = 0x8804
 PROGRAM_FORMAT_ASCII_ARB = 0x8875
@@ -69,7 +73,6 @@ def available_langs(ctx) -> tuple[str, ...]:
     """The assembly languages that shade in context `ctx`: a compatibility-profile
     context (NVIDIA takes assembly programs in a core one but never runs them; Mesa
     lists ARB_fragment_program in its compatibility profile only) with the extension."""
-    from .egl_compat import is_compatibility_profile
     if not is_compatibility_profile(ctx) or not glraw.usable(ctx):
         return ()
     exts = set(ctx.extensions)
@@ -142,11 +145,11 @@ class AsmProgram:
             self.id = 0
 
 
-class AsmKernel(GLKernel):
+class AsmKernel(RenderTargets, BaseGLKernel):
     """One assembly program + the render-target path's textures of one problem shape."""
 
     def __init__(self, ctx, problem, config, layout, source: str, pool=None, transfers=None):
-        self.lang = lang_of(config)
+        self.lang = config["lang"]
         super().__init__(ctx, problem, config, layout, source, pool=pool, transfers=transfers)
 
     def _compile(self, source: str):
@@ -164,10 +167,14 @@ class AsmKernel(GLKernel):
         self.zero.filter = (moderngl.NEAREST, moderngl.NEAREST)
         self._resources.append(self.zero)
 
-    def _setup(self) -> None:
-        """Assembly programs read texture units by number (texture[n]): nothing to set."""
+    def _execute(self, start: int, stop: int | None, src: int, rows) -> int:
+        """Passes start..stop-1 reading partial sums from texture set `src`, over
+        fragment rows `rows` (assembly programs read texture units by number,
+        texture[n]: nothing to point); returns the texture set holding the result."""
+        with row_bands(self.fbos, rows):
+            return self._draw(start, stop, src)
 
-    def _execute(self, start: int, stop: int | None, src: int) -> int:
+    def _draw(self, start: int, stop: int | None, src: int) -> int:
         L = self.layout
         stop = L.passes if stop is None else stop
         local = _fn("glProgramLocalParameter4fARB")
