@@ -192,3 +192,23 @@ def test_the_profile_is_compatibility_on_a_software_renderer_and_core_on_a_gpu(m
     monkeypatch.setenv("SHADERTUNE_GL_PROFILE", "bogus")
     with pytest.raises(context.ContextError, match="SHADERTUNE_GL_PROFILE"):
         context.gl_profile()
+
+
+def test_gl_device_variable_chooses_the_egl_device(monkeypatch):
+    # SHADERTUNE_GL_DEVICE points a process at one EGL device where the caller names none;
+    # a bad value is one error naming the variable, before any context is made
+    from shadertune.backends.gl import GLBackend
+    from shadertune.backends.gl.platform.context import default_device_index
+    from shadertune.errors import ContextError
+    monkeypatch.delenv("SHADERTUNE_GL_DEVICE", raising=False)
+    assert default_device_index() is None
+    monkeypatch.setenv("SHADERTUNE_GL_DEVICE", "0")
+    assert default_device_index() == 0
+    for bad in ("-1", "gpu1", "1.5"):
+        monkeypatch.setenv("SHADERTUNE_GL_DEVICE", bad)
+        with pytest.raises(ContextError, match="SHADERTUNE_GL_DEVICE"):
+            GLBackend.check_environment()
+    monkeypatch.setenv("SHADERTUNE_GL_DEVICE", "999")
+    with pytest.raises(ContextError, match="device_index=999"):
+        from shadertune.backends.gl.platform.context import create_egl_context
+        create_egl_context()

@@ -13,7 +13,7 @@ from .kernel import BaseGLKernel
 from .knob_layout import GL_KNOB_LAYOUT
 from .microbench import measure_gl
 from .paths import PATHS, path_limits, path_of, predict_ms, templates_hash
-from .platform.context import get_context, make_current
+from .platform.context import default_device_index, get_context, make_current
 from .platform.device import device_info
 from .platform.pool import TexturePool, default_pool_bytes
 from .platform.timing import clock_of
@@ -45,9 +45,11 @@ class GLBackend(Backend):
 
     @classmethod
     def check_environment(cls) -> None:
-        """$SHADERTUNE_GL_TRANSFER and $SHADERTUNE_GL_POOL_MB, read as a run reads them."""
+        """$SHADERTUNE_GL_TRANSFER, $SHADERTUNE_GL_POOL_MB and $SHADERTUNE_GL_DEVICE, read
+        as a run reads them."""
         transfer_mode()              # the context's default when unset
         default_pool_bytes()
+        default_device_index()
 
     @property
     def pool(self):

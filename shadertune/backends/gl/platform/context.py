@@ -165,16 +165,36 @@ def check_device_index(device_index) -> None:
         raise ValueError(f"device_index must be a non-negative int, got {device_index!r}")
 
 
+def default_device_index() -> int | None:
+    """The EGL device a context takes where the caller names none: $SHADERTUNE_GL_DEVICE
+    (read at each call, as the profile is), else None (EGL's first device).  On a machine
+    with several GPUs it points a whole process (a test run, a benchmark) at one GPU."""
+    text = os.environ.get("SHADERTUNE_GL_DEVICE", "").strip()
+    if not text:
+        return None
+    try:
+        index = int(text)
+    except ValueError:
+        index = -1
+    if index < 0:
+        raise ContextError(f"SHADERTUNE_GL_DEVICE must be a non-negative integer (an EGL device "
+                           f"index), got {text!r}")
+    return index
+
+
 def create_egl_context(device_index: int | None = None, require: int | None = None):
-    """A new standalone moderngl context on EGL device `device_index` (default: the first),
-    current in the calling thread: compatibility profile where the driver gives it at the
-    version asked for (gl_profile), else core profile."""
+    """A new standalone moderngl context on EGL device `device_index` (default:
+    $SHADERTUNE_GL_DEVICE, else the first), current in the calling thread: compatibility
+    profile where the driver gives it at the version asked for (gl_profile), else core
+    profile."""
     import moderngl
     check_not_forked()
     problems = _diagnose_egl()
     if problems and any("not found" in p for p in problems):
         raise ContextError("cannot create a headless EGL GL context: " + "; ".join(problems))
     check_device_index(device_index)
+    if device_index is None:
+        device_index = default_device_index()
     _note_gl_use()
     ctx = _compat_context(device_index, require)
     if ctx is not None:
