@@ -13,6 +13,7 @@ from .kernel import BaseGLKernel
 from .knob_layout import GL_KNOB_LAYOUT
 from .microbench import measure_gl
 from .paths import PATHS, path_limits, path_of, predict_ms, templates_hash
+from .platform.arrays import ArrayHome
 from .platform.context import get_context, make_current
 from .platform.device import device_info
 from .platform.pool import TexturePool, default_pool_bytes
@@ -41,6 +42,7 @@ class GLBackend(Backend):
         self._device: DeviceInfo | None = None
         self._pool = None
         self._transfers = None
+        self._arrays = None
         self._searching = False       # inside search_session: compiles are heated over
 
     @classmethod
@@ -65,6 +67,14 @@ class GLBackend(Backend):
         if self._transfers is None:
             self._transfers = Transfers(self.ctx)
         return self._transfers
+
+    @property
+    def arrays(self) -> ArrayHome:
+        """Where this backend's GL arrays live (platform/arrays.py; shadertune.gl makes them):
+        its context, in its thread, with buffers from its texture pool."""
+        if self._arrays is None:
+            self._arrays = ArrayHome(self)
+        return self._arrays
 
     @property
     def ctx(self):
@@ -172,7 +182,8 @@ class GLBackend(Backend):
         return measure_gl(self.ctx, preset=preset)
 
     def run_call(self, call, plan):
-        """Host arrays in float32, tiled under the texture limit (calls.py)."""
+        """Host arrays in float32, tiled under the texture limit; GL arrays on the GPU,
+        read where they lie (calls.py, array_calls.py)."""
         return calls.run_call(self, call, plan)
 
     def problem_of(self, call):
