@@ -66,7 +66,10 @@ def run_call(backend, call, plan):
 
 
 def _check_home(home, x: GLArray, name: str) -> None:
-    x._enter()                               # ValueError: released; ContextError: another thread
+    if x.released:
+        raise ValueError(f"matmul: {name} is a GL array that was released (release() on it or "
+                         f"on the array it views, or its thread's context ended)")
+    x._enter()                               # ContextError: another thread's array
     if x.home is not home:
         raise ValueError(f"matmul: {name} is a GL array of another GL context (another backend "
                          f"or device_index than this call's): move it with .numpy() first")

@@ -215,8 +215,9 @@ class BaseGLKernel(Kernel):
         """Set a uniform of the program (or of `program`) where it has one (a compiler
         drops the uniforms a shader does not read)."""
         prog = self.program if program is None else program
-        if name in prog:
-            prog[name].value = value
+        u = prog.get(name, None)          # a dict lookup ('name in prog' walks every member)
+        if u is not None:
+            u.value = value
 
     def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
         """Run passes start..stop-1 (all by default) reading partial sums from set `src`

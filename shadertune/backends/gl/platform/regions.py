@@ -139,8 +139,9 @@ def _groups(w: int, h: int) -> tuple[int, int]:
 
 def _set(program, **values) -> None:
     for name, value in values.items():
-        if name in program:
-            program[name].value = value
+        u = program.get(name, None)
+        if u is not None:
+            u.value = value
 
 
 def _barrier(ctx) -> None:
