@@ -42,7 +42,7 @@ from .names import BackendName, ConfigName, CudaArray, DeviceArrayT, TuneOnUse
 from .perfmodel.firstuse import FirstUse
 from .problem import Problem
 
-_CACHE_SIZE = DEFAULT_SIZE
+_CACHE_SIZE = DEFAULT_SIZE           # the kernels a door keeps unless its backend says (kernels_kept)
 _RESOLVED_MAX = 4096      # resolutions a door keeps (then it starts again)
 
 
@@ -55,7 +55,7 @@ class Door:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self.kernels = KernelCache(_CACHE_SIZE)
+        self.kernels = KernelCache(backend.kernels_kept)
         # the thread a backend that serves one thread belongs to (its kernels are
         # released there); None for backends shared by threads
         self.thread: int | None = None if backend.shared_by_threads else threading.get_ident()

@@ -22,6 +22,11 @@ from .platform.transfer import Transfers, transfer_mode
 from .roofline import gl_ceiling_lines, gl_config_roofline
 from .space import default_config, default_for, gl_space, with_defaults
 
+# Spaces a backend keeps (per problem: a call that repeats a shape, or a factorisation
+# that walks a few dozen, asks for them again; a space is made in milliseconds, and a
+# kept one also keeps what it ranked and memoised)
+SPACES_KEPT = 64
+
 # GPU work queued while a search compiles a kernel (platform/timing.py, "The clock"):
 # about a compile's time, so that neither the clock falls nor the next run waits long.
 COMPILE_HEAT_S = 0.2
@@ -31,6 +36,8 @@ class GLBackend(Backend):
     name = "gl"
     shared_by_threads = False     # its context is current in one thread (context.py)
     batched = True                # stacked products: one dispatch of the compute family
+    # a blocked factorisation on GL arrays walks about three shapes a block step (notes/gl-arrays.md)
+    kernels_kept = 32
     knob_layout = GL_KNOB_LAYOUT
     model_features = GL_MODEL_FEATURES
     canonical_config = staticmethod(with_defaults)     # every GL knob named (space.py)
@@ -43,6 +50,7 @@ class GLBackend(Backend):
         self._pool = None
         self._transfers = None
         self._arrays = None
+        self._spaces: dict = {}       # problem -> its GLSpace (SPACES_KEPT; the device's limits are fixed)
         self._searching = False       # inside search_session: compiles are heated over
 
     @classmethod
@@ -116,8 +124,16 @@ class GLBackend(Backend):
             raise InvalidConfig(f"GL kernels need M, N, K >= 1, got {problem.key}")
 
     def space(self, problem: Problem):
+        """The GL space of `problem` on this device (kept: a space depends on the problem
+        and the device's limits alone, and nothing changes one once made but its phase
+        plan, which the search sets on a narrowed copy)."""
         self._check_problem(problem)
-        return gl_space(problem, self.device().limits)
+        space = self._spaces.get(problem)
+        if space is None:
+            if len(self._spaces) >= SPACES_KEPT:
+                self._spaces.pop(next(iter(self._spaces)))
+            space = self._spaces[problem] = gl_space(problem, self.device().limits)
+        return space
 
     def default_config(self, problem: Problem) -> Config:
         return default_config(problem, self.space(problem))

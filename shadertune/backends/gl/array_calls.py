@@ -25,7 +25,7 @@ import numpy as np
 
 from ...host import to_host
 from ...problem import Problem
-from .platform import regions
+from .platform import glraw, regions
 from .platform.arrays import GLArray, empty
 from .tiles import main_tile, tile_limit, tiles
 
@@ -57,6 +57,7 @@ def run_call(backend, call, plan):
         cr = dest.region().T if (call.squeeze_b and not call.squeeze_a) else dest.region()
         _gemm(backend, ctx, plan, ar, br, cr, call.alpha, call.beta, home, temps)
         if out is None or isinstance(out, GLArray):
+            glraw.flush()      # the GPU starts now, while the caller goes on (nothing waits)
             return dest
         out[...] = dest.numpy()              # numpy's casting into the caller's out
         return out
