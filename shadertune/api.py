@@ -240,17 +240,29 @@ if hasattr(os, "register_at_fork"):
 ConfigSpec = ConfigName | str | Mapping[str, Any] | Config | None   # str: also JSON text
 TuneSpec = TuneOnUse | FirstUse | bool | None
 if TYPE_CHECKING:
+    from .backends.gl.platform.arrays import GLArray
     from .db import Store
     StoreSpec = str | os.PathLike[str] | Store | None
 else:
     StoreSpec = Any
 
-_OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any] | CudaArray")
+_OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any] | CudaArray | GLArray")
 
 
-# The result's type is the caller's: a device operand's own kind (the first one's, A's
-# before B's), else out's, else a numpy array (numpy.ndarray's own stubs type A @ B of
-# 1-D operands as an array too, where numpy returns a scalar: so do these).
+# The result's type is the caller's: a GL array where one takes part and out is not
+# given, a device operand's own kind (the first one's, A's before B's), else out's, else
+# a numpy array (numpy.ndarray's own stubs type A @ B of 1-D operands as an array too,
+# where numpy returns a scalar: so do these).
+@overload
+def matmul(A: GLArray, B: GLArray | ArrayLike, out: None = None, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> GLArray: ...
+@overload
+def matmul(A: ArrayLike, B: GLArray, out: None = None, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> GLArray: ...
 @overload
 def matmul(A: DeviceArrayT, B: CudaArray | ArrayLike, out: None = None, *,
            backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
@@ -262,7 +274,7 @@ def matmul(A: ArrayLike, B: DeviceArrayT, out: None = None, *,
            beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
            tune: TuneSpec = None) -> DeviceArrayT: ...
 @overload
-def matmul(A: CudaArray | ArrayLike, B: CudaArray | ArrayLike, out: _OutT, *,
+def matmul(A: CudaArray | GLArray | ArrayLike, B: CudaArray | GLArray | ArrayLike, out: _OutT, *,
            backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
            beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
            tune: TuneSpec = None) -> _OutT: ...

@@ -269,3 +269,27 @@ def test_regions_overlap_exactly_for_views_of_one_matrix(gl):
     assert not a.overlaps(R(buf, 40, 2, 2, 10, 1))
     assert a.overlaps(R(buf, 3, 4, 4, 1, 10))       # a transposed view over column 3
     assert not a.overlaps(R(object(), 0, 4, 4, 10, 1))
+
+
+def _python_blocks(path):
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parent.parent / path).read_text()
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def test_the_readme_and_docs_examples_run(tmp_path, monkeypatch):
+    """README's GL-array block (a matrix power, a view updated) and docs/gl.md's chained
+    products (Newton-Schulz: the inverse of M) run as written and compute what they say."""
+    monkeypatch.setenv("SHADERTUNE_DB", str(tmp_path / "tune.sqlite"))     # never the user's store
+    (block,) = [b for b in _python_blocks("README.md") if "gl.asarray" in b]
+    s: dict = {}
+    exec(compile(block, "README.md", "exec"), s)
+    A = s["A"].numpy().astype(np.float64)
+    P8 = np.linalg.matrix_power(A, 8)
+    assert rel(s["P"].numpy(), P8) < 1e-5 and rel(s["Q"].numpy()[64:], -A[64:, :128] @ P8[:128]) < 1e-5
+    assert not s["Q"].numpy()[:64].any()
+    (block,) = [b for b in _python_blocks("docs/gl.md") if "Newton-Schulz" in b]
+    s = {}
+    exec(compile(block, "docs/gl.md", "exec"), s)
+    assert isinstance(s["X"], gl.GLArray) and s["err"] < 1e-4
