@@ -105,7 +105,7 @@ def gl_asarray_in(home, x):
     return asarray(home, x)
 
 
-def test_mixed_kinds_follow_the_inputs(rng):
+def test_mixed_kinds_follow_the_inputs(rng, tmp_path):
     A, B = uniform(rng, 6, 5), uniform(rng, 5, 4)
     gA, gB = gl.asarray(A), gl.asarray(B)
     want = A.astype(np.float64) @ B
@@ -122,6 +122,9 @@ def test_mixed_kinds_follow_the_inputs(rng):
     assert shadertune.matmul(A, B, out=gO, config=cfg) is gO and rel(gO.numpy(), want) < 1e-6
     # numpy in and out: a numpy array, as before
     assert type(shadertune.matmul(A, B, config=cfg)) is np.ndarray
+    # explain names the problem the call runs: a transposed view is read in place
+    p = shadertune.explain(gA, gA.T, db=str(tmp_path / "none.sqlite")).problem
+    assert (p.M, p.N, p.K, p.trans_a, p.trans_b) == (6, 6, 5, False, True)
 
 
 def test_vectors_empty_products_and_column_steps(rng):

@@ -15,14 +15,20 @@ from shadertune.errors import ContextError
 pytestmark = pytest.mark.usefixtures("gl")
 
 
-def _gl_objects(home):
-    """Live buffer and texture names of the context (glIsBuffer / glIsTexture up to past
-    the newest name there is)."""
+def _newest_name(home) -> int:
+    """The name the context gives a new buffer or texture now (names grow; a freed one may
+    come back, never one past the newest)."""
     ctx = home.enter()
-    probe = ctx.buffer(reserve=16)
-    top = probe.glo
-    probe.release()
-    counts = glraw.live_objects(ctx, top + 64)
+    buf, tex = ctx.buffer(reserve=16), ctx.texture((1, 1), 1)
+    top = max(buf.glo, tex.glo)
+    buf.release()
+    tex.release()
+    return top
+
+
+def _gl_objects(home, upto: int):
+    """Live buffer and texture names of the context among 1 .. upto (glIsBuffer / glIsTexture)."""
+    counts = glraw.live_objects(home.enter(), upto)
     if counts is None:
         pytest.skip("glIsBuffer does not reach this context")
     return counts
@@ -45,12 +51,14 @@ def test_a_thousand_allocations_keep_gl_object_counts_flat(rng):
     for i in range(6):                                      # kernels built, pool filled
         once(i)
     gc.collect()
-    before, live = _gl_objects(home), home.live
+    upto = _newest_name(home) + 20000          # every name there is, and room for a leak to show
+    before, live = _gl_objects(home, upto), home.live
     pool_before = home.backend.pool.bytes
     for i in range(1000):
         once(i)
     gc.collect()
-    after = _gl_objects(home)
+    assert _newest_name(home) < upto
+    after = _gl_objects(home, upto)
     assert after == before, (before, after)
     assert home.live == live                                # every storage given back
     assert home.backend.pool.bytes <= max(home.backend.pool.max_bytes, pool_before)

@@ -66,6 +66,20 @@ def run_call(backend, call, plan):
             t.release()
 
 
+def trans_flags(call) -> tuple[bool, bool]:
+    """Whether the kernel of a call with GL arrays reads A and B transposed (a
+    column-major view read in place): what its problem says (calls.problem_of)."""
+    flags = []
+    for op, column in ((call.a, False), (call.b, call.squeeze_b)):
+        x = op.value
+        if not isinstance(x, GLArray):
+            flags.append(False)              # uploaded contiguous, row-major
+            continue
+        lay = (x.region().T if column else x.region()).layout()
+        flags.append(lay is not None and lay[0] == "T")
+    return flags[0], flags[1]
+
+
 def _check_home(home, x: GLArray, name: str) -> None:
     if x.released:
         raise ValueError(f"matmul: {name} is a GL array that was released (release() on it or "

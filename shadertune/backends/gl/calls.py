@@ -86,8 +86,9 @@ def problem_of(backend, call):
     """(the main tile's problem, a note when the product is tiled): what run_call
     resolves a config for."""
     lim = int(backend.device().limits.get("max_texture_size", 4096))
-    p = main_tile(call.M, call.N, call.K, lim)
-    if p == call.problem:
+    trans = array_calls.trans_flags(call) if call.resident is not None else (False, False)
+    p = main_tile(call.M, call.N, call.K, lim, *trans)
+    if (p.M, p.N, p.K) == (call.M, call.N, call.K):
         return p, None
     return p, (f"matmul tiles {call.M}x{call.N}x{call.K} under the texture limit {lim}: "
                f"the main tile shown")
