@@ -50,7 +50,8 @@ def test_a_matrix_that_needs_pivoting_is_refused():
 def test_lu_gl_command_line(gl, tmp_path):
     out = tmp_path / "lu.json"
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "lu-gl"), "--size", "64,96", "--block", "32",
-                        "--config", COMPUTE, "--repeats", "1", "--json", str(out)],
+                        "--config", COMPUTE, "--repeats", "1", "--seed", "2", "--db", str(tmp_path / "s.sqlite"),
+                        "--json", str(out)],
                        cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     rows = json.loads(out.read_text())["rows"]
@@ -65,7 +66,9 @@ def test_lu_gl_command_line(gl, tmp_path):
 def test_bench_gl_arrays_runs_every_stage(gl, tmp_path):
     out = tmp_path / "b"
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench-gl-arrays"), str(out), "--sizes", "32",
-                        "--lu", "64", "--block", "32", "--chain", "3", "--config", COMPUTE],
+                        "--lu", "64", "--block", "32", "--chain", "3", "--config", COMPUTE,
+                        "--db", str(tmp_path / "s.sqlite"), "--timeout", "300",
+                        "--stages", "chain,lu,e2e,overhead"],
                        cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     doc = json.loads((out / "bench-gl-arrays.json").read_text())
