@@ -6,7 +6,8 @@
     >>> print(shadertune.explain(np.ones((256, 256)), np.ones((256, 256))))
 
 matmul, tune and explain are the front door (shadertune/api.py, tuning.py,
-explanation.py), imported on first use so that ``import shadertune`` stays light.
+explanation.py), imported on first use so that ``import shadertune`` stays light;
+so is ``shadertune.gl``, the GL arrays that stay on the GPU between products.
 The library speaks through the ``shadertune`` logger (and its children).
 """
 from typing import TYPE_CHECKING, Any
@@ -24,20 +25,24 @@ if TYPE_CHECKING:                      # what type checkers see; at run time, __
     from .tuning import TuneResult, tune
 
 _FRONT = {"matmul": "api", "explain": "explanation", "tune": "tuning", "TuneResult": "tuning"}
+_MODULES = ("gl",)                     # front-door modules, imported on first use
 
 
 def __getattr__(name: str) -> Any:
     """The front door's functions, imported on first use (PEP 562)."""
-    if name in _FRONT:
+    if name in _FRONT or name in _MODULES:
         import importlib
-        value = getattr(importlib.import_module(f".{_FRONT[name]}", __name__), name)
+        if name in _MODULES:
+            value = importlib.import_module(f".{name}", __name__)
+        else:
+            value = getattr(importlib.import_module(f".{_FRONT[name]}", __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'shadertune' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_FRONT))     # each name once, imported or not
+    return sorted(set(globals()) | set(_FRONT) | set(_MODULES))     # each name once, imported or not
 
 
 __all__ = ["Config", "Problem", "Result", "TuneResult", "explain", "matmul", "tune", "__version__"]

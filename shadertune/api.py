@@ -42,7 +42,8 @@ from .names import BackendName, ConfigName, CudaArray, DeviceArrayT, TuneOnUse
 from .perfmodel.firstuse import FirstUse
 from .problem import Problem
 
-_CACHE_SIZE = DEFAULT_SIZE
+_CACHE_SIZE = DEFAULT_SIZE           # the kernels a door keeps unless its backend says (kernels_kept)
+_RESOLVED_MAX = 4096      # resolutions a door keeps (then it starts again)
 
 
 class Door:
@@ -54,12 +55,17 @@ class Door:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self.kernels = KernelCache(_CACHE_SIZE)
+        self.kernels = KernelCache(backend.kernels_kept)
         # the thread a backend that serves one thread belongs to (its kernels are
         # released there); None for backends shared by threads
         self.thread: int | None = None if backend.shared_by_threads else threading.get_ident()
         # the backend's express lane for repeated calls (matmul), or None
         self.express = backend.express_lane(self)
+        # what a config request other than 'auto' resolved to, per (problem, request,
+        # adapt): such a resolution depends on the backend and the problem alone (its
+        # space and defaults), so a call that repeats it is a lookup (CallPlan.config).
+        # 'auto' reads the store, whose changes select_memo watches.
+        self.resolved: dict[tuple[Problem, ConfigRequest, bool], Config] = {}
 
     def here(self) -> bool:
         """Whether the calling thread may use (and release) this door's kernels."""
@@ -85,6 +91,11 @@ class CallPlan:
     def config(self, problem: Problem, *, adapt: bool = False) -> Config:
         key = (problem, adapt)
         cfg = self._configs.get(key)
+        if cfg is None and self.request.kind != "auto":
+            cfg = self.door.resolved.get((problem, self.request, adapt))
+            if cfg is not None:
+                self._configs[key] = cfg
+                print_tuning.announce(self.door.backend, problem, self.request, cfg, self.db)
         if cfg is None:
             where = None     # the caller's shapes, named in errors of presets and knobs
             if self.request.kind in ("preset", "knobs"):
@@ -93,6 +104,11 @@ class CallPlan:
                     where += f" (its {problem.M}x{problem.N}x{problem.K} part)"
             cfg = self._configs[key] = resolve(self.door.backend, problem, self.request,
                                                db=self.db, where=where, adapt=adapt)
+            if self.request.kind != "auto":
+                kept = self.door.resolved
+                if len(kept) >= _RESOLVED_MAX:
+                    kept.clear()
+                kept[(problem, self.request, adapt)] = cfg
             print_tuning.announce(self.door.backend, problem, self.request, cfg, self.db)
         return cfg
 
@@ -224,17 +240,29 @@ if hasattr(os, "register_at_fork"):
 ConfigSpec = ConfigName | str | Mapping[str, Any] | Config | None   # str: also JSON text
 TuneSpec = TuneOnUse | FirstUse | bool | None
 if TYPE_CHECKING:
+    from .backends.gl.platform.arrays import GLArray
     from .db import Store
     StoreSpec = str | os.PathLike[str] | Store | None
 else:
     StoreSpec = Any
 
-_OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any] | CudaArray")
+_OutT = TypeVar("_OutT", bound="np.ndarray[Any, Any] | CudaArray | GLArray")
 
 
-# The result's type is the caller's: a device operand's own kind (the first one's, A's
-# before B's), else out's, else a numpy array (numpy.ndarray's own stubs type A @ B of
-# 1-D operands as an array too, where numpy returns a scalar: so do these).
+# The result's type is the caller's: a GL array where one takes part and out is not
+# given, a device operand's own kind (the first one's, A's before B's), else out's, else
+# a numpy array (numpy.ndarray's own stubs type A @ B of 1-D operands as an array too,
+# where numpy returns a scalar: so do these).
+@overload
+def matmul(A: GLArray, B: GLArray | ArrayLike, out: None = None, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> GLArray: ...
+@overload
+def matmul(A: ArrayLike, B: GLArray, out: None = None, *,
+           backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
+           beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
+           tune: TuneSpec = None) -> GLArray: ...
 @overload
 def matmul(A: DeviceArrayT, B: CudaArray | ArrayLike, out: None = None, *,
            backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
@@ -246,7 +274,7 @@ def matmul(A: ArrayLike, B: DeviceArrayT, out: None = None, *,
            beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
            tune: TuneSpec = None) -> DeviceArrayT: ...
 @overload
-def matmul(A: CudaArray | ArrayLike, B: CudaArray | ArrayLike, out: _OutT, *,
+def matmul(A: CudaArray | GLArray | ArrayLike, B: CudaArray | GLArray | ArrayLike, out: _OutT, *,
            backend: BackendName | Backend = "gl", config: ConfigSpec = "auto", alpha: float = 1.0,
            beta: float = 0.0, device_index: int | None = None, db: StoreSpec = None,
            tune: TuneSpec = None) -> _OutT: ...
@@ -360,6 +388,10 @@ def matmul(A: Any, B: Any, out: Any = None, *, backend: str | Backend = "gl",
             return r
     be = d.backend
     call = check_call(A, B, out, alpha=alpha, beta=beta, dtypes=be.dtypes)
+    if call.resident is not None and call.resident != be.name:
+        raise TypeError(f"matmul: a {call.resident.upper()} array (shadertune.{call.resident}) lives in "
+                        f"the {call.resident} backend's memory, and the {be.name} backend does not read "
+                        f"it: use backend={call.resident!r}, or pass its .numpy()")
     if call.dtype == "float32" and call.result_dtype.kind == "f" and call.result_dtype.itemsize >= 8:
         _warn_narrowed(be, call)
     request = parse_request(config, be, tune)

@@ -6,7 +6,9 @@ dimensions (to `out`'s when given, as numpy does), alpha/beta, `out`'s shape,
 dtype (numpy's same-kind casting) and writability.  It converts nothing that
 lives on a GPU: a device array (CuPy, a PyTorch CUDA tensor, anything with
 __cuda_array_interface__ or CUDA DLPack; shadertune.device_arrays) stays as
-given, so a backend can use it in place.  The result is a MatmulCall, what a
+given, so a backend can use it in place, and so does an array that lives in a
+backend's own memory (a GL array: its type names the backend in
+`__shadertune_resident__`).  The result is a MatmulCall, what a
 backend's run_call() hook executes.
 """
 from __future__ import annotations
@@ -30,12 +32,15 @@ _SHAPES_MAX = 4096
 class Operand:
     """One input as the caller gave it.  Host inputs are numpy arrays (converted once
     here); a device array is left as it is (`device` True) with its shape and dtype,
-    and `info` says where its elements lie (device_arrays.ArrayInfo)."""
+    and `info` says where its elements lie (device_arrays.ArrayInfo); an array of a
+    backend's own (`resident`: the backend's name, e.g. 'gl') is left as it is too,
+    without an info (its backend reads it)."""
     value: Any
     shape: tuple
     dtype: np.dtype
     device: bool = False
     info: ArrayInfo | None = None
+    resident: str | None = None
 
     @property
     def ndim(self) -> int:
@@ -56,6 +61,7 @@ class MatmulCall:
     logical    bool @ bool: numpy's logical OR of ANDs (computed as counts > 0)
     wrap       the ndarray-subclass input (np.matrix, ...) whose __array_wrap__ numpy
                would apply to the result, or None
+    resident   the backend whose own arrays (A, B or out) take part ('gl'), or None
     """
     a: Operand
     b: Operand
@@ -72,6 +78,7 @@ class MatmulCall:
     dtype: str
     logical: bool = False
     wrap: Any = None
+    resident: str | None = None
 
     @property
     def shape(self) -> tuple:
@@ -111,6 +118,13 @@ def _device_dtype(info: ArrayInfo, name: str) -> np.dtype:
 
 
 def _operand(x, name: str) -> Operand:
+    resident = getattr(type(x), "__shadertune_resident__", None)
+    if resident is not None:          # a backend's own array: its shape and dtype, read nothing
+        op = Operand(x, tuple(x.shape), np.dtype(x.dtype), device=True, resident=resident)
+        if op.ndim == 0:
+            raise ValueError(f"matmul: {name} must be at least 1-D (numpy.matmul does not take scalars), "
+                             f"got shape {op.shape}")
+        return op
     if isinstance(x, (str, bytes)):
         raise TypeError(f"matmul: {name} must be a real numeric array, got {type(x).__name__}")
     if isinstance(x, np.ma.MaskedArray):
@@ -191,8 +205,10 @@ def check_call(A, B, out=None, *, alpha=1.0, beta=0.0, dtypes=("float32",)) -> M
     if out is None and beta != 0.0:
         raise ValueError("matmul: beta != 0 adds beta * out to the product: pass the array to "
                          "add as out= (it also receives the result)")
+    resident = a.resident or b.resident or (None if out is None else
+                                            getattr(type(out), "__shadertune_resident__", None))
     return MatmulCall(a, b, out, alpha, beta, batch, M, N, K, squeeze_a, squeeze_b,
-                      result_dtype, dtype, logical, _wrapper(A, B))
+                      result_dtype, dtype, logical, _wrapper(A, B), resident)
 
 
 def _check_logical(alpha: float, beta: float) -> None:
@@ -239,6 +255,8 @@ def _out_of(out) -> tuple:
     try:
         if isinstance(out, np.ma.MaskedArray):
             raise TypeError("matmul: out is a masked array; shadertune does not honour masks")
+        if getattr(type(out), "__shadertune_resident__", None) is not None:
+            return (tuple(out.shape), np.dtype(out.dtype)), None
         info = describe_device(out)
         if info is not None:
             shape, dtype = info.shape, _device_dtype(info, "out")
@@ -249,8 +267,8 @@ def _out_of(out) -> tuple:
             if not out.flags.writeable:
                 raise ValueError("matmul: output array is read-only")
         else:
-            raise TypeError(f"matmul: out must be an array (numpy.ndarray, or a device array for "
-                            f"the cuda backend), got {type(out).__name__}")
+            raise TypeError(f"matmul: out must be an array (numpy.ndarray, a device array for "
+                            f"the cuda backend, or a GL array for the gl backend), got {type(out).__name__}")
     except Exception as e:   # noqa: BLE001 (raised again by check_call, after the inputs' checks)
         return None, e
     return (tuple(shape), dtype), None

@@ -158,7 +158,7 @@ def test_thousand_calls_leak_nothing(rng):
     # Shapes beyond the cache size force evictions (kernels released, textures freed).
     for i in range(30):
         mm(rng.standard_normal((8 + i, 12)), rng.standard_normal((12, 9)))
-    assert api.cached_kernels() <= api._CACHE_SIZE
+    assert api.cached_kernels() <= api.door("gl").kernels.size
     assert _rss_mb() - before < 40, "GL resources leaked across calls"
 
 
@@ -329,10 +329,10 @@ def test_evicted_gl_kernels_free_their_gl_objects(family):
     shadertune.matmul(A, B, config={"family": family})
     first = next(iter(d.kernels._kernels.values()))
     owned = list(first._resources)
-    for n in range(api._CACHE_SIZE):
+    for n in range(d.kernels.size):
         shadertune.matmul(np.ones((3, 5 + n), np.float32), np.ones((5 + n, 5), np.float32),
                           config={"family": family})
-    assert len(d.kernels) == api._CACHE_SIZE and all(k is not first for k in d.kernels._kernels.values())
+    assert len(d.kernels) == d.kernels.size and all(k is not first for k in d.kernels._kernels.values())
     assert first._resources == [] and first._textures == {}
     assert all(type(r.mglo).__name__ == "InvalidObject" for r in owned)
     assert not getattr(first, "_views", None) and not getattr(first, "_own_programs", None)

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # shadertune/__init__.py and the modules of what it exports (matmul, tune, explain and
 # the values they take and return)
 SURFACE = ["__init__.py", "api.py", "tuning.py", "explanation.py", "select.py", "config.py",
-           "problem.py", "result.py", "names.py", "reverify.py"]
+           "problem.py", "result.py", "names.py", "reverify.py", "gl.py"]
 
 # What the overloads promise, checked statically (never run).
 PROMISES = '''
@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 import shadertune
+import shadertune.gl as gl
 from shadertune import Config, Problem, TuneResult
 from shadertune.select import Selection
 
@@ -49,6 +50,13 @@ assert_type(shadertune.matmul(d, B, backend="cuda"), DeviceArray)
 assert_type(shadertune.matmul(A, d, backend="cuda"), DeviceArray)
 assert_type(shadertune.matmul(A, B, config="jiang", tune="first-use"), NDArray[Any])
 assert_type(shadertune.matmul(A, B, config={"np": 4}), NDArray[Any])
+G = gl.asarray(A)
+assert_type(G, gl.GLArray)
+assert_type(shadertune.matmul(G, G.T), gl.GLArray)
+assert_type(shadertune.matmul(G, B), gl.GLArray)
+assert_type(shadertune.matmul(A, G[:3]), gl.GLArray)
+assert_type(shadertune.matmul(A, B, out=gl.zeros((4, 2))), gl.GLArray)
+assert_type(shadertune.matmul(G, G[:3], out=out), NDArray[np.float64])
 
 assert_type(shadertune.tune(64), TuneResult)
 assert_type(shadertune.tune((64, 48, 32), strategy="random", dtype="float32"), TuneResult)

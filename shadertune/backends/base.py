@@ -30,6 +30,7 @@ Optional hooks, with their defaults:
 - dtypes, shared_by_threads, batched  what the backend computes in; whether one
                            instance may serve several threads; whether it takes batched
                            problems (Problem.batch > 1)
+- kernels_kept             how many built kernels matmul keeps (default 8)
 - knob_layout              how reports arrange its knobs (KnobLayout: landscapes, tables)
 - model_features           what a learned performance model derives from its configs
                            (ModelFeatures), or None: the knobs alone
@@ -183,6 +184,10 @@ class Backend(abc.ABC):
     # whether a Problem with batch > 1 (that many products in one launch) is a problem
     # this backend tunes and runs (CUDA); tune() refuses one for a backend that is not
     batched: bool = False
+    # how many built kernels shadertune.matmul keeps for this backend (kernel_cache.py;
+    # least recently used out): a client that walks many shapes (a blocked
+    # factorisation's updates) repeats them from the cache when they fit
+    kernels_kept: int = 8
     # how reports arrange the knobs (a landscape's views, a table's folded pairs)
     knob_layout: ClassVar[KnobLayout] = KnobLayout()
     # what a learned performance model derives from the configs (None: the knobs alone)

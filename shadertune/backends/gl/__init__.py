@@ -13,6 +13,7 @@ from .kernel import BaseGLKernel
 from .knob_layout import GL_KNOB_LAYOUT
 from .microbench import measure_gl
 from .paths import PATHS, path_limits, path_of, predict_ms, templates_hash
+from .platform.arrays import ArrayHome
 from .platform.context import default_device_index, get_context, make_current
 from .platform.device import device_info
 from .platform.pool import TexturePool, default_pool_bytes
@@ -20,6 +21,11 @@ from .platform.timing import clock_of
 from .platform.transfer import Transfers, transfer_mode
 from .roofline import gl_ceiling_lines, gl_config_roofline
 from .space import default_config, default_for, gl_space, with_defaults
+
+# Spaces a backend keeps (per problem: a call that repeats a shape, or a factorisation
+# that walks a few dozen, asks for them again; a space is made in milliseconds, and a
+# kept one also keeps what it ranked and memoised)
+SPACES_KEPT = 64
 
 # GPU work queued while a search compiles a kernel (platform/timing.py, "The clock"):
 # about a compile's time, so that neither the clock falls nor the next run waits long.
@@ -30,6 +36,8 @@ class GLBackend(Backend):
     name = "gl"
     shared_by_threads = False     # its context is current in one thread (context.py)
     batched = True                # stacked products: one dispatch of the compute family
+    # a blocked factorisation on GL arrays walks about three shapes a block step (notes/gl-arrays.md)
+    kernels_kept = 32
     knob_layout = GL_KNOB_LAYOUT
     model_features = GL_MODEL_FEATURES
     canonical_config = staticmethod(with_defaults)     # every GL knob named (space.py)
@@ -41,6 +49,8 @@ class GLBackend(Backend):
         self._device: DeviceInfo | None = None
         self._pool = None
         self._transfers = None
+        self._arrays = None
+        self._spaces: dict = {}       # problem -> its GLSpace (SPACES_KEPT; the device's limits are fixed)
         self._searching = False       # inside search_session: compiles are heated over
 
     @classmethod
@@ -67,6 +77,14 @@ class GLBackend(Backend):
         if self._transfers is None:
             self._transfers = Transfers(self.ctx)
         return self._transfers
+
+    @property
+    def arrays(self) -> ArrayHome:
+        """Where this backend's GL arrays live (platform/arrays.py; shadertune.gl makes them):
+        its context, in its thread, with buffers from its texture pool."""
+        if self._arrays is None:
+            self._arrays = ArrayHome(self)
+        return self._arrays
 
     @property
     def ctx(self):
@@ -108,8 +126,16 @@ class GLBackend(Backend):
             raise InvalidConfig(f"GL kernels need M, N, K >= 1, got {problem.key}")
 
     def space(self, problem: Problem):
+        """The GL space of `problem` on this device (kept: a space depends on the problem
+        and the device's limits alone, and nothing changes one once made but its phase
+        plan, which the search sets on a narrowed copy)."""
         self._check_problem(problem)
-        return gl_space(problem, self.device().limits)
+        space = self._spaces.get(problem)
+        if space is None:
+            if len(self._spaces) >= SPACES_KEPT:
+                self._spaces.pop(next(iter(self._spaces)))
+            space = self._spaces[problem] = gl_space(problem, self.device().limits)
+        return space
 
     def default_config(self, problem: Problem) -> Config:
         return default_config(problem, self.space(problem))
@@ -174,7 +200,8 @@ class GLBackend(Backend):
         return measure_gl(self.ctx, preset=preset)
 
     def run_call(self, call, plan):
-        """Host arrays in float32, tiled under the texture limit (calls.py)."""
+        """Host arrays in float32, tiled under the texture limit; GL arrays on the GPU,
+        read where they lie (calls.py, array_calls.py)."""
         return calls.run_call(self, call, plan)
 
     def problem_of(self, call):

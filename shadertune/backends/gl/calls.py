@@ -10,7 +10,10 @@ size; for the compute family, its largest storage buffer) is split into tiles of
 at most that size in M, N and K; K chunks accumulate (each later chunk adds onto
 the running result with beta = 1).  The main tile gets the caller's config as
 given (checked strictly); a remainder tile gets the same config moved to fit it,
-or its own default when nothing near fits.
+or its own default when nothing near fits (tiles.py).
+
+A call with a GL array among A, B and out runs on the GPU end to end
+(array_calls.py).
 """
 from __future__ import annotations
 
@@ -21,12 +24,18 @@ import numpy as np
 
 from ...host import accumulator, deliver, destination, host_operands, run_on_host, to_host
 from ...problem import Problem
+from . import array_calls
 from .paths import path_of
+from .tiles import main_tile, tile_limit
+from .tiles import tiles as _tiles
 
 
 def run_call(backend, call, plan):
     """Run `call` on host arrays in float32: a stack in one dispatch where the compute
-    family can take it, else one product at a time, tiled under the device's limits."""
+    family can take it, else one product at a time, tiled under the device's limits;
+    a call with GL arrays on the GPU (array_calls.py)."""
+    if call.resident is not None:
+        return array_calls.run_call(backend, call, plan)
     limits = backend.device().limits
     limit = tile_limit(limits)
     backend.ctx                   # made current: a thread may hold several (device indices)
@@ -37,16 +46,6 @@ def run_call(backend, call, plan):
         if done is not None:
             return done
     return run_on_host(call, lambda A, B, C, dest: _product(plan, call, limit, A, B, C, dest))
-
-
-def tile_limit(limits: dict) -> int:
-    """The largest side of a product's tile: the max texture size, and where the device
-    has the compute family, no side past what a storage buffer holds square."""
-    limit = int(limits.get("max_texture_size", 4096))
-    ssbo = int(limits.get("max_ssbo_bytes", 0))
-    if limits.get("compute") and ssbo:
-        limit = min(limit, math.isqrt(ssbo // 4))
-    return limit
 
 
 def _stacked(backend, call, plan, count: int):
@@ -83,21 +82,13 @@ def _stack(raw: np.ndarray, broadcast: np.ndarray, count: int) -> np.ndarray:
     return np.ascontiguousarray(broadcast, np.float32).reshape((count,) + core)
 
 
-def _tiles(n: int, size: int) -> list[tuple[int, int]]:
-    return [(s, min(s + size, n)) for s in range(0, n, size)]
-
-
-def main_tile(M: int, N: int, K: int, limit: int) -> Problem:
-    """The problem of a product's main tile (the whole product when it fits the limit)."""
-    return Problem(min(M, limit), min(N, limit), min(K, limit))
-
-
 def problem_of(backend, call):
     """(the main tile's problem, a note when the product is tiled): what run_call
     resolves a config for."""
     lim = int(backend.device().limits.get("max_texture_size", 4096))
-    p = main_tile(call.M, call.N, call.K, lim)
-    if p == call.problem:
+    trans = array_calls.trans_flags(call) if call.resident is not None else (False, False)
+    p = main_tile(call.M, call.N, call.K, lim, *trans)
+    if (p.M, p.N, p.K) == (call.M, call.N, call.K):
         return p, None
     return p, (f"matmul tiles {call.M}x{call.N}x{call.K} under the texture limit {lim}: "
                f"the main tile shown")

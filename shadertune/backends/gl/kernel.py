@@ -215,8 +215,9 @@ class BaseGLKernel(Kernel):
         """Set a uniform of the program (or of `program`) where it has one (a compiler
         drops the uniforms a shader does not read)."""
         prog = self.program if program is None else program
-        if name in prog:
-            prog[name].value = value
+        u = prog.get(name, None)          # a dict lookup ('name in prog' walks every member)
+        if u is not None:
+            u.value = value
 
     def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
         """Run passes start..stop-1 (all by default) reading partial sums from set `src`
@@ -251,6 +252,39 @@ class BaseGLKernel(Kernel):
         self.load(A, B, C, alpha=alpha, beta=beta)
         self.poison()
         return self._finish_run(self._guarded(self.execute), out)
+
+    def run_regions(self, a, b, out, *, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """out <- alpha * a @ b + beta * out, all on the GPU: operands and C that live in GL
+        buffers (GL arrays; platform/regions.Region).  `a` is op(A) (M x K) and `b` op(B)
+        (K x N) as they are read (a transposed operand is a region with its strides
+        swapped: the problem's trans flags say which the kernel reads in place); `out`
+        (M x N) is also the C added where beta != 0, and must share no element with a or
+        b.  A path reads the regions where its layout allows and copies them on the GPU
+        where not (_load_regions); the result goes into `out` (_store_region).  Nothing is
+        poisoned (the caller's out is not the kernel's to fill) and nothing waits for the
+        GPU: the next command that needs the result (a read-back) does."""
+        L = self.layout
+        shapes = ((a.rows, a.cols), (b.rows, b.cols), (out.rows, out.cols))
+        if shapes != ((L.M, L.K), (L.K, L.N), (L.M, L.N)):
+            raise ValueError(f"kernel built for {L.M}x{L.K} @ {L.K}x{L.N} -> {L.M}x{L.N}, got regions "
+                             f"{shapes[0]} @ {shapes[1]} -> {shapes[2]}")
+        self._guarded(lambda: self._load_regions(a, b, out if beta != 0.0 else None, float(alpha), float(beta)))
+        self._loaded = True
+        which = self._guarded(self.execute)
+        self._guarded(lambda: self._store_region(which, out))
+        err = self.ctx.error
+        if err != "GL_NO_ERROR":
+            raise RunError(f"GL error after execution: {err}")
+
+    def _load_regions(self, a, b, c, alpha: float, beta: float) -> None:
+        """Make the regions the kernel's operands (and C, where c is given: beta != 0):
+        bind them where they lie, or copy (pack) them on the GPU into the path's layout."""
+        raise NotImplementedError(f"{type(self).__name__} does not run on GL arrays")
+
+    def _store_region(self, which: int, out) -> None:
+        """The result (set `which`) into region `out`, on the GPU (nothing where the
+        kernel wrote it there itself)."""
+        raise NotImplementedError(f"{type(self).__name__} does not run on GL arrays")
 
     def checked_run(self, A, B, *, limit_ms: float | None = None,
                     cache=None) -> tuple[np.ndarray, float]:

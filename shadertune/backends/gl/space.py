@@ -128,7 +128,36 @@ def with_defaults(config) -> Config:
 class GLSpace(UnionSpace):
     """The GL space: the compute family's and the fragment family's configs (a union
     over `family`); a config without the image-path or compute knobs is read as an
-    MRT config of the fragment family."""
+    MRT config of the fragment family.
+
+    Its phase plan is made when first read: the plan starts each family at its best
+    candidate, which the cost model ranks (most of the space's cost to make), and only
+    the phased strategy reads it; a matmul call that checks a config does not.  The
+    family defaults' candidates are kept with the space (first_candidates)."""
+
+    _plan_of = None               # (function, problem): makes the phase plan when first read
+    _firsts = None                # family -> its first candidate (or None)
+
+    @property
+    def phases(self) -> PhasePlan | None:
+        if self._plan_of is not None:
+            make, problem = self._plan_of
+            self._plan_of = None
+            UnionSpace.phases.fset(self, make(problem, self))
+        return self._phases
+
+    @phases.setter
+    def phases(self, plan: PhasePlan | None) -> None:
+        self._plan_of = None
+        UnionSpace.phases.fset(self, plan)
+
+    def first_candidate(self, path, problem: Problem) -> Config | None:
+        """The first (the cost model's best) candidate of a family of its own, kept."""
+        firsts = self.__dict__.setdefault("_firsts", {})
+        if path.family not in firsts:
+            found = path.candidates(problem, self)[:1] if path.family in self.parts else []
+            firsts[path.family] = found[0] if found else None
+        return firsts[path.family]
 
     def why_invalid(self, cfg) -> str | None:
         return super().why_invalid(with_defaults(cfg))
@@ -201,15 +230,22 @@ def gl_space(problem: Problem, limits: dict) -> GLSpace:
                          "the compute family, which needs GL 4.5 compute shaders; this device has none")
     # knobs and values read in the fragment family's order (Jiang's knobs first)
     space = GLSpace("family", parts, domain_order=("fragment", *(p.family for p in FAMILY_PATHS)))
+    space._plan_of = (phase_plan, problem)
+    return space
+
+
+def phase_plan(problem: Problem, space: GLSpace) -> PhasePlan:
+    """The phased strategy's plan for `problem`: each family from its default (the
+    fragment family from the render-target default, a family of its own from its best
+    candidate)."""
     plan = PHASES
     if problem.batch == 1:
         plan = plan.starting_at(mrt_default_config(problem, space))
     for path in FAMILY_PATHS:
-        start = path.candidates(problem, space)[:1] if path.family in space.parts else []
-        if start:
-            plan = plan.starting_at(start[0])
-    space.phases = plan
-    return space
+        start = space.first_candidate(path, problem)
+        if start is not None:
+            plan = plan.starting_at(start)
+    return plan
 
 
 class FragmentShape:
@@ -369,7 +405,11 @@ def default_config(problem: Problem, space: Space) -> Config:
 def compute_default_config(problem: Problem, space: Space) -> Config | None:
     """The compute family's default: its first candidate (compute/space.compute_candidates),
     None where the space has no compute config of the default shapes."""
-    first = compute_candidates(problem, space)[:1] if "compute" in space.parts else []
+    if "compute" not in space.parts:
+        return None
+    if isinstance(space, GLSpace):
+        return space.first_candidate(next(p for p in FAMILY_PATHS if p.family == "compute"), problem)
+    first = compute_candidates(problem, space)[:1]
     return first[0] if first else None
 
 

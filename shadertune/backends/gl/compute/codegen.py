@@ -37,11 +37,10 @@ def operand_plans(L: ComputeLayout, config) -> list[dict]:
     vectors along a row, or 4 rows of one vector each when the slab turns), and the
     terms of its global index."""
     plans = []
+    # rowvec: vectors between stored rows, a uniform (a view of a larger matrix has its own)
     for name, width, along, row_is_k, origin, bound, rowvec, lds in (
-            ("A", L.bm if L.trans_a else L.bk, L.a_along, L.trans_a,
-             "m0", "M", f"({'M' if L.trans_a else 'K'} >> {_log2(L.vec)})", L.lda4),
-            ("B", L.bk if L.trans_b else L.bn, L.b_along, not L.trans_b,
-             "n0", "N", f"({'K' if L.trans_b else 'N'} >> {_log2(L.vec)})", L.ldb4)):
+            ("A", L.bm if L.trans_a else L.bk, L.a_along, L.trans_a, "m0", "M", "u_lda", L.lda4),
+            ("B", L.bk if L.trans_b else L.bn, L.b_along, not L.trans_b, "n0", "N", "u_ldb", L.ldb4)):
         loads = L.loads_a if name == "A" else L.loads_b
         per_group = L.group_size(along)
         plans.append(dict(
@@ -88,4 +87,6 @@ def reduce_uniforms(L: ComputeLayout) -> dict:
     """The reduce program's shape uniforms for layout L."""
     x, _ = reduce_groups(L)
     per = L.M * L.N // L.c_vec
-    return {"u_per": per, "u_count": L.batch * per, "u_row": x * REDUCE_THREADS}
+    row = L.N // L.c_vec
+    return {"u_per": per, "u_count": L.batch * per, "u_row": x * REDUCE_THREADS,
+            "u_c0": 0, "u_ldc": row, "u_roww": row}

@@ -16,6 +16,13 @@ A checked run may time the first tile rows of a one-pass config on their own
 rows (u_ty0), and bands add up to the whole pass where nothing is reduced
 (ks = 1).
 
+GL arrays (run_regions): an operand or C that lives in a GL buffer is read (and
+C written) where it lies, its first vector and row stride in uniforms (u_a0,
+u_lda, ...), where its offset and leading dimension are whole vectors of the
+config's loads (and, for a buffer-texture source, the buffer fits a buffer
+texture); anything else is copied on the GPU into the kernel's own buffer first
+(and C back out after).
+
 Programs: the shape is a uniform, so the kernels of every shape whose config
 renders the same source share one compiled program, kept with the context
 (a client that multiplies many shapes, a blocked factorisation, compiles each
@@ -30,7 +37,7 @@ from ....config import Config
 from ....errors import BuildError, RunError
 from ....problem import Problem
 from ..kernel import BaseGLKernel, output_array
-from ..platform import glraw
+from ..platform import glraw, regions
 from ..platform.context import state_of
 from ..platform.transfer import Transfers
 from ..platform.uninterrupted import uninterrupted
@@ -58,6 +65,11 @@ class ComputeKernel(BaseGLKernel):
         self._strides = (0, 0)
         self._own_programs: list = []        # programs not kept with the context
         self._gpu_fill = None                 # whether poison() fills C on the GPU (first use)
+        # where A, B and C are read and written: name -> (buffer, first vector, vectors
+        # between stored rows); None: the kernel's own buffers (host operands, load())
+        self._places: dict | None = None
+        self._region_views: dict[str, int] = {}   # buffer textures over GL arrays' buffers
+        self._max_texels: int | None = None
         super().__init__(ctx, problem, config, layout, source, pool=pool, transfers=transfers)
 
     # --- programs -------------------------------------------------------------
@@ -123,6 +135,7 @@ class ComputeKernel(BaseGLKernel):
 
     def release(self) -> None:
         self._drop_views()
+        self._drop_region_views()
         for program in self._own_programs:
             program.release()
         self._own_programs.clear()
@@ -133,6 +146,8 @@ class ComputeKernel(BaseGLKernel):
         """Upload A and B as stored (problem.stored_shapes; with a batch, a single
         2-D matrix stands for every product) and C (out_shape, only when beta != 0)."""
         L, p = self.layout, self.problem
+        self._places = None
+        self._drop_region_views()
         A = np.ascontiguousarray(A, np.float32)
         B = np.ascontiguousarray(B, np.float32)
         (a2, b2), strides = p.stored_shapes, []
@@ -159,6 +174,66 @@ class ComputeKernel(BaseGLKernel):
         self._alpha, self._beta = float(alpha), float(beta)
         self._loaded = True
 
+    # --- GL arrays --------------------------------------------------------------------
+    def run_regions(self, a, b, out, *, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """See BaseGLKernel.run_regions: A and B are read where they lie, and C written,
+        where the config's vector loads and stores fit their offsets and leading
+        dimensions; else they go through the kernel's own buffers (copied on the GPU)."""
+        self._out_region = out
+        super().run_regions(a, b, out, alpha=alpha, beta=beta)
+
+    def _load_regions(self, a, b, c, alpha: float, beta: float) -> None:
+        L = self.layout
+        self._drop_region_views()
+        places = {}
+        for name, reg, trans, own, src in (("A", a, L.trans_a, self.tex_a, self.a_src),
+                                           ("B", b, L.trans_b, self.tex_b, self.b_src)):
+            stored = reg.T if trans else reg          # rows of contiguous floats, as the kernel reads
+            place = self._in_place(stored, L.vec, src == "texture")
+            if place is None:
+                regions.copy(self.ctx, stored, regions.contiguous_region(own, stored.rows, stored.cols))
+                place = (own, 0, stored.cols // L.vec)
+            elif src == "texture":
+                view = glraw.buffer_texture(self.ctx, place[0].glo, L.vec)
+                if view is None:
+                    raise RunError("the driver could not make a buffer texture over a GL array")
+                self._region_views[name] = view
+            places[name] = place
+            self._tags[name] = None                   # the own buffer's contents are unknown now
+        place = self._in_place(self._out_region, L.c_vec, False)
+        if place is None:
+            if c is not None:                         # beta != 0: C's values into the own C first
+                regions.copy(self.ctx, c, regions.contiguous_region(self.c_buf, L.M, L.N))
+            place = (self.c_buf, 0, L.N // L.c_vec)
+        places["C"] = place
+        self._places = places
+        self._alpha, self._beta = alpha, beta
+
+    def _store_region(self, which: int, out) -> None:
+        """C into the region where the kernel wrote its own C (nothing where it wrote the
+        region itself)."""
+        if self._places["C"][0] is self.c_buf and out.buffer is not self.c_buf:
+            regions.copy(self.ctx, regions.contiguous_region(self.c_buf, self.layout.M, self.layout.N), out)
+
+    def _in_place(self, stored, vec: int, texture: bool):
+        """(buffer, first vector, row stride in vectors) of a region the kernel can read or
+        write where it lies (row-major, offset and leading dimension whole vectors), else
+        None."""
+        lay = stored.layout()
+        if lay is None or lay[0] != "N" or stored.offset % vec or lay[1] % vec:
+            return None
+        if texture:
+            if self._max_texels is None:
+                self._max_texels = glraw.get_integer(self.ctx, glraw.MAX_TEXTURE_BUFFER_SIZE) or 0
+            if stored.buffer.size // (4 * vec) > self._max_texels:
+                return None                           # past what a buffer texture shows
+        return stored.buffer, stored.offset // vec, lay[1] // vec
+
+    def _drop_region_views(self) -> None:
+        for view in self._region_views.values():
+            glraw.delete_texture(view)
+        self._region_views.clear()
+
     def poison(self) -> None:
         """Fill C with NaN on the GPU: an element no invocation wrote cannot pass.  Only
         without beta: with beta != 0, C holds the caller's C, which the first pass reads."""
@@ -181,13 +256,20 @@ class ComputeKernel(BaseGLKernel):
         L = self.layout
         stop = L.passes if stop is None else stop
         r0, r1 = rows if rows is not None else (0, L.tiles_m)
-        for buf, binding in ((self.tex_a, _BIND_A), (self.tex_b, _BIND_B), (self.c_buf, _BIND_C),
-                             (self.w_buf, _BIND_W)):
-            if buf is not None:
-                buf.bind_to_storage_buffer(binding)
+        places = self._places or self._own_places()
+        for name, binding in (("A", _BIND_A), ("B", _BIND_B), ("C", _BIND_C)):
+            places[name][0].bind_to_storage_buffer(binding)
+        if self.w_buf is not None:
+            self.w_buf.bind_to_storage_buffer(_BIND_W)
+        views = self._region_views if self._places is not None else self._views
         for name, unit in (("A", _UNIT_A), ("B", _UNIT_B)):
-            if name in self._views:
-                glraw.bind_texture_unit(unit, self._views[name])
+            view = views.get(name, self._views.get(name))
+            if view is not None:
+                glraw.bind_texture_unit(unit, view)
+        (_, a0, lda), (_, b0, ldb), (_, c0, ldc) = places["A"], places["B"], places["C"]
+        for name, value in (("u_a0", a0), ("u_lda", lda), ("u_b0", b0), ("u_ldb", ldb),
+                            ("u_c0", c0), ("u_ldc", ldc)):
+            self._set(name, value)
         self._set("u_alpha", self._alpha)
         self._set("u_beta", self._beta)
         self._set("u_sa", self._strides[0])
@@ -204,12 +286,18 @@ class ComputeKernel(BaseGLKernel):
             self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
             if self.reducer is not None:
                 for name, value in (("u_alpha", self._alpha), ("u_beta", self._beta), ("u_first", p == 0),
-                                    *reduce_uniforms(L).items()):
+                                    *reduce_uniforms(L).items(), ("u_c0", c0), ("u_ldc", ldc)):
                     self._set(name, value, self.reducer)
                 self.reducer.run(*reduce_groups(L), 1)
                 self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
         self.ctx.memory_barrier()       # read-back, clears and the next uploads see every store
         return 0
+
+    def _own_places(self) -> dict:
+        """The kernel's own buffers as places (see _places): the stored rows' natural strides."""
+        L = self.layout
+        return {"A": (self.tex_a, 0, L.a_contiguous // L.vec), "B": (self.tex_b, 0, L.b_contiguous // L.vec),
+                "C": (self.c_buf, 0, L.N // L.c_vec)}
 
     def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
         """C into `out` (a writeable C-contiguous float32 array of out_shape): one read-back."""

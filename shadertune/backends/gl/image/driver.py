@@ -19,6 +19,7 @@ from ....config import Config
 from ....problem import Problem
 from ..fragment import compile_program, fullscreen_pipeline, row_bands, unroll_factor
 from ..kernel import BaseGLKernel, kernel_operands, output_array
+from ..platform import regions
 from ..platform.objects import clear_writes_nan, parking_framebuffer, placeholder_texture
 from ..platform.transfer import GpuPacking, Transfers
 from .layout import ImageLayout
@@ -144,6 +145,25 @@ class ImageKernel(BaseGLKernel):
             self.transfers.write_texture(obj, B, viewport=(0, 0, L.NB, L.K), slot="B")
             if pad:
                 obj.write(zeros, viewport=(0, L.K, L.NB, pad))
+
+    def _load_regions(self, a, b, c, alpha: float, beta: float) -> None:
+        """GL-array operands packed on the GPU into this path's row-major texels (a texture,
+        or a storage buffer laid out like one): rows padded to whole texels, B's rows past
+        K zero, as the host path's uploads and GpuPacking leave them."""
+        L = self.layout
+        ssbo_a, ssbo_b = self.a_src == "ssbo", self.b_src == "ssbo"
+        regions.pack(self.ctx, a, self.tex_a, L.a_size, 1, 4, to_buffer=ssbo_a)
+        regions.pack(self.ctx, b, self.tex_b, L.b_size, 1, 4, to_buffer=ssbo_b)
+        self._tags["A"] = self._tags["B"] = None       # no cached operand any more
+        if c is not None:
+            if self.tex_c is None:
+                self.tex_c, _ = self._take(L.c_size)
+            regions.pack(self.ctx, c, self.tex_c, L.c_size, 1, 4)
+        self._alpha, self._beta = alpha, beta
+
+    def _store_region(self, which: int, out) -> None:
+        """C's image into the region (on the GPU, padding dropped)."""
+        regions.unpack(self.ctx, self.images[which], self.layout.c_size, (0, 0), 1, 4, out)
 
     def poison(self) -> None:
         """Fill C's image(s) with NaN: an element no pass wrote cannot pass."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernel import kernel_operands, output_array
+from ..platform import regions
 from ..platform.objects import clear_writes_nan
 
 
@@ -100,6 +101,26 @@ class RenderTargets:
             tex.write(np.zeros((rows, w - cw, 4), np.float32), viewport=(cw, 0, w - cw, rows))
         if rows < h:
             tex.write(np.zeros((h - rows, w, 4), np.float32), viewport=(0, rows, w, h - rows))
+
+    def _load_regions(self, a, b, c, alpha: float, beta: float) -> None:
+        """GL-array operands packed into this layout's textures on the GPU (the packing
+        pack_a, pack_b and pack_c do on the host, padding included)."""
+        L = self.layout
+        regions.pack(self.ctx, a, self.tex_a, L.a_size, L.mc_h, L.ka)
+        regions.pack(self.ctx, b, self.tex_b, L.b_size, L.kb, L.mc_w)
+        self._tags["A"] = self._tags["B"] = None       # no cached operand any more
+        if c is not None:
+            if self.tex_c is None:
+                self.tex_c, _ = self._take(L.cfull_size)
+            regions.pack(self.ctx, c, self.tex_c, L.cfull_size, L.mc_h, L.mc_w)
+        self._alpha, self._beta = alpha, beta
+
+    def _store_region(self, which: int, out) -> None:
+        """Each render target's block of C into the region (unpack_c on the GPU)."""
+        L = self.layout
+        for t, tex in enumerate(self.partials[which]):
+            i, j = divmod(t, L.mrt_w)
+            regions.unpack(self.ctx, tex, L.c_size, (j * L.wc, i * L.hc), L.mc_h, L.mc_w, out)
 
     def poison(self) -> None:
         """Fill every partial-sum texture with NaN: an unwritten element cannot pass."""

@@ -57,10 +57,14 @@ class ContextState:
                  maker keeps them current)
     clock        the context's ClockKeeper (timing.py), made when timing first needs it
     programs     compiled compute programs by source, shared by the kernels of every
-                 shape that renders the same source (compute_driver.py)
+                 shape that renders the same source (compute_driver.py) and by the
+                 GPU copies of GL arrays (regions.py)
+    closed       True once the context is released (its thread ended): the GL arrays
+                 made in it hold nothing any more (arrays.py)
     """
 
-    __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software", "clock", "programs")
+    __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software", "clock", "programs",
+                 "closed")
 
     def __init__(self, owner: tuple[int, int] | None = None):
         self.owner = owner
@@ -70,6 +74,7 @@ class ContextState:
         self.software = None
         self.clock = None
         self.programs = {}
+        self.closed = False
 
     def check(self) -> None:
         """Raise ContextError unless the calling thread may use the context: GL calls
@@ -375,7 +380,16 @@ def _became_current(ctx) -> None:
     _local.current = ctx
 
 
+def context_closed(ctx) -> bool:
+    """Whether ctx has been released (from any thread: no GL call is made)."""
+    st = getattr(ctx, _STATE_ATTR, None)
+    return st is not None and st.closed
+
+
 def _release_context(ctx) -> None:
+    st = getattr(ctx, _STATE_ATTR, None)
+    if st is not None:
+        st.closed = True
     try:
         ctx.release()
     except Exception:

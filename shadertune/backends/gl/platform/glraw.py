@@ -59,6 +59,8 @@ _SIGNATURES = {
     "glTextureBuffer": (None, [ctypes.c_uint, ctypes.c_uint, ctypes.c_uint]),
     "glBindTextureUnit": (None, [ctypes.c_uint, ctypes.c_uint]),
     "glDeleteTextures": (None, [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
+    "glIsBuffer": (ctypes.c_ubyte, [ctypes.c_uint]),
+    "glIsTexture": (ctypes.c_ubyte, [ctypes.c_uint]),
     # assembly programs (ARB_fragment_program, NV_gpu_program4) and the fixed-function
     # draw they shade (compatibility profile: asm_driver.py)
     "glGenProgramsARB": (None, [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]),
@@ -256,3 +258,14 @@ def fill_buffer(ctx, buffer_glo: int, value: float) -> bool:
         _clear_errors(ctx)
         return False
     return True
+
+
+def live_objects(ctx, upto: int) -> dict[str, int] | None:
+    """How many buffer and texture names among 1 .. upto name live objects of the context
+    current here (glIsBuffer, glIsTexture): what a leak test counts; None where these
+    entry points do not reach ctx."""
+    is_buffer, is_texture = function("glIsBuffer"), function("glIsTexture")
+    if is_buffer is None or is_texture is None or not usable(ctx):
+        return None
+    return {"buffers": sum(1 for n in range(1, upto + 1) if is_buffer(n)),
+            "textures": sum(1 for n in range(1, upto + 1) if is_texture(n))}

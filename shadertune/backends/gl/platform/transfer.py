@@ -159,10 +159,10 @@ class Transfers:
         """out <- tex, byte for byte (one read-back; waits for the GPU)."""
         self._download(out, lambda st, n: tex.read_into(st.buffer), tex.read_into)
 
-    def read_buffer(self, buf, out: np.ndarray) -> None:
-        """out <- the first out.nbytes bytes of buf (one read-back; waits for the GPU)."""
-        self._download(out, lambda st, n: self.ctx.copy_buffer(st.buffer, buf, size=n),
-                       lambda dst: buf.read_into(dst, size=dst.size))
+    def read_buffer(self, buf, out: np.ndarray, offset: int = 0) -> None:
+        """out <- out.nbytes bytes of buf from byte `offset` (one read-back; waits for the GPU)."""
+        self._download(out, lambda st, n: self.ctx.copy_buffer(st.buffer, buf, size=n, read_offset=offset),
+                       lambda dst: buf.read_into(dst, size=dst.size, offset=offset))
 
     def _download(self, out, to_staging, direct) -> None:
         """to_staging(staging, n), a wait, then the mapping into out; or direct(out's bytes)."""
