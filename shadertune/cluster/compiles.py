@@ -51,6 +51,9 @@ class CompileAhead:
             h["future"] = None
 
     def _advance(self) -> None:
+        # the view of live workers is refreshed here: a caller that waits on compiles alone
+        # (no evaluation in flight) must still see workers restarted under new addresses
+        self.group.coordinator.refresh()
         live = self.group.hosts()
         for host, h in list(self._hosts.items()):
             fut = h["future"]
@@ -64,7 +67,11 @@ class CompileAhead:
                 h["future"] = None
                 self._next_chunk(host)
                 continue
-            if fut is None or not fut.done():
+            if fut is None:
+                if h["done"] < len(self.configs):
+                    self._next_chunk(host)   # its workers were away when the chunk was due
+                continue
+            if not fut.done():
                 continue
             if fut.status == "finished":
                 try:
