@@ -3,10 +3,13 @@ means the GPU run compares (each enqueues the config's launches and gives the
 RawKernel call's bits; those this machine lacks are reported, not run), the
 tables, and argument errors before anything runs. The stand-in for CuPy is
 tests/fake_cupy.py; the GPU run is the lead's (notes/cuda.md)."""
+import ctypes
 import json
 import sys
 
 import pytest
+
+import fake_cupy
 
 from script_module import load_script
 from test_cuda_steady import Backend
@@ -18,18 +21,97 @@ def bc():
     return load_script("bench-cuda-call")
 
 
-def test_the_launch_means_give_the_same_bits(bc, cp):
+class FakeLibcuda:
+    """libcuda as bench-cuda-call's ctypes means calls it (ctypes objects in),
+    over the stand-in's launchKernel (which checks the parameter array is owned
+    by a live _Params, fake_cupy.tracking_params)."""
+
+    def __init__(self):
+        def cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+            v = lambda x: x.value if isinstance(x, ctypes.c_void_p) else x   # noqa: E731
+            fake_cupy.launchKernel(v(f), gx, gy, gz, bx, by, bz, smem, v(stream) or 0, v(params), extra)
+            return 0
+        self.cuLaunchKernel = cuLaunchKernel
+
+
+class FakeCudaPython:
+    """cuda.bindings.driver as the cuda_python means calls it."""
+
+    class CUfunction:
+        def __init__(self, v):
+            self.v = v
+
+    CUstream = CUfunction
+
+    @staticmethod
+    def cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        fake_cupy.launchKernel(f.v, gx, gy, gz, bx, by, bz, smem, stream.v, params, extra)
+        return (0,)
+
+
+@pytest.fixture
+def drivers(bc, cp, monkeypatch):
+    """The driver entry points every means of the launch section calls, over the stand-in."""
+    from shadertune.backends.cuda import graphs
+    monkeypatch.setattr(bc, "libcuda", FakeLibcuda)
+    monkeypatch.setattr(bc, "cuda_python_driver", FakeCudaPython)
+    monkeypatch.setattr(graphs, "_DRIVER", [fake_cupy.FakeDriver()])
+
+
+def test_the_launch_means_give_the_same_bits(bc, cp, drivers):
+    """Every means enqueues the config's launches and gives the RawKernel call's
+    bits, called (as the section calls them) after the function that made them
+    returned and a collection ran: each holds the parameter arrays it hands the
+    driver (the stand-in refuses an array no live _Params owns: the first GPU
+    run's ctypes and cuda-python means read freed host memory)."""
     lines = []
-    rows = bc.section_launch(cp, lines.append, be=Backend(), calls=2, rounds=1)
+    import gc
+    real = bc._alternatives
+
+    def collected(*a):
+        alts = real(*a)
+        gc.collect()
+        return alts
+    bc._alternatives = collected
+    try:
+        rows = bc.section_launch(cp, lines.append, be=Backend(), calls=2, rounds=1)
+    finally:
+        bc._alternatives = real
     assert [r["what"] for r in rows] == ["the default of 64^3", "K_G split + reduce kernel", "pre-split pack + GEMM"]
     for r in rows:
-        for name in ("rawkernel", "kernellaunch", "steady", "graph"):
+        assert list(r["equal"]) == bc.NAMES and "broken_after" not in r
+        for name in bc.NAMES:
             assert r["equal"][name] is True and r["us_per_call"][name] > 0, (r["what"], name, r["equal"][name])
-        for name in ("ctypes", "cuda_python"):    # no libcuda, no cuda-python here: said, not run
-            assert r["us_per_call"][name] is None or r["equal"][name] is True
     md = bc.markdown({"device": "stand-in", "date": "d", "command": "c", "launch": rows})
     assert "| K_G split + reduce kernel | 45x37x3001:float32:NT |" in md
     json.dumps(rows)
+
+
+def test_a_means_that_fails_is_said_and_the_others_still_run(bc, cp, drivers, monkeypatch):
+    """No libcuda, no graph driver: those means say why and are not run; a means
+    whose launch fails says the driver's error."""
+    from shadertune.backends.cuda import graphs
+
+    def no_lib():
+        raise OSError("libcuda.so.1: cannot open shared object file")
+    monkeypatch.setattr(bc, "libcuda", no_lib)
+    monkeypatch.setattr(graphs, "_DRIVER", [None])
+
+    import enum
+    CUresult = enum.IntEnum("CUresult", {"CUDA_ERROR_INVALID_VALUE": 1})
+
+    class Refusing(FakeCudaPython):
+        @staticmethod
+        def cuLaunchKernel(*a):
+            return (CUresult.CUDA_ERROR_INVALID_VALUE,)
+    monkeypatch.setattr(bc, "cuda_python_driver", Refusing)
+    (row, *_) = bc.section_launch(cp, [].append, be=Backend(), calls=2, rounds=1)
+    assert row["equal"]["ctypes"].startswith("not run: OSError")
+    assert row["equal"]["steady_graphs"].startswith("not run") and row["us_per_call"]["graphs_update"] is None
+    assert row["equal"]["cuda_python"].startswith("failed: RuntimeError: cuLaunchKernel: <CUresult.CUDA_ERROR_INVALID_VALUE: 1>")
+    assert all(row["equal"][n] is True for n in ("rawkernel", "kernellaunch", "steady", "captured_graph"))
+    md = bc.markdown({"device": "stand-in", "date": "d", "command": "c", "launch": [row]})
+    assert "cuda_python: failed" in md
 
 
 def test_arguments_are_checked_first(bc, tmp_path, capsys):

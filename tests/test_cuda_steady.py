@@ -176,9 +176,11 @@ def test_a_call_in_a_stream_capture_is_recorded_and_replays_after_the_cache_drop
     """matmul on a stream that captures a graph (CuPy's Stream.begin_capture): no
     sync (the stand-in refuses one, as the driver does), the launches recorded,
     not run; the workspace and counters they use are fresh (not the stream's kept
-    ones) and pinned with the kernel, which the kernel cache then cannot unload;
-    the graph replays the product into the captured result, bit-equal to the
-    call made outside the capture, after the cache released the kernel."""
+    ones) and pinned with the kernel, whose release then keeps them (a call of one
+    launch uses no buffer of the kernel's: nothing to pin, and the lane does not
+    ask whether its stream captures); the graph replays the product into the
+    captured result, bit-equal to the call made outside the capture, after the
+    cache released the kernel."""
     be = Backend()
     A, B, dA, dB = operands(cp, rng, p)
     s = cp.cuda.Stream(non_blocking=True)
@@ -197,10 +199,11 @@ def test_a_call_in_a_stream_capture_is_recorded_and_replays_after_the_cache_drop
     assert launched and not [e for e in log if e[0] == "launch"]
     used = {int(x) for e in launched for x in e[6] if type(x) is int}
     assert not used & kept_ws                                 # fresh buffers, not the stream's kept ones
-    assert k._pinned and capture.pinned() > pinned
+    buffers = cfg["KG"] > 1 or cfg.get("PS", 0) or cfg.get("SK", 0)
+    assert k._pinned == bool(buffers) and (capture.pinned() > pinned) == bool(buffers)
     r[...] = np.nan
     front.clear_cache()                                       # the cache drops and releases it
-    assert k.released and k._main is not None                 # pinned: its module stays
+    assert k.released and k._main is not None                 # its module stays (CUDAKernel.release)
     import gc
     gc.collect()
     g.launch(s)
