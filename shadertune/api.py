@@ -412,14 +412,14 @@ def _lane_config(config: object) -> Hashable | None:
                     return last[2]
             except Exception:       # noqa: BLE001 (a value changed to one that will not compare)
                 pass
-        items = cast("dict[str, Any]", config)
-        key = ("knobs",) + tuple(items.items())
-        _remember_knobs(config, key)
+        knobs = cast("dict[str, Any]", config)
+        key = ("knobs",) + tuple(knobs.items())
+        _remember_knobs(knobs, key)
         return key
     return None
 
 
-_last_knobs: tuple[Any, Any, Any] = (None, None, None)    # (dict, a copy of it, its lane key)
+_last_knobs: tuple[Any, Any, Hashable] = (None, None, None)    # (dict, a copy of it, its lane key)
 
 
 def _remember_knobs(config: dict[str, Any], key: tuple[Any, ...]) -> None:

@@ -29,7 +29,26 @@ SPIN_US = 1_000_000
 
 @pytest.fixture(scope="module")
 def be():
-    return CUDABackend()
+    """The backend, with the configs this module's tests build compiled first, in
+    parallel (a GPU machine starts with an empty compile cache: one at a time,
+    the compiles took most of this module's time)."""
+    b = CUDABackend()
+    pairs = _launch_cases(b) + _steady_cases(b)
+    b.precompile_many(list(dict.fromkeys(pairs)))
+    return b
+
+
+@pytest.fixture(params=["kernels", "graphs"])
+def means(request, monkeypatch):
+    """The express lane's launch means (SHADERTUNE_CUDA_LAUNCH); keys learned afresh."""
+    import shadertune.api as front
+    from shadertune.backends.cuda import graphs
+    monkeypatch.setenv("SHADERTUNE_CUDA_LAUNCH", request.param)
+    if request.param == "graphs":
+        assert graphs.driver() is not None, "libcuda's graph entry points were not found"
+    front.door("cuda").express.forget()
+    yield request.param
+    front.door("cuda").express.forget()
 
 
 def plan(A, B):
@@ -442,10 +461,12 @@ def _host(x):
 
 
 @pytest.mark.parametrize("kind", ["cupy", "torch"])
-def test_the_lane_gives_the_regular_paths_bits(be, kind, monkeypatch):
+def test_the_lane_gives_the_regular_paths_bits(be, kind, means, monkeypatch):
     """The express lane's own launches (driver.SteadyLaunch: parameter arrays of
-    its own) give the regular path's bits on every kind of call, with out= and
-    beta, on the framework's current stream and on a second stream."""
+    its own; or executable graphs, one per set of addresses) give the regular
+    path's bits on every kind of call, with out= and beta, on the framework's
+    current stream and on a second stream; results kept alive in turn (other
+    addresses each call: graphs updated) as well as dropped."""
     import shadertune.api as front
     checked = []
     real = front.check_call
@@ -455,8 +476,9 @@ def test_the_lane_gives_the_regular_paths_bits(be, kind, monkeypatch):
         before = len(checked)
         first = _host(matmul(dA, dB, config=cfg.key))                   # regular (learned)
         again = [_host(matmul(dA, dB, config=cfg.key)) for _ in range(3)]   # the lane
+        kept = [matmul(dA, dB, config=cfg.key) for _ in range(6)]          # six results alive: six addresses
         assert len(checked) == before + 1, (p.key, cfg.key)
-        for r in again:
+        for r in again + [_host(x) for x in kept]:
             assert np.array_equal(r, first), (p.key, cfg.key)
         a = np.swapaxes(A, -1, -2) if p.trans_a else A
         b = np.swapaxes(B, -1, -2) if p.trans_b else B
@@ -495,7 +517,7 @@ def test_dlpack_objects_take_the_lane(be, monkeypatch):
     assert rel(outs[0], A.astype(np.float64) @ B) < TOL["float32"]
 
 
-def test_matmul_in_torch_cuda_graph_replays_bit_equal(be):
+def test_matmul_in_torch_cuda_graph_replays_bit_equal(be, means):
     """matmul inside torch.cuda.graph (global capture mode: a host sync or a
     cudaMalloc outside PyTorch's pool would fail the capture; CuPy's pool is
     emptied first, so an allocation there would need one): captured through
@@ -535,7 +557,7 @@ def test_matmul_in_torch_cuda_graph_replays_bit_equal(be):
         del g
 
 
-def test_matmul_in_a_cupy_stream_capture_replays_bit_equal(be):
+def test_matmul_in_a_cupy_stream_capture_replays_bit_equal(be, means):
     """matmul inside a CuPy stream capture (Stream.begin_capture): the graph
     replays the eager call's bits, also after matmul's kernel cache dropped the
     kernel and CuPy's pool freed its unused blocks (the captured workspace and
@@ -578,3 +600,22 @@ def test_call_timing_mode(be):
         assert len(t) == 5 and all(x > 0 for x in t)
     assert np.array_equal(cupy.asnumpy(k._keep[2]), want)
     k.release()
+
+
+def test_every_launch_means_gives_the_same_bits_and_leaves_the_context_sound(be):
+    """scripts/bench-cuda-call's launch means (the RawKernel call, per-thread and
+    per-key parameter arrays, graphs with and without node updates, a captured
+    graph, cuLaunchKernel through ctypes and cuda-python), each called as the
+    benchmark calls it: the RawKernel call's bits, and no sticky error after it
+    (the first H100 run's ctypes means handed the driver freed parameter arrays
+    and ended in an illegal address)."""
+    from script_module import load_script
+    bc = load_script("bench-cuda-call")
+    rows = bc.section_launch(cupy, lambda m: None, calls=3, rounds=1)
+    for r in rows:
+        assert "broken_after" not in r, r["broken_after"]
+        for name in bc.NAMES:
+            eq = r["equal"][name]
+            if name in ("ctypes", "cuda_python") and str(eq).startswith("not run"):
+                continue                    # no libcuda by that name, or no cuda-python: said
+            assert eq is True, (r["what"], name, eq)
