@@ -125,24 +125,49 @@ def test_arguments_are_checked_first(bc, tmp_path, capsys):
 def test_the_batch_runs_its_steps_in_order_within_its_limit(tmp_path, monkeypatch):
     batch = load_script("bench-cuda-batch")
     ran = []
+    now = [0.0]
+    monkeypatch.setattr(batch.time, "monotonic", lambda: now[0])
 
     def step(name, argv, out, timeout, log):
         ran.append((name, argv, timeout))
-        return {"step": name, "rc": 0, "seconds": 1.0, "limit_s": timeout}
+        # the files so far are on disk before each step starts
+        if len(ran) > 1:
+            assert [s["step"] for s in json.loads((out / "batch.json").read_text())["steps"]] == [r[0] for r in ran[:-1]]
+        now[0] += timeout                 # the worst case: every step runs out its limit
+        return {"step": name, "rc": "timeout" if name == "pytest-arrays" else 0, "seconds": 1.0, "limit_s": timeout}
     monkeypatch.setattr(batch, "step", step)
-    assert batch.main(["--out", str(tmp_path / "b"), "--minutes", "8", "--seconds", "4", "--classes", "skinny"]) == 0
-    assert [r[0] for r in ran] == ["pytest", "call", "shape-classes"]
-    assert all(t <= 8 * 60 for *_, t in ran) and sum(t for *_, t in ran[:2]) < 8 * 60
-    sc = ran[2][1]
+    assert batch.main(["--out", str(tmp_path / "b"), "--minutes", "6", "--seconds", "4", "--classes", "skinny"]) == 1
+    names = [r[0] for r in ran]
+    assert names == ["env", "call-launch", "call-steps", "pytest-arrays", "pytest-gpu", "shape-classes"]
+    assert now[0] <= 6 * 60 and all(t > 0 for *_, t in ran)     # within --minutes, every step run
+    sc = ran[-1][1]
     assert sc[sc.index("--seconds") + 1] == "4.0" and sc[sc.index("--classes") + 1] == "skinny"
-    assert "tests/test_cuda_gpu_arrays.py" in ran[0][1]
+    assert sc[sc.index("--host-sizes") + 1] == "64,256" and int(sc[sc.index("--max-seconds") + 1]) < ran[-1][2]
+    launch = ran[1][1]
+    assert launch[launch.index("--only") + 1] == "launch" and ran[2][1][ran[2][1].index("--only") + 1] == "steps"
+    assert "-v" in ran[3][1] and "tests/test_cuda_gpu_arrays.py" in ran[3][1]
     doc = json.loads((tmp_path / "b" / "batch.json").read_text())
-    assert [s["step"] for s in doc["steps"]] == ["pytest", "call", "shape-classes"]
+    assert [s["step"] for s in doc["steps"]] == names and doc["steps"][3]["rc"] == "timeout"
+    # out of time: the rest are skipped, said
+    ran.clear()
+    now[0] = 0.0
+    monkeypatch.setitem(batch.PLAN_S, "env", 10 ** 4)
+    batch.main(["--out", str(tmp_path / "c"), "--minutes", "1"])
+    doc = json.loads((tmp_path / "c" / "batch.json").read_text())
+    assert [s["rc"] for s in doc["steps"]][1:] == ["skipped"] * 5
     # one real step: its log, its exit code, a limit that stops it
-    r = load_script("bench-cuda-batch").step("echo", [sys.executable, "-c", "print('hi')"], tmp_path, 30, ran.append)
+    monkeypatch.undo()
+    r = batch.step("echo", [sys.executable, "-c", "print('hi')"], tmp_path, 30, ran.append)
     assert r["rc"] == 0 and (tmp_path / "echo.log").read_text() == "hi\n"
-    r = load_script("bench-cuda-batch").step("slow", [sys.executable, "-c", "import time; time.sleep(9)"], tmp_path,
-                                             1, ran.append)
+    r = batch.step("slow", [sys.executable, "-c", "import time; time.sleep(9)"], tmp_path, 1, ran.append)
     assert r["rc"] == "timeout"
     with pytest.raises(SystemExit):
-        batch.main(["--out", str(tmp_path / "c"), "--minutes", "0"])
+        batch.main(["--out", str(tmp_path / "d"), "--minutes", "0"])
+
+
+def test_the_batch_plan_with_every_test_file():
+    batch = load_script("bench-cuda-batch")
+    import argparse
+    a = argparse.Namespace(all_tests=True, minutes=20, seconds=5, classes=None, host_sizes="64")
+    names = [n for n, *_ in batch.plan(a, __import__("pathlib").Path("/o"), "py")]
+    assert names == ["env", "call-launch", "call-steps", "pytest-gpu-arrays", "pytest-gpu"]
