@@ -134,18 +134,18 @@ def test_the_batch_runs_its_steps_in_order_within_its_limit(tmp_path, monkeypatc
         if len(ran) > 1:
             assert [s["step"] for s in json.loads((out / "batch.json").read_text())["steps"]] == [r[0] for r in ran[:-1]]
         now[0] += timeout                 # the worst case: every step runs out its limit
-        return {"step": name, "rc": "timeout" if name == "pytest-arrays" else 0, "seconds": 1.0, "limit_s": timeout}
+        return {"step": name, "rc": "timeout" if name == "pytest-call" else 0, "seconds": 1.0, "limit_s": timeout}
     monkeypatch.setattr(batch, "step", step)
     assert batch.main(["--out", str(tmp_path / "b"), "--minutes", "6", "--seconds", "4", "--classes", "skinny"]) == 1
     names = [r[0] for r in ran]
-    assert names == ["env", "call-launch", "call-steps", "pytest-arrays", "pytest-gpu", "shape-classes"]
+    assert names == ["env", "call-launch", "call-steps", "pytest-call", "pytest-gpu", "shape-classes"]
     assert now[0] <= 6 * 60 and all(t > 0 for *_, t in ran)     # within --minutes, every step run
     sc = ran[-1][1]
     assert sc[sc.index("--seconds") + 1] == "4.0" and sc[sc.index("--classes") + 1] == "skinny"
     assert sc[sc.index("--host-sizes") + 1] == "64,256" and int(sc[sc.index("--max-seconds") + 1]) < ran[-1][2]
     launch = ran[1][1]
     assert launch[launch.index("--only") + 1] == "launch" and ran[2][1][ran[2][1].index("--only") + 1] == "steps"
-    assert "-v" in ran[3][1] and "tests/test_cuda_gpu_arrays.py" in ran[3][1]
+    assert "-v" in ran[3][1] and "tests/test_cuda_gpu_call.py" in ran[3][1]
     doc = json.loads((tmp_path / "b" / "batch.json").read_text())
     assert [s["step"] for s in doc["steps"]] == names and doc["steps"][3]["rc"] == "timeout"
     # out of time: the rest are skipped, said
@@ -170,4 +170,4 @@ def test_the_batch_plan_with_every_test_file():
     import argparse
     a = argparse.Namespace(all_tests=True, minutes=20, seconds=5, classes=None, host_sizes="64")
     names = [n for n, *_ in batch.plan(a, __import__("pathlib").Path("/o"), "py")]
-    assert names == ["env", "call-launch", "call-steps", "pytest-gpu-arrays", "pytest-gpu"]
+    assert names == ["env", "call-launch", "call-steps", "pytest-gpu-call", "pytest-gpu-arrays", "pytest-gpu"]
