@@ -516,16 +516,16 @@ class SteadyLaunch:
         g = self.graph
         if g is not None:
             key = (a_ptr, b_ptr, c_ptr, w, cnt, alpha, beta)
-            if key == g.last_key:          # the common loop: the same buffers as the last call
-                g.graph_launch(g.last_exec, sptr)
-                return
             try:
+                if key == g.last_key:      # the common loop: the same buffers as the last call
+                    g.graph_launch(g.last_exec, sptr)
+                    return
                 if not g.hit(key):         # the arrays take this call's values; a graph is updated from them
                     self._write(a_ptr, b_ptr, c_ptr, w, cnt, alpha, beta)
                 g.launch(key, sptr)
                 return
-            except Exception:              # noqa: BLE001 (nothing was launched: the kernels' way below)
-                self.graph = None
+            except Exception:              # noqa: BLE001 (a refused update or launch queues nothing: the
+                self.graph = None          # kernels' way below, which reports an error of the context)
                 g.close()
         if self.ab != (alpha, beta):
             self._constants(alpha, beta)
