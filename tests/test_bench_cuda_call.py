@@ -49,13 +49,21 @@ class FakeCudaPython:
         return (0,)
 
 
+def graphs_KEEP():
+    from shadertune.backends.cuda import graphs
+    return graphs.KEEP
+
+
 @pytest.fixture
 def drivers(bc, cp, monkeypatch):
     """The driver entry points every means of the launch section calls, over the stand-in."""
     from shadertune.backends.cuda import graphs
     monkeypatch.setattr(bc, "libcuda", FakeLibcuda)
     monkeypatch.setattr(bc, "cuda_python_driver", FakeCudaPython)
-    monkeypatch.setattr(graphs, "_DRIVER", [fake_cupy.FakeDriver()])
+    drv = fake_cupy.FakeDriver()
+    monkeypatch.setattr(fake_cupy, "DRIVER", drv)      # (the one runtime.graphLaunch runs)
+    monkeypatch.setattr(graphs, "_DRIVER", [drv])
+    return drv
 
 
 def test_the_launch_means_give_the_same_bits(bc, cp, drivers):
@@ -78,8 +86,10 @@ def test_the_launch_means_give_the_same_bits(bc, cp, drivers):
     finally:
         bc._alternatives = real
     assert [r["what"] for r in rows] == ["the default of 64^3", "K_G split + reduce kernel", "pre-split pack + GEMM"]
+    assert drivers.instantiated >= 3 * graphs_KEEP() and drivers.updates > 0      # the graphs ran, updated
     for r in rows:
         assert list(r["equal"]) == bc.NAMES and "broken_after" not in r
+        assert r["graphs_kept"] == {"steady_graphs": True, "graphs_update": True}
         for name in bc.NAMES:
             assert r["equal"][name] is True and r["us_per_call"][name] > 0, (r["what"], name, r["equal"][name])
     md = bc.markdown({"device": "stand-in", "date": "d", "command": "c", "launch": rows})
@@ -171,3 +181,40 @@ def test_the_batch_plan_with_every_test_file():
     a = argparse.Namespace(all_tests=True, minutes=20, seconds=5, classes=None, host_sizes="64")
     names = [n for n, *_ in batch.plan(a, __import__("pathlib").Path("/o"), "py")]
     assert names == ["env", "call-launch", "call-steps", "pytest-gpu-call", "pytest-gpu-arrays", "pytest-gpu"]
+
+
+def test_the_steps_section_runs_under_both_launch_means(bc, cp, drivers, monkeypatch, tmp_path):
+    """section_steps on the stand-in (its timing replaced by one call each): every
+    step of a CuPy row, the lane's keys learned again under the graph means (a
+    graph made for them), the launch means set back after."""
+    import os
+    import types
+    import numpy as np
+    import shadertune
+    import shadertune.api as front
+    from shadertune.backends.base import DeviceInfo
+
+    class RandomState:
+        def __init__(self, seed):
+            self.r = np.random.default_rng(seed)
+
+        def uniform(self, lo, hi, shape):
+            return cp.asarray(self.r.uniform(lo, hi, shape))
+    monkeypatch.setattr(cp, "random", types.SimpleNamespace(RandomState=RandomState), raising=False)
+    monkeypatch.setattr(cp, "matmul", lambda a, b: a @ b, raising=False)
+    be = Backend()
+    be._device_info = DeviceInfo(backend="cuda", vendor="NVIDIA", renderer="stand-in", driver="stand-in")
+    monkeypatch.setattr(front, "backend", lambda name: be)
+    real_door, real_mm = front.door, shadertune.matmul
+    monkeypatch.setattr(front, "door", lambda name, *a: real_door(be))
+    monkeypatch.setattr(shadertune, "matmul", lambda *a, **k: real_mm(*a, **{**k, "backend": be}))
+    monkeypatch.setattr(bc, "host_us", lambda cp, fn, *a, **k: (fn(), 1.0)[1])
+    monkeypatch.setattr(bc, "torch_mod", lambda: None)
+    monkeypatch.delenv("SHADERTUNE_CUDA_LAUNCH", raising=False)
+    (row,) = bc.section_steps(cp, [16], tmp_path, [].append)
+    for k in ("lane", "lane_graphs", "lane_out", "lane_knobs", "lane_auto", "regular", "alloc", "launches",
+              "launches_graphs", "recheck", "cupy_matmul"):
+        assert row[k] == 1.0, k
+    assert row["graph_made"] is False and row["graph_made_graphs"] is True
+    assert "SHADERTUNE_CUDA_LAUNCH" not in os.environ
+    assert "| 16^3 | cupy | 1.00 | 1.00 |" in bc.markdown({"device": "d", "date": "d", "command": "c", "steps": [row]})

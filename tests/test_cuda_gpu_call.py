@@ -188,7 +188,7 @@ def _host(x):
 
 
 @pytest.mark.parametrize("kind", ["cupy", "torch"])
-def test_the_lane_gives_the_regular_paths_bits(be, kind, means, monkeypatch):
+def test_the_lane_gives_the_regular_paths_bits(be, kind, means, monkeypatch, caplog):
     """The express lane's own launches (driver.SteadyLaunch: parameter arrays of
     its own; or executable graphs, one per set of addresses) give the regular
     path's bits on every kind of call, with out= and beta, on the framework's
@@ -217,6 +217,10 @@ def test_the_lane_gives_the_regular_paths_bits(be, kind, means, monkeypatch):
                 other2 = matmul(dA, dB, config=cfg.key)
                 s.synchronize()
             assert np.array_equal(cupy.asnumpy(other2), first) and np.array_equal(cupy.asnumpy(other), first)
+    if means == "graphs":       # the graphs ran (not given back to kernels on the way)
+        plans = [q for q in front.door("cuda").express._plans.values() if getattr(q.go, "kind", "enqueue") != "enqueue"]
+        assert plans and all(q.go.graph is not None for q in plans), [q.kernel.config.key for q in plans]
+        assert "CUDA graphs given up" not in caplog.text, caplog.text
 
 
 def test_dlpack_objects_take_the_lane(be, monkeypatch):

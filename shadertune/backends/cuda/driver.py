@@ -1,6 +1,7 @@
 """Load a compiled GEMM, launch it through CuPy, time it with CUDA events."""
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -16,6 +17,8 @@ from .timing import call_times, event_times
 from .space import derive
 from . import capture, graphs, streamk
 from ..base import Kernel
+
+log = logging.getLogger("shadertune.cuda")
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
 MAX_GRID_Y = 65535         # grid.y holds M tiles x products: longer batches launch in chunks
@@ -524,9 +527,11 @@ class SteadyLaunch:
                     self._write(a_ptr, b_ptr, c_ptr, w, cnt, alpha, beta)
                 g.launch(key, sptr)
                 return
-            except Exception:              # noqa: BLE001 (a refused update or launch queues nothing: the
+            except Exception as e:         # noqa: BLE001 (a refused update or launch queues nothing: the
                 self.graph = None          # kernels' way below, which reports an error of the context)
                 g.close()
+                log.warning("CUDA graphs given up for %s %s (its launches go as kernels from now on): %s: %s",
+                            k.problem.key, k.config.key, type(e).__name__, e)
         if self.ab != (alpha, beta):
             self._constants(alpha, beta)
         try:
