@@ -435,8 +435,32 @@ def _lane_config(config: object) -> Hashable | None:
     if t is str or t is Config:
         return config
     if t is dict:
-        return ("knobs",) + tuple(cast("dict[str, Any]", config).items())
+        # the last dict's key, while that same dict holds the same items (a compare
+        # allocates nothing; building and hashing the items is the cost saved)
+        last = _last_knobs
+        if last[0] is config:
+            try:
+                if config == last[1]:
+                    return last[2]
+            except Exception:       # noqa: BLE001 (a value changed to one that will not compare)
+                pass
+        knobs = cast("dict[str, Any]", config)
+        key = ("knobs",) + tuple(knobs.items())
+        _remember_knobs(knobs, key)
+        return key
     return None
+
+
+_last_knobs: tuple[Any, Any, Hashable] = (None, None, None)    # (dict, a copy of it, its lane key)
+
+
+def _remember_knobs(config: dict[str, Any], key: tuple[Any, ...]) -> None:
+    global _last_knobs
+    try:
+        hash(key)
+    except TypeError:           # an unhashable value: the lane refuses it (never kept)
+        return
+    _last_knobs = (config, dict(config), key)
 
 
 def _logical(call: MatmulCall, d: Door, request: ConfigRequest, db: Any) -> Any:

@@ -319,8 +319,62 @@ class _Runtime:
         return stream in _CAPTURING
 
     @staticmethod
+    def graphLaunch(graph_exec, stream):
+        _graph_launch(graph_exec, stream)
+
+    @staticmethod
+    def deviceSynchronize():
+        if _CAPTURING:
+            raise cuda.runtime.CUDARuntimeError("cudaErrorStreamCaptureUnsupported: a device sync while "
+                                                "a stream captures")
+
+    @staticmethod
     def getDeviceProperties(device_id):
         return {"clockRate": 1980000, "multiProcessorCount": 132}
+
+
+# Parameter arrays (launch._Params) alive now, by address, while `tracking_params`
+# is on (the tests' `cp` fixture): a launch or a graph node given an array no live
+# _Params owns reads freed host memory (the bug bench-cuda-call's first GPU run
+# hit), and the check says so instead of reading it.
+PARAM_ARRAYS = weakref.WeakValueDictionary()
+TRACK_PARAMS = {0: False}
+
+_SIZES = {"P": 8, "i": 4, "q": 8, "f": 4, "d": 8}
+
+
+def tracking_params(monkeypatch) -> None:
+    """Register every launch._Params made from now on (this test), and check each
+    launch's parameter array against them (see PARAM_ARRAYS)."""
+    from shadertune.backends.cuda import launch
+    real = launch._Params.__init__
+
+    def init(self, *a, **k):
+        real(self, *a, **k)
+        PARAM_ARRAYS[self.address] = self
+    monkeypatch.setattr(launch._Params, "__init__", init)
+    monkeypatch.setitem(TRACK_PARAMS, 0, True)
+
+
+def _params_of(sig: str, kernel_params: int) -> tuple:
+    """The arguments at the void* array `kernel_params` read by the kernel's own
+    signature `sig`; with tracking, first checked: the array belongs to a live
+    _Params, and each slot points at a value of the size the kernel reads."""
+    if TRACK_PARAMS[0]:
+        p = PARAM_ARRAYS.get(kernel_params)
+        assert p is not None, f"a launch was given a parameter array at {kernel_params:#x} that no live _Params owns"
+        naddr = len(p.addrs)
+        assert naddr + len(p.values) == len(sig), (sig, naddr, len(p.values))
+        base = ctypes.addressof(p.addrs)
+        for i, c in enumerate(sig):
+            slot = p.array[i]
+            if i < naddr:
+                assert c == "P" and slot == base + 8 * i, (sig, i)
+            else:
+                v = p.values[i - naddr]
+                assert slot == ctypes.addressof(v) and ctypes.sizeof(v) == _SIZES[c], (sig, i, type(v).__name__)
+    slots = (ctypes.c_void_p * len(sig)).from_address(kernel_params)
+    return tuple(_READ[c](slot) for c, slot in zip(sig, slots))
 
 
 def launchKernel(f, gx, gy, gz, bx, by, bz, shared_mem, stream, kernel_params, extra):
@@ -329,10 +383,77 @@ def launchKernel(f, gx, gy, gz, bx, by, bz, shared_mem, stream, kernel_params, e
     `kernel_params` by the parameter types of the kernel's CUDA signature
     (FakeFunction.signature), then the launch runs as a RawKernel call."""
     fn = _FUNCTIONS[f]
-    sig = fn.signature()
-    slots = (ctypes.c_void_p * len(sig)).from_address(kernel_params)
-    args = tuple(_READ[c](slot) for c, slot in zip(sig, slots))
+    args = _params_of(fn.signature(), kernel_params)
     fn.launch((gx, gy, gz), (bx, by, bz), args, shared_mem, stream, via="launchKernel")
+
+
+class FakeDriver:
+    """graphs.Driver over the stand-in: a graph is a chain of kernel nodes; a
+    node's arguments are read from its parameter array when the node is made or
+    an executable graph's node is updated (the driver copies them then), and an
+    executable graph's launch runs the copies it holds, in order. `updates` and
+    `instantiated` count those driver calls."""
+
+    def __init__(self):
+        self.graphs, self.execs, self.ids = {}, {}, itertools.count(0x9000)
+        self.updates = self.instantiated = 0
+
+    @staticmethod
+    def _node(params):
+        from shadertune.backends.cuda.graphs import KernelNodeParams
+        prm = params if isinstance(params, KernelNodeParams) else KernelNodeParams.from_address(params)
+        fn = _FUNCTIONS[prm.func]
+        args = _params_of(fn.signature(), prm.kernelParams)
+        return (fn, (prm.gridDimX, prm.gridDimY, prm.gridDimZ), (prm.blockDimX, prm.blockDimY, prm.blockDimZ),
+                args, prm.sharedMemBytes)
+
+    def check(self, rc, what):
+        if rc:
+            raise RuntimeError(f"{what}: {rc}")
+
+    def create(self):
+        g = next(self.ids)
+        self.graphs[g] = []
+        return g
+
+    def add_kernel_node(self, graph, after, params):
+        nodes = self.graphs[graph]
+        assert after == (nodes[-1][0] if nodes else None), "a node not after the last one"
+        node = next(self.ids)
+        nodes.append((node, self._node(params)))
+        return node
+
+    def instantiate(self, graph):
+        e = next(self.ids)
+        self.execs[e] = dict(self.graphs[graph])
+        self.instantiated += 1
+        return e
+
+    def set_params(self, ex, node, params_address):
+        assert node in self.execs[ex]
+        self.execs[ex][node] = self._node(params_address)
+        self.updates += 1
+        return 0
+
+    def destroy_exec(self, e):
+        del self.execs[e]
+
+    def destroy(self, graph, execs):
+        for e in execs:
+            del self.execs[e]
+        del self.graphs[graph]
+
+    def launch(self, ex, stream_ptr):
+        """cudaGraphLaunch (CuPy's runtime.graphLaunch)."""
+        for fn, grid, block, args, shared_mem in self.execs[ex].values():
+            fn.launch(grid, block, args, shared_mem, stream_ptr, via="graph")
+
+
+DRIVER = FakeDriver()
+
+
+def _graph_launch(graph_exec, stream_ptr):
+    DRIVER.launch(graph_exec, stream_ptr)
 
 
 def _read(ctype, to):

@@ -71,12 +71,19 @@ class HostGpu:
         return {"A": A, "B": B, "out": self.empty_like_result(A, B)}
 
     def host_baselines(self, ops, with_out):
-        return {"repeated": (2.0, 3.0), "single": (4.0, 5.0)}
+        return {"torch": lambda: None, "cupy": lambda: None}
 
-    def host_us(self, fn, mode):
-        fn()
+    def host_compare(self, fns, mode):
+        """Each fn run once; ours 1 / 3 us, torch 2 / 4, cupy 3 / 5 (repeated / single)."""
+        assert list(fns) == ["ours", "torch", "cupy"]
+        for fn in fns.values():
+            fn()
         self.timed.append(("host", mode))
-        return 1.0 if mode == "repeated" else 3.0
+        base = {"ours": 1.0, "torch": 2.0, "cupy": 3.0}
+        return {k: v + (2.0 if mode == "single" else 0.0) for k, v in base.items()}
+
+    def search_operands(self, A, B):
+        return A, B
 
     def tolerance(self, p, seed):
         return 1e-5
@@ -136,7 +143,9 @@ def test_a_run_writes_every_row_through_tune_and_matmul(sc, tmp_path):
         assert row["tune_seconds"] > 0 and row["evaluated"] >= 1
         # the fake's kernels compute A @ B (its traps are wrong on purpose, never picked here)
         assert row["cublas_error"] < 1e-6 and row["untuned_error"] < 1e-6 and row["tuned_error"] < 1e-6
-    assert [t[0] for t in gpu.timed] == ["held", "call", "loop"] * 6      # cuBLAS, untuned, tuned per row
+    # cuBLAS, untuned, tuned per row; the tuned call once more on the search's operand kind
+    assert [t[0] for t in gpu.timed] == (["held", "call", "loop"] * 3 + ["call"]) * 2
+    assert all(r["tuned_call_same_ms"] == 0.625 for r in doc)
     md = (tmp_path / "shape-classes.md").read_text()
     assert md.startswith("head\n") and md.count("\n| mid-size odd | 40x24x30 | float32 |") == 1
     for row in doc:                                                   # tuned call / search, from the two times
@@ -185,12 +194,13 @@ def test_the_host_table_rows(sc, tmp_path):
     be = FakeBackend(model=True)
     gpu = HostGpu()
     env = os.environ.get("SHADERTUNE_DB")
+    means = os.environ.get("SHADERTUNE_CUDA_LAUNCH")
     rows = sc.host_table(gpu, be, [Problem(16, 12, 8)], store_path=tmp_path / "h.sqlite", seed=0,
                          log=lambda m, echo=True: None, name=be)
-    assert os.environ.get("SHADERTUNE_DB") == env
-    assert len(rows) == len(sc.DB_KINDS) * 2 * 2
-    assert {(r["db"], r["out"], r["mode"]) for r in rows} == {(d, o, m) for d in sc.DB_KINDS for o in (False, True)
-                                                              for m in ("repeated", "single")}
+    assert os.environ.get("SHADERTUNE_DB") == env and os.environ.get("SHADERTUNE_CUDA_LAUNCH") == means
+    assert len(rows) == len(sc.DB_KINDS) * 2 * 2 * len(sc.MEANS)
+    assert {(r["db"], r["out"], r["mode"], r["means"]) for r in rows} == {
+        (d, o, m, x) for d in sc.DB_KINDS for o in (False, True) for m in ("repeated", "single") for x in sc.MEANS}
     for r in rows:
         assert r["operands"] == "numpy" and r["size"] == "16x12x8" and "error" not in r
         assert r["ours_us"] == (1.0 if r["mode"] == "repeated" else 3.0)
@@ -198,7 +208,7 @@ def test_the_host_table_rows(sc, tmp_path):
     with Store(tmp_path / "h.sqlite") as s:
         assert s.best("fake", be.device().key, Problem(16, 12, 8), be.template_hash()) is not None
     md = sc.markdown([], "h", rows)
-    assert "| numpy | store | 16x12x8 | out= | single | 3.0 | 4.0 | 5.0 | **0.75** |" in md
+    assert "| graphs | numpy | store | 16x12x8 | out= | single | 3.0 | 4.0 | 5.0 | **0.75** |" in md
 
 
 def test_bad_arguments_stop_before_anything_runs(sc, tmp_path, capsys):
@@ -206,8 +216,29 @@ def test_bad_arguments_stop_before_anything_runs(sc, tmp_path, capsys):
                       (["--shapes", "700x900x1100:float16"], "dtype must be float32 or float64"),
                       (["--classes", "huge"], "--classes: unknown 'huge'"),
                       (["--host-sizes", "64,12x3"], "--host-sizes: a shape is MxNxK"),
+                      (["--host-means", "kernels,graph"], "--host-means: kernels, graphs"),
                       (["--seconds", "0"], "must be > 0"), (["--tune-seconds", "0"], "must be > 0")]:
         with pytest.raises(SystemExit) as e:
             sc.main(["--out", str(tmp_path / "o")] + argv)
         assert e.value.code == 2 and msg in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_host_comparison_measures_in_turn(sc):
+    """Gpu.host_compare: ours and the baselines one after the other, round by round;
+    'repeated' keeps the least of the rounds, 'single' the median of every call;
+    a call that fails gives its error, the others still run."""
+    gpu = object.__new__(sc.Gpu)
+    order = []
+    per = {"ours": iter([5.0, 3.0, 4.0]), "torch": iter([6.0, 2.5, 7.0])}
+    gpu.host_us = lambda fn, mode, calls: (order.append(fn()), next(per[fn()]))[1]
+    gpu._call_times = lambda fn, repeats: [fn() == "ours" and 0.001 or 0.002] * 3
+
+    def broken():
+        raise RuntimeError("no cuBLAS")
+    fns = {"ours": lambda: "ours", "torch": lambda: "torch", "cupy": broken}
+    got = gpu.host_compare(fns, "repeated", rounds=3)
+    assert order == ["ours", "torch"] * 3
+    assert got["ours"] == 3.0 and got["torch"] == 2.5 and got["cupy"].startswith("error: RuntimeError: no cuBLAS")
+    got = gpu.host_compare({"ours": lambda: "ours", "torch": None, "cupy": lambda: "x"}, "single", rounds=2)
+    assert got == {"ours": 1.0, "torch": None, "cupy": 2.0}

@@ -176,9 +176,11 @@ def test_a_call_in_a_stream_capture_is_recorded_and_replays_after_the_cache_drop
     """matmul on a stream that captures a graph (CuPy's Stream.begin_capture): no
     sync (the stand-in refuses one, as the driver does), the launches recorded,
     not run; the workspace and counters they use are fresh (not the stream's kept
-    ones) and pinned with the kernel, which the kernel cache then cannot unload;
-    the graph replays the product into the captured result, bit-equal to the
-    call made outside the capture, after the cache released the kernel."""
+    ones) and pinned with the kernel, whose release then keeps them (a call of one
+    launch uses no buffer of the kernel's: nothing to pin, and the lane does not
+    ask whether its stream captures); the graph replays the product into the
+    captured result, bit-equal to the call made outside the capture, after the
+    cache released the kernel."""
     be = Backend()
     A, B, dA, dB = operands(cp, rng, p)
     s = cp.cuda.Stream(non_blocking=True)
@@ -197,10 +199,11 @@ def test_a_call_in_a_stream_capture_is_recorded_and_replays_after_the_cache_drop
     assert launched and not [e for e in log if e[0] == "launch"]
     used = {int(x) for e in launched for x in e[6] if type(x) is int}
     assert not used & kept_ws                                 # fresh buffers, not the stream's kept ones
-    assert k._pinned and capture.pinned() > pinned
+    buffers = cfg["KG"] > 1 or cfg.get("PS", 0) or cfg.get("SK", 0)
+    assert k._pinned == bool(buffers) and (capture.pinned() > pinned) == bool(buffers)
     r[...] = np.nan
     front.clear_cache()                                       # the cache drops and releases it
-    assert k.released and k._main is not None                 # pinned: its module stays
+    assert k.released and k._main is not None                 # its module stays (CUDAKernel.release)
     import gc
     gc.collect()
     g.launch(s)
@@ -288,3 +291,55 @@ def test_which_problems_a_search_times_as_calls():
     assert be.call_timed(Problem(64, 64, 64)) and be.call_timed(Problem(900, 700, 1300))
     assert be.call_timed(Problem(64, 64, 64, batch=512))
     assert not be.call_timed(Problem(4096, 4096, 4096)) and not be.call_timed(Problem(2500, 2500, 2500, "float64"))
+
+
+# --- a call that races the cache's release --------------------------------------------------
+
+@pytest.mark.parametrize("p, cfg", CASES)
+def test_launches_on_a_kernel_released_meanwhile_stay_valid(cp, rng, p, cfg):
+    """The lane checks `released` before it takes the run lock, and clear_cache()
+    releases without it: a call can launch a kernel released just before. Its
+    launches must still be valid: the module and parameter arrays stay (every
+    launch below goes through arrays a live _Params owns: the `cp` fixture's
+    check), and the buffers it needs are its own for that call (nothing is kept
+    on a released kernel, so a later release cannot free them under it)."""
+    A, B, _, _ = operands(cp, rng, p)
+    k = fake_kernel(cp, p, cfg)
+    dA, dB = cp.asarray(A), cp.asarray(B)
+    sa, sb = (p.M * p.K, p.K * p.N) if p.batch > 1 else (0, 0)
+    go = k.launcher(sa, sb, p.batch)
+    st = cp.cuda.get_current_stream()
+    C = cp.empty(p.out_shape, p.dtype)
+    go(dA.data.ptr, dB.data.ptr, C.data.ptr, 1.0, 0.0, st)
+    k.release()
+    assert k.released and not k._ws and not k._cnt
+    for _ in range(2):
+        C[...] = np.nan
+        go(dA.data.ptr, dB.data.ptr, C.data.ptr, 1.0, 0.0, st)
+        np.testing.assert_allclose(np.array(C), _ref(p, A, B), rtol=1e-4, atol=1e-4)
+    assert not k._ws and not k._cnt                 # nothing kept on it
+
+
+def test_a_dict_of_knobs_changed_between_calls_is_a_new_key(cp, rng, checks):
+    """The lane keeps the last dict's key while that same dict holds the same items
+    (api._lane_config): a dict changed in place is a first call again, run with
+    its new knobs; an equal dict (another object) is the same key."""
+    be = Backend()
+    p = Problem(16, 8, 16)
+    base = be.default_config(p).to_dict()
+    other = next(c for c in be.candidates(p, 8) if c != be.default_config(p)).to_dict()
+    A = cp.asarray(rng.uniform(-1, 1, (16, 16)).astype("float32"))
+    B = cp.asarray(rng.uniform(-1, 1, (16, 8)).astype("float32"))
+    knobs = dict(base)
+    for _ in range(3):
+        shadertune.matmul(A, B, backend=be, config=knobs)
+    assert len(checks) == 1 and be.built[-1].built_for == be.default_config(p)
+    knobs.clear()
+    knobs.update(other)
+    shadertune.matmul(A, B, backend=be, config=knobs)
+    assert len(checks) == 2 and be.built[-1].built_for.to_dict() == other
+    shadertune.matmul(A, B, backend=be, config=dict(base))      # the first key, learned: the lane
+    assert len(checks) == 2
+    knobs["KG"] = np.array([1, 2])                               # a value that will not compare
+    with pytest.raises((TypeError, ValueError)):
+        shadertune.matmul(A, B, backend=be, config=knobs)

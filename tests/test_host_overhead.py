@@ -28,6 +28,7 @@ def cp(monkeypatch):
     monkeypatch.setattr(call, "_STREAMS", {})
     monkeypatch.setitem(api._visible, 0, True)
     fake_cupy._STACK[:] = [fake_cupy._NULL]
+    fake_cupy.tracking_params(monkeypatch)     # every launch's parameter array checked alive
     return fake_cupy
 
 

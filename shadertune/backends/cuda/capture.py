@@ -8,13 +8,15 @@ or write besides the caller's arrays must live as long as the graph, which
 the library cannot see end:
 
 - the kernel's module (a function of an unloaded module would be replayed):
-  a kernel launched in a capture is pinned, never unloaded while the process
-  lives (KernelCache dropping it only stops its reuse);
+  never unloaded while the process lives (CUDAKernel.release keeps it; CuPy
+  keeps a loaded module for the process anyway), so a call of one launch and no
+  buffer of the kernel's needs nothing here, and the express lane does not even
+  ask whether its stream captures;
 - its K_G / stream-K workspace and tile counters: a captured call takes fresh
   ones (never the kept per-stream buffers, which a later call on another
   stream or a larger product may drop), allocated by the caller's framework
   (its graph-aware caching allocator: PyTorch's graph pool, CuPy's pool) and
-  pinned with the kernel.
+  pinned with the kernel (whose release then keeps its buffers).
 
 Pinned memory stays allocated for the life of the process: a program that
 captures a call once per shape keeps one set per captured call (at most a

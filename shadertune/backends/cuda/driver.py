@@ -1,6 +1,7 @@
 """Load a compiled GEMM, launch it through CuPy, time it with CUDA events."""
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -14,8 +15,10 @@ from .device import import_cupy
 from .launch import PACK_SIGNATURE, BoundLaunch, KernelLaunch, gemm_signature, reduce_signature
 from .timing import call_times, event_times
 from .space import derive
-from . import capture, streamk
+from . import capture, graphs, streamk
 from ..base import Kernel
+
+log = logging.getLogger("shadertune.cuda")
 
 DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
 MAX_GRID_Y = 65535         # grid.y holds M tiles x products: longer batches launch in chunks
@@ -86,6 +89,8 @@ class CUDAKernel(Kernel):
 
     def _init_state(self, sms: int) -> None:
         self._args = self._keep = None
+        self._timed_go = None   # the launches time(mode='call') runs (_call)
+        self._held = None       # a released kernel's per-call counters, until the next call
         self._cnt = {}    # stream handle -> KR / SK counters
         self._ws = {}     # stream handle -> K_G workspace
         self._sms = sms   # the stream-K grid's SMs
@@ -220,14 +225,15 @@ class CUDAKernel(Kernel):
         except _cuda_errors(self._cp) as e:
             raise _launch_error(e) from None
 
-    def launcher(self, sa: int, sb: int, batch: int):
+    def launcher(self, sa: int, sb: int, batch: int, graphs: bool = False):
         """The launches of a call of `batch` products (operands `sa`, `sb` elements
         apart) as one callable with parameter arrays of its own (SteadyLaunch), for
-        matmul's express lane; None where this kernel's launches cannot go through
-        prebuilt parameters (enqueue serves it)."""
+        matmul's express lane; `graphs`: through executable CUDA graphs where the
+        driver's graph entry points are there (graphs.py); None where this kernel's
+        launches cannot go through prebuilt parameters (enqueue serves it)."""
         if not self._launch_main.fast or batch < 1 or (batch > 1 and self.problem.batch == 1):
             return None
-        return SteadyLaunch(self, sa, sb, batch)
+        return SteadyLaunch(self, sa, sb, batch, graphs=graphs)
 
     def _pin(self) -> None:
         """A graph may replay this kernel's launches: its module stays loaded."""
@@ -264,12 +270,14 @@ class CUDAKernel(Kernel):
         than WORKSPACE_STREAMS streams, or release()) goes back to CuPy's pool
         in the arena of the stream it was allocated on, which hands it out to
         later allocations on that stream only, ordered after the launches that
-        used it. Above WORKSPACE_KEEP bytes: one from the caller's allocator (CuPy's
-        pool by default) per call; `fresh` (a capture): one for this call, pinned.
+        used it. Above WORKSPACE_KEEP bytes, and on a released kernel (a call that
+        raced the cache's release: nothing is kept on it any more): one from the
+        caller's allocator (CuPy's pool by default) per call; `fresh` (a capture):
+        one for this call, pinned.
         The caller holds the returned array until its launches are queued (one
         not kept here goes back to the pool when dropped)."""
         p = self.problem
-        if fresh or n * p.itemsize > WORKSPACE_KEEP:
+        if fresh or n * p.itemsize > WORKSPACE_KEEP or self.released:
             ptr, W = self._alloc(stream, n, p.dtype, False, alloc)
             if fresh:
                 capture.pin(W)
@@ -328,9 +336,12 @@ class CUDAKernel(Kernel):
         if not (self.config["KR"] or self._sk):
             return 0
         n = self.d.grid[0] * self.d.grid[1]
-        if fresh:
+        if fresh or self.released:
             ptr, arr = self._alloc(stream, n, "int32", True, alloc)
-            capture.pin(arr)
+            if fresh:
+                capture.pin(arr)
+            else:                # a released kernel's call: held until its launches are queued
+                self._held = arr
             return ptr
         key = stream.ptr
         cnt = self._cnt.get(key)
@@ -377,25 +388,37 @@ class CUDAKernel(Kernel):
             raise RunError(f"kernel failed: {e}") from None
 
     def _call(self) -> None:
-        """What matmul's call does on the last prepare()'s operands: its result
-        allocated (a fresh C where beta == 0; else C in place, as out=), then its
-        launches."""
+        """What a repeated matmul call on CuPy arrays does on the last prepare()'s
+        operands (the express lane, express.py): its result allocated as the lane
+        allocates it (a fresh C where beta == 0; else C in place, as out=), then its
+        launches through the lane's launch means (the key's SteadyLaunch: parameter
+        arrays of its own, or graphs where graphs.wanted())."""
         a, b, c, sa, sb, batch, alpha, beta = self._args
+        go = self._timed_go
+        if go is None or go.args != (sa, sb, batch):
+            go = self._timed_go = self.launcher(sa, sb, batch, graphs=graphs.wanted()) or _Enqueue(self, sa, sb, batch)
+        cp = self._cp
+        st = cp.cuda.get_current_stream()
         if beta == 0.0:
-            out = self._cp.empty(self.problem.out_shape, dtype=self.problem.dtype)
+            out = cp.ndarray(self.problem.out_shape, self.problem.dtype)
             c = out.data.ptr
-        self.enqueue(a, b, c, sa, sb, batch, alpha, beta)
+        go(a, b, c, alpha, beta, st)
 
     def release(self) -> None:
-        """Free what the kernel holds; a pinned one (capture.py) keeps its module and
-        buffers, which a graph may still replay."""
+        """Free the buffers the kernel keeps (its K_G / stream-K workspaces and tile
+        counters: back to the pool of the stream each was allocated on, which hands
+        them out after the launches queued there); a pinned one (capture.py) keeps
+        them, a graph may still replay them. The module and the launch objects stay:
+        a call that checked `released` just before the cache released the kernel
+        (another thread's call, clear_cache) still launches valid code and gets
+        buffers of its own (_workspace), and CuPy keeps a loaded module for the
+        life of the process anyway (RawModule's cache), so dropping ours would free
+        no device memory."""
         self.released = True
         self._args = self._keep = None
         if self._pinned:
             return
         self._cnt, self._ws = {}, {}
-        self._module = self._main = self._reduce = self._launch_main = self._launch_reduce = None
-        self._pack = self._launch_pack = None
 
 
 def _launch_error(e) -> Exception:
@@ -418,17 +441,29 @@ class SteadyLaunch:
     per-call decisions: the grids, the constants and the kind of call (one
     launch; K_G split; pre-split pack + GEMM; stream-K) are fixed here. Where
     enqueue() would allocate (the stream's first call, a workspace above
-    WORKSPACE_KEEP) or the stream is capturing a graph, it calls enqueue()."""
+    WORKSPACE_KEEP) or the stream is capturing a graph, it calls enqueue().
+    A call of one launch and no buffer of the kernel's does not ask whether the
+    stream captures: its launch is captured like any other, and needs nothing
+    of the kernel's that a replay could outlive (the module stays loaded:
+    CUDAKernel.release).
+
+    `graphs`: the launches go as an executable CUDA graph per set of addresses
+    and constants (graphs.GraphLaunch: one driver call a call where the key's
+    addresses repeat, instead of one launch per kernel), where the driver's
+    graph entry points are there; a graph that fails to be made or updated is
+    given up for this layout (the launches go as kernels from then on)."""
 
     __slots__ = ("k", "sa", "sb", "batch", "kind", "main", "reduce", "pack", "need", "counters", "packed",
-                 "ab", "cp")
+                 "ab", "cp", "graph", "args")
 
-    def __init__(self, k: CUDAKernel, sa: int, sb: int, batch: int):
+    def __init__(self, k: CUDAKernel, sa: int, sb: int, batch: int, graphs: bool = False):
         p, d = k.problem, k.d
         self.k, self.sa, self.sb, self.batch, self.cp = k, sa, sb, batch, k._cp
+        self.args = (sa, sb, batch)
         self.reduce = self.pack = None
         self.need, self.counters, self.packed = 0, False, 0
         self.ab = None
+        self.graph = None
         if k._sk:
             self.kind = "streamk"
             self.main = BoundLaunch(k._launch_main, k._grid_sk)
@@ -455,6 +490,8 @@ class SteadyLaunch:
             self.kind, self.main = "enqueue", None
         if self.need * p.itemsize > WORKSPACE_KEEP:
             self.kind = "enqueue"          # a workspace per call: enqueue allocates it
+        if graphs and self.kind != "enqueue":
+            self.graph = _graph_of([b for b in (self.pack, self.main, self.reduce) if b is not None], self.cp)
 
     def _constants(self, alpha, beta) -> None:
         k = self.k
@@ -468,23 +505,40 @@ class SteadyLaunch:
         k = self.k
         sptr = stream.ptr
         kind = self.kind
-        if kind == "enqueue" or capture.capturing(self.cp, sptr):
+        if kind == "enqueue" or ((self.need or self.graph is not None) and capture.capturing(self.cp, sptr)):
             return k.enqueue(a_ptr, b_ptr, c_ptr, self.sa, self.sb, self.batch, alpha, beta, stream=stream,
                              alloc=alloc)
+        w = cnt = 0
         if self.need:
             ws = k._ws.get(sptr)
-            cnt = k._cnt.get(sptr) if self.counters else (0,)
-            if ws is None or ws[2] < self.need or cnt is None:    # the stream's first call: enqueue makes them
+            c = k._cnt.get(sptr) if self.counters else (0,)
+            if ws is None or ws[2] < self.need or c is None:    # the stream's first call: enqueue makes them
                 return k.enqueue(a_ptr, b_ptr, c_ptr, self.sa, self.sb, self.batch, alpha, beta, stream=stream,
                                  alloc=alloc)
-            w = ws[0]
+            w, cnt = ws[0], c[0]
+        g = self.graph
+        if g is not None:
+            key = (a_ptr, b_ptr, c_ptr, w, cnt, alpha, beta)
+            try:
+                if key == g.last_key:      # the common loop: the same buffers as the last call
+                    g.graph_launch(g.last_exec, sptr)
+                    return
+                if not g.hit(key):         # the arrays take this call's values; a graph is updated from them
+                    self._write(a_ptr, b_ptr, c_ptr, w, cnt, alpha, beta)
+                g.launch(key, sptr)
+                return
+            except Exception as e:         # noqa: BLE001 (a refused update or launch queues nothing: the
+                self.graph = None          # kernels' way below, which reports an error of the context)
+                g.close()
+                log.warning("CUDA graphs given up for %s %s (its launches go as kernels from now on): %s: %s",
+                            k.problem.key, k.config.key, type(e).__name__, e)
         if self.ab != (alpha, beta):
             self._constants(alpha, beta)
         try:
             if kind == "one":
                 self.main(sptr, (a_ptr, b_ptr, c_ptr, c_ptr, 0))
             elif kind == "split":
-                self.main(sptr, (a_ptr, b_ptr, c_ptr, w, cnt[0]))
+                self.main(sptr, (a_ptr, b_ptr, c_ptr, w, cnt))
                 if self.reduce is not None:
                     self.reduce(sptr, (w, c_ptr))
             elif kind == "packed":
@@ -496,6 +550,55 @@ class SteadyLaunch:
                 if self.packed:
                     a, b = w, w + k.problem.itemsize * k._packed[0]
                     self.pack(sptr, (a_ptr, b_ptr, a, b))
-                self.main(sptr, (a, b, c_ptr, w + self.packed * k.problem.itemsize, cnt[0]))
+                self.main(sptr, (a, b, c_ptr, w + self.packed * k.problem.itemsize, cnt))
         except _cuda_errors(self.cp) as e:
             raise _launch_error(e) from None
+
+    def _write(self, a_ptr, b_ptr, c_ptr, w, cnt, alpha, beta) -> None:
+        """This call's addresses and constants into the parameter arrays (what the
+        launches below pass; a graph's nodes are updated from them)."""
+        k, kind = self.k, self.kind
+        if self.ab != (alpha, beta):
+            self._constants(alpha, beta)
+        if kind == "one":
+            self.main.p.addrs[:] = (a_ptr, b_ptr, c_ptr, c_ptr, 0)
+        elif kind == "split":
+            self.main.p.addrs[:] = (a_ptr, b_ptr, c_ptr, w, cnt)
+            if self.reduce is not None:
+                self.reduce.p.addrs[:] = (w, c_ptr)
+        elif kind == "packed":
+            pb = w + 4 * k._packed[0]
+            self.pack.p.addrs[:] = (a_ptr, b_ptr, w, pb)
+            self.main.p.addrs[:] = (w, pb, c_ptr, c_ptr, 0)
+        else:
+            a, b = a_ptr, b_ptr
+            if self.packed:
+                a, b = w, w + k.problem.itemsize * k._packed[0]
+                self.pack.p.addrs[:] = (a_ptr, b_ptr, a, b)
+            self.main.p.addrs[:] = (a, b, c_ptr, w + self.packed * k.problem.itemsize, cnt)
+
+
+def _graph_of(bound: list, cp):
+    """A GraphLaunch of `bound` in order, or None where the driver's graph entry
+    points are missing or refuse (the launches then go as kernels)."""
+    drv = graphs.driver()
+    launch = getattr(getattr(getattr(cp, "cuda", None), "runtime", None), "graphLaunch", None)
+    if drv is None or launch is None:
+        return None
+    try:
+        return graphs.GraphLaunch(drv, bound, launch)
+    except graphs.DriverError:
+        return None
+
+
+class _Enqueue:
+    """A kernel's enqueue as a SteadyLaunch is called (a kernel whose launches
+    cannot go through prebuilt parameters)."""
+    __slots__ = ("k", "args")
+
+    def __init__(self, k, sa, sb, batch):
+        self.k, self.args = k, (sa, sb, batch)
+
+    def __call__(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream, alloc=None):
+        sa, sb, batch = self.args
+        self.k.enqueue(a_ptr, b_ptr, c_ptr, sa, sb, batch, alpha, beta, stream=stream, alloc=alloc)

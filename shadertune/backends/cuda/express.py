@@ -11,8 +11,10 @@ way (check_call -> prepare -> execute: every check, every decision), the lane
 keeps what it launched under that key (Express.learn); a later call with the
 same key is a lookup, the result's allocation by the caller's framework (its
 caching allocator) and the kernel's launches through parameter arrays of the
-key's own (driver.SteadyLaunch), on the stream the regular path would use,
-and nothing else.  What each step costs: docs/cuda.md, "What a call costs".
+key's own (driver.SteadyLaunch; or executable graphs of them where
+SHADERTUNE_CUDA_LAUNCH=graphs when the key is learned: graphs.py), on the stream
+the regular path would use, and nothing else.  What each step costs:
+docs/cuda.md, "What a call costs".
 
 What the regular path decides from values the key does not hold is decided
 again each call, or the call takes the regular path:
@@ -43,8 +45,10 @@ import sys
 import threading
 import time
 
+from . import graphs
 from .api import _lock_of, check_not_forked
 from .call import _external_stream, _overlaps, _torch_stream, torch_alloc
+from .driver import _Enqueue
 
 KEEP = 256         # plans kept per door (the oldest dropped past it)
 RECHECK_S = 0.1    # auto's selection is asked again at most this long after the last time
@@ -53,7 +57,7 @@ RECHECK_S = 0.1    # auto's selection is asked again at most this long after the
 class _Plan:
     """One learned call: what the regular path launched for its key."""
     __slots__ = ("kkey", "kernel", "config", "problem", "auto", "go", "shape", "dtype", "device_id",
-                 "torch_dtype", "torch_device", "spans", "due", "generation", "env", "alloc")
+                 "torch_dtype", "torch_device", "torch_type", "spans", "due", "generation", "env", "alloc")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -107,17 +111,20 @@ class Express:
         # the key of the arrays the kernel reads (a DLPack object's: the CuPy array it was imported as)
         a, b, o = launch.a.obj, launch.b.obj, None if out is None else launch.out.obj
         key = (_cupy_key if kind == "cupy" else _torch_key)(a, b, o, config, db)
-        go = kernel.launcher(lay.a.stride, lay.b.stride, lay.problem.batch) if hasattr(kernel, "launcher") else None
+        use_graphs = graphs.wanted()
+        go = (kernel.launcher(lay.a.stride, lay.b.stride, lay.problem.batch, graphs=use_graphs)
+              if hasattr(kernel, "launcher") else None)
         if go is None:    # a kernel without prebuilt launches (tests' stand-ins): its enqueue
             go = _Enqueue(kernel, lay.a.stride, lay.b.stride, lay.problem.batch)
         plan = _Plan(kkey=(lay.problem, cfg), kernel=kernel, config=cfg, problem=lay.problem, auto=auto,
                      go=go, shape=lay.shape, dtype=lay.dtype, device_id=self.backend.device_id,
-                     torch_dtype=None, torch_device=None, spans=lay.spans, due=0.0, generation=-1,
+                     torch_dtype=None, torch_device=None, torch_type=None, spans=lay.spans, due=0.0, generation=-1,
                      env=None, alloc=None)
         if kind == "torch":
             torch = sys.modules["torch"]
             plan.torch_dtype = getattr(torch, lay.dtype.name)
             plan.torch_device = torch.device("cuda", plan.device_id)
+            plan.torch_type = torch.Tensor
             plan.alloc = torch_alloc(plan.device_id)
         # the regular call selected its config just now
         plan.generation, plan.env = self._changes.generation, _env() if db is None else None
@@ -214,7 +221,11 @@ class Express:
         with _lock_of(self.backend):
             st = _external_stream(cp, _torch_stream(dev), dev)
             if out is None:
-                out = sys.modules["torch"].empty(plan.shape, dtype=plan.torch_dtype, device=plan.torch_device)
+                # A's dtype and device are the result's (the key read A in place):
+                # Tensor.new_empty parses no dtype or device (torch.empty's keywords
+                # cost the host more); a subclass of Tensor gets torch.empty's plain one
+                out = (A.new_empty(plan.shape) if type(A) is plan.torch_type
+                       else sys.modules["torch"].empty(plan.shape, dtype=plan.torch_dtype, device=plan.torch_device))
                 po = out.data_ptr()
             plan.go(pa, pb, po, alpha, beta, st, plan.alloc)
         return out
@@ -224,17 +235,6 @@ class Express:
             return None
         cp = sys.modules["cupy"]
         return self._run_cupy(cp.from_dlpack(A), cp.from_dlpack(B), None, config, alpha, beta, db)
-
-
-class _Enqueue:
-    """A kernel's enqueue as the lane calls its launches (kernels without launcher())."""
-    __slots__ = ("k", "sa", "sb", "batch")
-
-    def __init__(self, k, sa, sb, batch):
-        self.k, self.sa, self.sb, self.batch = k, sa, sb, batch
-
-    def __call__(self, a_ptr, b_ptr, c_ptr, alpha, beta, stream, alloc=None):
-        self.k.enqueue(a_ptr, b_ptr, c_ptr, self.sa, self.sb, self.batch, alpha, beta, stream=stream)
 
 
 def _cupy_key(A, B, O, config, db):

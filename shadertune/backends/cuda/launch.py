@@ -79,8 +79,11 @@ def bind_context(cp) -> None:
 
 
 class _Params:
-    """One thread's parameter array of one kernel (see KernelLaunch)."""
-    __slots__ = ("addrs", "values", "array", "address", "last")
+    """One parameter array of one kernel (a thread's, KernelLaunch; a BoundLaunch's):
+    the values and the void* array pointing at them, alive together. `address` is
+    valid only while this object lives: whoever passes it to the driver (or keeps
+    a graph node made from it) must hold the object."""
+    __slots__ = ("addrs", "values", "array", "address", "last", "__weakref__")
 
     def __init__(self, signature: str, naddr: int):
         self.addrs = (ctypes.c_uint64 * naddr)()
