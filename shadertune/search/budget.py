@@ -152,6 +152,10 @@ class Tracker:
         """The strategy's current phase, passed on to the evaluator (progress)."""
         self._evaluate.phase(label)
 
+    def evaluated(self, cfg: Config) -> bool:
+        """Whether this search has evaluated `cfg` (draws pass over such configs)."""
+        return self._config(cfg) in self.seen
+
     def get(self, cfg: Config) -> Result | None:
         """The Result for `cfg` if this search has evaluated it (no evaluation)."""
         return self.seen.get(self._config(cfg))

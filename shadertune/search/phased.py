@@ -68,8 +68,8 @@ def search(space: Space, evaluate, budget: Budget | None = None,
         others = sorted((c for c in dict.fromkeys(ends) if score(run.get(c)) < float("inf")),
                         key=lambda c: score(run.get(c)))
         restarts = itertools.chain(([c] for c in others),
-                                   fresh_batches(draws(space, random.Random(options.seed)),
-                                                 options.batch, run))
+                                   fresh_batches(draws(space, random.Random(options.seed),
+                                                       skip=run.evaluated), options.batch, run))
         improve(space, run, options, restarts)
     except BudgetExhausted:
         pass
