@@ -43,6 +43,12 @@ When the plan is done and budget remains, the search goes on with local.py's
 local search from the best config, restarting from the best config of each
 other outer combination (best first), then from random draws, until the
 convergence rule there ends it.
+
+On an evaluator that runs several evaluations at once, each step names what it
+may ask for next (a sweep: the next sweep's candidates from the current point;
+the refinement: the values its bisection can reach after its next one), and
+idle workers time those ahead (Tracker.many); the steps and what they ask for
+are the same as one evaluation at a time.
 """
 from __future__ import annotations
 
@@ -298,7 +304,8 @@ def _coordinate_descent(space: Space, run: Tracker) -> list[Config]:
             # cur is fixed during one knob's sweep: its configs are one batch (in the
             # order one at a time would take them), the next knob's sweep ahead
             near = space.neighbours(cur, knob)
-            after = space.neighbours(cur, knobs[i + 1]) if i + 1 < len(knobs) else []
+            after = (space.neighbours(cur, knobs[i + 1])
+                     if i + 1 < len(knobs) and run.parallelism > 1 else [])
             for cfg, r in zip(near, run.many(near, ahead=after)):
                 if score(r) < best_s:
                     nxt, best_s, improved = cfg, score(r), True
