@@ -23,6 +23,7 @@ Pruning happens here, before anything is compiled.
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 import operator
 import random
@@ -139,6 +140,7 @@ class _Rule:
     args: tuple[str, ...]
     reads: frozenset
     takes_mapping: bool
+    whole: bool = False                 # a mapping rule that may read every knob (undeclared)
     # verdicts by argument values (rules are pure); bounded, exceptions never kept
     verdicts: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -147,6 +149,19 @@ class _Rule:
         if self.takes_mapping:
             return bool(self.call(cfg))
         return self.check_values({**constants, **cfg})
+
+    def check_mapping(self, cfg: Mapping) -> bool:
+        """The verdict of a mapping rule on `cfg`; one that declares what it reads is
+        cached by those values (rules are pure)."""
+        if self.whole:
+            return bool(self.call(cfg))
+        key = tuple([cfg[k] for k in self.args])
+        ok = self.verdicts.get(key)
+        if ok is None:
+            if len(self.verdicts) >= _MAX_VERDICTS:
+                self.verdicts.clear()
+            ok = self.verdicts[key] = bool(self.call(cfg))
+        return ok
 
     def check_values(self, values: dict) -> bool:
         """The verdict of a positional rule, given knob and constant values by name."""
@@ -191,9 +206,16 @@ class Space:
         self.restrictions = list(restrictions)
         self._rules = [self._compile(r) for r in self.restrictions]
         self._valid: list[Config] | None = None
+        self._size: int | None = None
+        self._walks: dict = {}
         self._order: list[str] | None = None
         self._phases: PhasePlan | None = None
         self.phases = phases
+
+    def __getstate__(self) -> dict:
+        # the compiled walks (closures and their caches) are rebuilt where a space is
+        # unpickled (a cluster's coordinator receives a worker's): they need not travel
+        return {**self.__dict__, "_walks": {}}
 
     # --- the phase plan ---------------------------------------------------
     @property
@@ -248,7 +270,7 @@ class Space:
             raise ValueError(f"restriction {_describe(r)}: parameters {list(params)} must all be "
                              f"knobs or constants, or it takes one config")
         # one mapping argument, no declaration: it may read any knob
-        return _Rule(r, r, tuple(self.knobs), frozenset(self.knobs), True)
+        return _Rule(r, r, tuple(self.knobs), frozenset(self.knobs), True, whole=True)
 
     # --- canonical form ---------------------------------------------------
     def canonical(self, cfg: Mapping) -> Config:
@@ -280,7 +302,7 @@ class Space:
         values.update(self.constants)
         for rule in self._rules:
             try:
-                ok = rule.check(cfg, self.constants) if rule.takes_mapping else rule.check_values(values)
+                ok = rule.check_mapping(cfg) if rule.takes_mapping else rule.check_values(values)
             except Exception as e:  # a restriction that cannot be evaluated rejects
                 return f"restriction {_describe(rule.source)} failed: {e}"
             if not ok:
@@ -347,62 +369,71 @@ class Space:
             rates.append(max(passed, 0.5) / samples)   # never 0: a rare pass still exists
         return rates
 
-    def _enumerate(self) -> list[Config]:
-        order = self.binding_order()
-        n = len(order)
-        depth = {k: i for i, k in enumerate(order)}
-        # vals: the bound knob values by depth, then the constants (rules read both by index)
-        const_names = list(self.constants)
-        vals: list[Any] = [None] * n + [self.constants[c] for c in const_names]
-        index = {**depth, **{c: n + i for i, c in enumerate(const_names)}}
-        checks: list[list[Callable[[list], bool]]] = [[] for _ in range(n)]
-        leaf_mapping_rules: list[_Rule] = []
-        for rule in self._rules:
-            if rule.takes_mapping and rule.reads == frozenset(self.knobs):
-                leaf_mapping_rules.append(rule)         # given the finished Config
-                continue
-            at = max((depth[k] for k in rule.reads), default=0)
-            checks[at].append(_bound_check(rule, index, order))
-        # a config's items, kept sorted by name as knobs are bound (the (name, value)
-        # pairs are made once per domain value)
-        names = sorted(self.knobs)
-        slot = [names.index(k) for k in order]
-        items: list = [None] * n
-        doms = [[(v, (k, v)) for v in self.knobs[k]] for k in order]
-        passes = [_all_of(c) for c in checks]
-        from_items = Config.from_sorted_items
-        constants = self.constants
-        out: list[Config] = []
-
-        def leaf(dom, ok, s):
-            for v, pair in dom:
-                vals[n - 1] = v
-                if ok is None or ok(vals):
-                    items[s] = pair
-                    cfg = from_items(tuple(items))
-                    if not leaf_mapping_rules or all(_safe_check(r, cfg, constants)
-                                                     for r in leaf_mapping_rules):
-                        out.append(cfg)
-
-        def bind(d):
-            if d == n - 1:
-                leaf(doms[d], passes[d], slot[d])
-                return
-            ok, s = passes[d], slot[d]
-            for v, pair in doms[d]:
-                vals[d] = v
-                if ok is None or ok(vals):
-                    items[s] = pair
-                    bind(d + 1)
-        bind(0)
-        return out
+    def _walk(self, held: Mapping | None = None) -> "_Walk":
+        """The rules compiled for walking the product (kept: draws reuse them), configs
+        built with the `held` items besides the space's own knobs."""
+        key = tuple(sorted((held or {}).items()))
+        walk = self._walks.get(key)
+        if walk is None:
+            walk = self._walks[key] = _Walk(self, dict(key))
+        return walk
 
     def configs(self) -> list[Config]:
         """Every valid config (cached), depth first in binding_order(), each knob's
         values in domain order."""
         if self._valid is None:
-            self._valid = self._enumerate()
+            self._valid = self._walk().configs()
+            self._size = len(self._valid)
         return list(self._valid)
+
+    def count(self) -> int:
+        """How many valid configs there are (cached), without making them: knobs that
+        no rule links are independent groups, counted each on its own and multiplied
+        (a knob no rule reads multiplies the count by its domain's size); a group is
+        counted by the pruned depth-first walk that enumerates it."""
+        if self._size is None:
+            self._size = len(self._valid) if self._valid is not None else self._count()
+        return self._size
+
+    def _count(self) -> int:
+        groups = self._independent_groups()
+        if len(groups) == 1:
+            return self._walk().count()
+        total = 1
+        for i, group in enumerate(groups):
+            # a rule of constants alone (it reads no knob) goes with the first group
+            rules = [r.source for r in self._rules if r.reads <= group and (r.reads or i == 0)]
+            sub = Space({k: d for k, d in self.knobs.items() if k in group}, rules, self.constants)
+            total *= sub._walk().count()
+            if not total:
+                return 0
+        return total
+
+    def _independent_groups(self) -> list[frozenset]:
+        """The knobs split into groups that no rule links (union-find over what each
+        rule reads), in declaration order of their first knob."""
+        root = {k: k for k in self.knobs}
+
+        def find(k):
+            while root[k] != k:
+                root[k] = root[root[k]]
+                k = root[k]
+            return k
+        for rule in self._rules:
+            reads = [k for k in self.knobs if k in rule.reads]
+            for k in reads[1:]:
+                root[find(k)] = find(reads[0])
+        groups: dict = {}
+        for k in self.knobs:
+            groups.setdefault(find(k), set()).add(k)
+        return [frozenset(g) for g in groups.values()]
+
+    def draw(self, rng: random.Random) -> Config | None:
+        """One point of the product drawn as random_config draws it (the same values from
+        the same generator): the config when it is valid, else None.  The rules are
+        checked on the drawn values in binding order with cached verdicts, and a Config
+        is made only for a valid point, so a rejected draw costs little."""
+        return self._walk().draw(rng)
 
     def first(self, fixed: Mapping, order: Sequence[str]) -> Config | None:
         """The first valid config with the `fixed` knob values, the other knobs taken
@@ -440,7 +471,7 @@ class Space:
         return iter(self.configs())
 
     def __len__(self) -> int:
-        return len(self.configs())
+        return self.count()
 
     def neighbours(self, cfg: Config, knob: str) -> list[Config]:
         """Valid configs that differ from `cfg` only in `knob`."""
@@ -514,6 +545,11 @@ class UnionSpace(Space):
         self.constants = {k: v for space, _ in self.parts.values() for k, v in space.constants.items()}
         self.restrictions = [r for space, _ in self.parts.values() for r in space.restrictions]
         self._valid = None
+        self._size = None
+        self._walks = {}
+        # a draw picks a part in proportion to its product (random_config's weights)
+        self._draw_parts = list(self.parts)
+        self._draw_weights = list(itertools.accumulate(space.full_size for space, _ in self.parts.values()))
         self._phases = None
         self.phases = phases
 
@@ -574,12 +610,31 @@ class UnionSpace(Space):
         """Points before restrictions: the parts' products added up."""
         return sum(space.full_size for space, _ in self.parts.values())
 
+    def _part_walk(self, value) -> "_Walk":
+        """The walk of one part, its configs made whole (the branch value and held knobs)."""
+        space, fixed = self.parts[value]
+        return space._walk({self.branch: value, **fixed})
+
     def configs(self) -> list[Config]:
-        """Every valid config (cached): the parts' in branch order."""
+        """Every valid config (cached): the parts' in branch order, each part's in its
+        own enumeration order."""
         if self._valid is None:
-            self._valid = [self._whole(value, fixed, c) for value, (space, fixed) in self.parts.items()
-                           for c in space.configs()]
+            self._valid = [c for value in self.parts for c in self._part_walk(value).configs()]
+            self._size = len(self._valid)
         return list(self._valid)
+
+    def count(self) -> int:
+        """The parts' counts added up (none of them enumerated)."""
+        if self._size is None:
+            self._size = (len(self._valid) if self._valid is not None
+                          else sum(space.count() for space, _ in self.parts.values()))
+        return self._size
+
+    def draw(self, rng: random.Random) -> Config | None:
+        """random_config's point (a part in proportion to its product, then a point of
+        it), whole, when valid; else None."""
+        value = rng.choices(self._draw_parts, cum_weights=self._draw_weights)[0]
+        return self._part_walk(value).draw(rng)
 
     def first(self, fixed: Mapping, order: Sequence[str]) -> Config | None:
         for value, (space, held) in self.parts.items():
@@ -622,9 +677,128 @@ class UnionSpace(Space):
         return [self.branch] + [k for k in self.knobs if k != self.branch]
 
 
-def _bound_check(rule: _Rule, index: dict, order: list, cache: bool = True) -> Callable[[list], bool]:
+class _Walk:
+    """One space's rules compiled for its product in binding order: depth-first
+    enumeration (each rule checked as soon as what it reads is bound, so a dead
+    subtree is cut at its root), counting (the same walk, no configs made), and
+    draws (a point of the product, checked).  Configs are made with `held` items
+    besides the space's own knobs (a union's branch value and the knobs its part
+    holds), so a union's configs are made once, whole.  Rule verdicts are cached
+    by the values each rule reads (rules are pure), bounded for the draws' sake."""
+
+    def __init__(self, space: Space, held: Mapping):
+        order = space.binding_order()
+        n = self.n = len(order)
+        self.order = order
+        depth = {k: i for i, k in enumerate(order)}
+        # the value list: the bound knob values by depth, then the constants
+        const_names = list(space.constants)
+        self.consts = [space.constants[c] for c in const_names]
+        index = {**depth, **{c: n + i for i, c in enumerate(const_names)}}
+        checks: list[list[Callable[[list], bool]]] = [[] for _ in range(n)]
+        everything = frozenset(space.knobs)
+        self.leaf_rules: list[_Rule] = []
+        for rule in space._rules:
+            if rule.takes_mapping and rule.reads == everything:
+                self.leaf_rules.append(rule)            # given the finished config
+                continue
+            at = max((depth[k] for k in rule.reads), default=0)
+            checks[at].append(_bound_check(rule, index, order, limit=_MAX_VERDICTS))
+        self.passes = [_all_of(c) for c in checks]
+        self.checks = [p for p in self.passes if p is not None]
+        # a config's items sorted by name, the held ones in place; the (name, value)
+        # pairs are made once per domain value
+        names = sorted([*space.knobs, *held])
+        self.slot = [names.index(k) for k in order]
+        self.template = [None] * len(names)
+        for k, v in held.items():
+            self.template[names.index(k)] = (k, v)
+        self.doms = [[(v, (k, v)) for v in space.knobs[k]] for k in order]
+        self.pairs = [{v: pair for v, pair in dom} for dom in self.doms]
+        # draws: the knobs in declaration order (random_config's) and their depths
+        self.drawn = [(space.knobs[k], depth[k]) for k in space.knobs]
+        self.own = tuple(sorted(space.knobs)) if held and self.leaf_rules else None
+        self.constants = space.constants
+
+    def _leaf_ok(self, cfg: Config) -> bool:
+        """The rules that read every knob, on the space's own config."""
+        if self.own is not None:
+            cfg = Config.from_sorted_items(tuple((k, cfg[k]) for k in self.own))
+        return all(_safe_check(r, cfg, self.constants) for r in self.leaf_rules)
+
+    def configs(self) -> list[Config]:
+        out: list[Config] = []
+        self._run(out)
+        return out
+
+    def count(self) -> int:
+        return self._run(None)
+
+    def _run(self, out: list | None) -> int:
+        """Walk the pruned tree; append each valid config to `out` (None: count only)."""
+        n, passes, slot, doms = self.n, self.passes, self.slot, self.doms
+        vals: list[Any] = [None] * n + self.consts
+        items = list(self.template)
+        from_items = Config.from_sorted_items
+        leaf_rules = self.leaf_rules
+        build = out is not None or bool(leaf_rules)
+        found = 0
+
+        def leaf(dom, ok, s):
+            nonlocal found
+            if not build:
+                if ok is None:
+                    found += len(dom)
+                    return
+                for v, _ in dom:
+                    vals[n - 1] = v
+                    if ok(vals):
+                        found += 1
+                return
+            for v, pair in dom:
+                vals[n - 1] = v
+                if ok is None or ok(vals):
+                    items[s] = pair
+                    cfg = from_items(tuple(items))
+                    if not leaf_rules or self._leaf_ok(cfg):
+                        found += 1
+                        if out is not None:
+                            out.append(cfg)
+
+        def bind(d):
+            if d == n - 1:
+                leaf(doms[d], passes[d], slot[d])
+                return
+            ok, s = passes[d], slot[d]
+            for v, pair in doms[d]:
+                vals[d] = v
+                if ok is None or ok(vals):
+                    items[s] = pair
+                    bind(d + 1)
+        bind(0)
+        return found
+
+    def draw(self, rng: random.Random) -> Config | None:
+        """A point of the product, each knob drawn with rng.choice in declaration order
+        (as Space.random_config draws it); the config if every rule passes, else None."""
+        vals: list[Any] = [None] * self.n + self.consts
+        choice = rng.choice
+        for dom, d in self.drawn:
+            vals[d] = choice(dom)
+        for ok in self.checks:
+            if not ok(vals):
+                return None
+        items = list(self.template)
+        for d, (s, pairs) in enumerate(zip(self.slot, self.pairs)):
+            items[s] = pairs[vals[d]]
+        cfg = Config.from_sorted_items(tuple(items))
+        return cfg if not self.leaf_rules or self._leaf_ok(cfg) else None
+
+
+def _bound_check(rule: _Rule, index: dict, order: list, cache: bool = True,
+                 limit: int | None = None) -> Callable[[list], bool]:
     """A check on the enumeration's value list: the rule's verdict for the values
-    it reads, cached (rules are pure); an exception rejects."""
+    it reads, cached (rules are pure; at most `limit` kept); an exception rejects."""
     verdicts: dict = {} if cache else _NoCache()
     names = sorted(rule.reads, key=order.index) if rule.takes_mapping else list(rule.args)
     positions = [index[n] for n in names]
@@ -645,6 +819,8 @@ def _bound_check(rule: _Rule, index: dict, order: list, cache: bool = True) -> C
                 ok = bool(call(key))
             except Exception:
                 ok = False
+            if limit is not None and len(verdicts) >= limit:
+                verdicts.clear()
             verdicts[key] = ok
         return ok
     return check

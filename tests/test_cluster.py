@@ -344,14 +344,36 @@ def test_each_device_gets_the_budget_made_for_it(client, tmp_path):
         [("fake gpu kind 0", 4), ("fake gpu kind 1", 6)]
 
 
+class TwoAtOnce(Evaluator):
+    """A local evaluator that says it runs two evaluations at once (it runs them one
+    after another): a search through it asks for what a search on two workers does."""
+    parallelism = 2
+
+
 def test_the_phased_search_on_the_cluster_follows_the_local_one(client, tmp_path):
+    """One search alone on the group's two workers fills its steps' idle rounds with
+    configs timed ahead: it asks for what a local search of parallelism 2 does, and its
+    own evaluations are the one-worker search's (the same 30 configs)."""
     coord = coordinator(client)
     (entries,) = [e for _, e in tune_table(coord, [P], budget=Budget(30), repeats=3,
                                            store_path=tmp_path / "t.sqlite")]
-    local = tune(FakeBackend(), P, budget=Budget(30), repeats=3)
-    assert [r["config"] for r in entries[0]["results"]] == [r["config"] for r in local["results"]]
-    assert entries[0]["best"]["config"] == local["best"]["config"]
-    assert entries[0]["measured"] == 30 and set(entries[0]["stage_seconds"]) >= {"build", "store"}
+    got = entries[0]
+    be = FakeBackend()
+    two = tune(be, P, budget=Budget(30), evaluator=TwoAtOnce(be, P, repeats=3))
+    assert [r["config"] for r in got["results"]] == [r["config"] for r in two["results"]]
+    assert got["best"]["config"] == two["best"]["config"] and got["ahead"] == two["ahead"]
+    assert got["evaluated"] == got["measured"] == 30 and got["ahead"]["timed"] > 0
+    # its own evaluations (all but those timed ahead and never asked for) are the
+    # first of one worker's, in fewer rounds
+    one = tune(FakeBackend(), P, budget=Budget(30), repeats=3)
+    unasked = got["ahead"]["timed"] - got["ahead"]["asked"]
+    both = {_key(r) for r in one["results"]} & {_key(r) for r in got["results"]}
+    assert len(both) >= 30 - unasked
+    assert set(got["stage_seconds"]) >= {"build", "store"}
+
+
+def _key(result: dict) -> str:
+    return json.dumps(result["config"], sort_keys=True)
 
 
 def test_identical_gpus_are_one_device_with_the_evaluations_split(client, tmp_path):
@@ -430,7 +452,8 @@ def test_a_worker_killed_mid_evaluation_costs_only_that_evaluation(client, contr
                                                          for r in entry["results"])  # none lost
     (again,) = [r for r in stored if r.config.key == key]   # evaluated again elsewhere
     assert again.status in ("ok", "wrong", "invalid", "compile_failed")
-    local = tune(FakeBackend(), P, budget=Budget(30), repeats=2)
+    be = FakeBackend()                               # one search on two workers, uninterrupted
+    local = tune(be, P, budget=Budget(30), evaluator=TwoAtOnce(be, P, repeats=2))
     assert entry["best"]["config"] == local["best"]["config"]
     live_workers(client, 2)                          # its nanny restarted it
     # which worker went, and why (its nanny's word, which may come after the search)
@@ -596,7 +619,9 @@ def test_a_killed_coordinator_resumes_from_the_store(client, control, tmp_path, 
     (doc,) = json.loads(rep.read_text())["problems"]
     assert doc["cached"] == len(kept) and doc["measured"] == 24 - len(kept)
     assert len(rows(db)) == 24                       # nothing lost, nothing twice
-    local = tune(FakeBackend(), P, budget=Budget(24), repeats=2)
+    # what one search on two workers asks for uninterrupted (TwoAtOnce: configs timed ahead)
+    be = FakeBackend()
+    local = tune(be, P, budget=Budget(24), evaluator=TwoAtOnce(be, P, repeats=2))
     assert [r["config"] for r in doc["results"]] == [r["config"] for r in local["results"]]
 
 

@@ -28,13 +28,47 @@ def test_log_uniform_problems_cover_the_range_and_layouts():
 
 @pytest.fixture(scope="module")
 def sampled(gl_backend, tmp_path_factory):
-    """Four small problems, six configs each, sampled into a store on the GL backend."""
+    """Four small problems, six configs each, sampled into a store on the GL backend.
+
+    Each problem's configs are drawn from its whole pruned space (a few thousand
+    configs at these sizes), not from perfmodel.candidates' sample of random walks,
+    which is bounded by seconds and so cut short by a loaded machine: the configs
+    sampled are the same on every run.  (Their timings are measured.)"""
+    from shadertune.perfmodel import candidates
     path = tmp_path_factory.mktemp("glmodel") / "gl.sqlite"
     problems = [Problem(24, 16, 20), Problem(12, 28, 16, trans_b=True), Problem(32, 8, 24, trans_a=True),
                 Problem(16, 20, 32)]
-    with Store(path) as s:
+    with pytest.MonkeyPatch.context() as mp, Store(path) as s:
+        mp.setattr(candidates, "ENUMERATE_UP_TO", float("inf"))
         done = generate(gl_backend, s, problems, configs=6, repeats=2, warmup=0, seed=1)
     return path, done
+
+
+@pytest.fixture(scope="module")
+def guarded(gl_backend, sampled, tmp_path_factory):
+    """A copy of the sampled store in which each problem's default config is stored as
+    its slowest config (twice the slowest other median; every config still verified
+    against float64 on llvmpipe), and its model trained afresh.  The guard's decision
+    is then known whatever the machine's load made of the timings: on every held-out
+    problem auto's pick runs at least as fast as the default config, so auto ranks by
+    the learned model ('model', not 'analytical'; validate.guard_of)."""
+    import dataclasses
+    import shutil
+    path = tmp_path_factory.mktemp("guarded") / "gl.sqlite"
+    shutil.copy(sampled[0], path)
+    dev, th = gl_backend.device().key, gl_backend.template_hash()
+    with Store(path) as s:
+        for p in s.tuned_problems("gl", dev, th):
+            default = gl_backend.canonical_config(gl_backend.default_config(p))
+            results = s.results("gl", dev, p, th)
+            (slow,) = [r for r in results if r.config == default]
+            others = [r.median_ms for r in results if r.ok and r.config != default]
+            assert slow.ok and others, (p.key, slow)         # the default verified, others too
+            s.put(dataclasses.replace(slow, times_ms=[2 * max(others)] * len(slow.times_ms)), th)
+        model, _ = model_for(gl_backend, s)
+    guard = model.guard
+    assert guard["use"] == "learned" and guard["vs_default_min"] >= 1.0, guard
+    return path
 
 
 def test_sampling_fills_the_store_with_verified_results(gl_backend, sampled):
@@ -58,11 +92,11 @@ def test_sampling_is_model_guided_once_a_model_exists(gl_backend, sampled, tmp_p
         assert generate(gl_backend, s, [Problem(9, 9, 9)], configs=5, seconds=0)["evaluated"] == 0
 
 
-def test_first_use_tunes_once_then_hits_the_store(gl_backend, sampled, tmp_path, rng):
+def test_first_use_tunes_once_then_hits_the_store(gl_backend, guarded, tmp_path, rng):
     import shutil
     path = tmp_path / "fu.sqlite"
-    shutil.copy(sampled[0], path)
-    shutil.copytree(f"{sampled[0]}.models", f"{path}.models")    # the model sampling trained
+    shutil.copy(guarded, path)
+    shutil.copytree(f"{guarded}.models", f"{path}.models")      # its model, which the guard keeps
     A = rng.standard_normal((18, 22)).astype(np.float32)
     B = rng.standard_normal((22, 14)).astype(np.float32)
     p = Problem(18, 14, 22)
@@ -147,11 +181,13 @@ def refuse_fitting(monkeypatch) -> None:
     monkeypatch.setattr(learners, "make", refuse)
 
 
-def test_auto_on_an_unseen_shape_fits_no_estimator(gl_backend, sampled, tmp_path, rng, monkeypatch):
+def test_auto_on_an_unseen_shape_fits_no_estimator(gl_backend, guarded, tmp_path, rng, monkeypatch):
     """Auto reads, tuning writes: with a store that holds enough verified results to
     train a model, matmul(config="auto") on a shape never tuned trains nothing, whether
     the store has outgrown its saved model (auto once retrained it in the call) or has
-    none saved (auto once trained one, with cross-validation, in the call)."""
+    none saved (auto once trained one, with cross-validation, in the call).  The store's
+    guard keeps the learned model ('guarded'), and its configs were sampled by count,
+    so that which rule answers is known."""
     import shutil
 
     from shadertune import select as selection
@@ -159,7 +195,7 @@ def test_auto_on_an_unseen_shape_fits_no_estimator(gl_backend, sampled, tmp_path
     from shadertune.perfmodel.measure import measure
     from shadertune.search import Budget
     path = tmp_path / "reads.sqlite"
-    shutil.copy(sampled[0], path)
+    shutil.copy(guarded, path)
     with Store(path) as s:
         model, _ = model_for(gl_backend, s)            # what a search's end leaves beside the store
         assert model is not None and len(model.problems) == 4

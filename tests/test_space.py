@@ -128,16 +128,19 @@ def test_a_rule_is_checked_as_soon_as_its_knobs_are_bound():
                                                 for c in range(10) for d in range(10))
 
 
-def test_enumeration_equals_the_filtered_product_on_random_spaces():
-    rng = random.Random(7)
-    for trial in range(25):
-        knobs = {f"k{i}": tuple(rng.sample(range(1, 9), rng.randint(1, 4))) for i in range(rng.randint(1, 5))}
-        names = list(knobs)
+def random_spaces(seed: int, n: int, knobs: int = 5):
+    """`n` seeded random spaces: small integer domains, rules of every form reading
+    random knobs (so some knobs are read by no rule, and some groups are linked by none)."""
+    rng = random.Random(seed)
+    for trial in range(n):
+        knobs_ = {f"k{i}": tuple(rng.sample(range(1, 9), rng.randint(1, 4)))
+                  for i in range(rng.randint(1, knobs))}
+        names = list(knobs_)
         rules = []
         for _ in range(rng.randint(0, 4)):
             picked = rng.sample(names, rng.randint(1, len(names)))
             m = rng.randint(2, 4)
-            form = rng.choice(["expr", "atf", "declared", "whole"])
+            form = rng.choice(["expr", "atf", "declared", "whole", "constants"])
             if form == "expr":
                 rules.append(f"({' + '.join(picked)} + lim) % {m} != 0")
             elif form == "atf":
@@ -145,12 +148,51 @@ def test_enumeration_equals_the_filtered_product_on_random_spaces():
             elif form == "declared":
                 rules.append(restriction(knobs=picked)(
                     lambda cfg, p=tuple(picked), m=m: (sum(cfg[k] for k in p) + 1) % m != 0))
-            else:
+            elif form == "whole":
                 rules.append(lambda cfg, p=tuple(picked), m=m: (sum(cfg[k] for k in p) + 1) % m != 0)
-        s = Space(knobs, rules, {"lim": 1})
+            else:                            # a rule of constants alone: all or nothing
+                rules.append(f"lim % {m} != {rng.randint(0, 1)}")
+        yield trial, Space(knobs_, rules, {"lim": 1})
+
+
+def test_enumeration_equals_the_filtered_product_on_random_spaces():
+    for trial, s in random_spaces(7, 25):
         got = s.configs()
         assert len(got) == len(set(got)), trial
-        assert set(got) == product_filtered(s), (trial, knobs)
+        assert set(got) == product_filtered(s), (trial, s.knobs)
+
+
+def test_counting_makes_no_config_and_equals_the_filtered_product():
+    """count() multiplies the counts of knob groups no rule links (a knob no rule reads
+    multiplies by its domain) and walks each group; len() is count()."""
+    for trial, s in random_spaces(11, 60, knobs=6):
+        want = len(product_filtered(s))
+        fresh = Space(s.knobs, s.restrictions, s.constants)
+        assert fresh.count() == len(fresh) == want, (trial, s.knobs, s.restrictions)
+        assert fresh._valid is None, trial                   # counted, not enumerated
+        assert len(s.configs()) == s.count() == want, trial
+    linked = Space({"a": (1, 2, 3), "b": (1, 2), "c": (1, 2, 3, 4), "d": (5, 6, 7)},
+                   ["a + b != 3", "c != 2"])
+    assert [sorted(g) for g in linked._independent_groups()] == [["a", "b"], ["c"], ["d"]]
+    assert linked.count() == 4 * 3 * 3 == len(linked.configs())
+
+
+def test_a_draw_is_random_configs_point_when_it_is_valid():
+    """Space.draw consumes the generator as random_config does and returns that point
+    when why_invalid accepts it, else None (so seeded draws are what they were)."""
+    for trial, s in random_spaces(5, 25):
+        a, b = random.Random(trial), random.Random(trial)
+        for _ in range(200):
+            point = s.random_config(a)
+            got = s.draw(b)
+            assert got == (point if s.why_invalid(point) is None else None), (trial, point)
+    u = _union()
+    a, b = random.Random(1), random.Random(1)
+    for _ in range(300):
+        point = u.random_config(a)
+        got = u.draw(b)
+        assert got == (point if point in u else None)
+        assert got is None or (got.key == point.key and set(got) == set(u.knobs))
 
 
 def test_bad_spaces_are_refused():
@@ -260,6 +302,30 @@ def test_a_union_finds_first_configs_narrows_and_draws_per_part():
     draws = [u.random_config(random.Random(s)) for s in range(200)]
     assert {d["kind"] for d in draws} == {"a", "b"}
     assert all(d["y"] == 0 for d in draws if d["kind"] == "a")
+
+
+def test_a_union_counts_and_enumerates_its_parts_whole():
+    u = _union()
+    assert u.count() == sum(space.count() for space, _ in u.parts.values()) == 9
+    assert u._valid is None and all(space._valid is None for space, _ in u.parts.values())
+    cfgs = u.configs()
+    assert cfgs == [Config({u.branch: v, **fixed, **c}) for v, (space, fixed) in u.parts.items()
+                    for c in Space(space.knobs, space.restrictions, space.constants).configs()]
+    assert all(set(c) == set(u.knobs) and c in u for c in cfgs)
+
+
+def _a_times_c_within_limit(a, c, limit):
+    return a * c <= limit
+
+
+def test_a_space_pickles_without_its_compiled_walks():
+    import pickle
+    s = space(restrictions=[_a_times_c_within_limit])
+    s.draw(random.Random(0))
+    assert s._walks                                   # closures: plain pickle refuses them
+    back = pickle.loads(pickle.dumps(s))
+    assert back._walks == {} and back.count() == len(back.configs()) == 10
+    assert back.draw(random.Random(0)) == s.draw(random.Random(0))
 
 
 def test_a_branched_plan_walks_each_part_in_its_own_order():

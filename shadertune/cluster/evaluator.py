@@ -59,16 +59,26 @@ class ClusterEvaluator(RecordingEvaluator):
     def __init__(self, group: DeviceGroup, problem: Problem, *, store=None, retune: bool = False,
                  tolerance: float | None = None, repeats: int = 10, warmup: int = 2, seed: int = 0,
                  on_result: Callable[[Result, bool, str | None], None] | None = None,
-                 on_phase: Callable[[str], None] | None = None):
+                 on_phase: Callable[[str], None] | None = None, parallelism: int | None = None):
         super().__init__(group.backend, problem, store=store, retune=retune, tolerance=tolerance,
                          seed=seed, on_result=on_result, on_phase=on_phase)
         self.group = group
+        self._parallelism = parallelism
         # what the workers' Evaluators are made with; inputs come from the seed there
         self.options = {"tolerance": self.tolerance, "repeats": repeats, "warmup": warmup,
                         "seed": seed}
         self.search = uuid.uuid4().hex       # one Evaluator per worker for this search
         self.timings = {"evaluations": 0, "round_trip_s": 0.0, "task_s": 0.0, "compile_s": 0.0,
                         "busy_s": {}, "batches": {}}
+
+    @property
+    def parallelism(self) -> int:
+        """Evaluations this search may run at once (the evaluator contract): as given (a
+        table shares its group's workers among its searches), else the group's live
+        workers.  A strategy fills its batches' idle rounds with configs timed ahead."""
+        if self._parallelism is not None:
+            return self._parallelism
+        return max(1, len(self.group.live))
 
     def __call__(self, config) -> Result:
         return self.many([config])[0]

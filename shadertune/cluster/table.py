@@ -56,8 +56,13 @@ def tune_table(coordinator: Coordinator, problems: list[Problem], *, strategy: s
         on_result = on_search(group, problem) if on_search is not None else None
         store = Store(store_path) if store_path is not None else None
         try:
+            # the group's workers shared among the searches it runs side by side: a
+            # search alone on k workers fills its steps' idle rounds with configs timed
+            # ahead; a table of at least as many problems as workers times none
+            share = max(1, len(group.live) // side_by_side(group))
             ev = ClusterEvaluator(group, problem, store=store, retune=retune, tolerance=tolerance,
-                                  repeats=repeats, warmup=warmup, seed=seed, on_result=on_result)
+                                  repeats=repeats, warmup=warmup, seed=seed, on_result=on_result,
+                                  parallelism=share)
             if timings is not None:
                 timings[group, problem] = ev.timings
             entry = tune(group.backend, problem, strategy=strategy, budget=budgets[group.resource],
@@ -69,8 +74,10 @@ def tune_table(coordinator: Coordinator, problems: list[Problem], *, strategy: s
             finished[group, problem] = entry
         return entry
 
-    pools = [ThreadPoolExecutor(max(1, min(len(problems), SEARCHES_PER_WORKER * len(g.live))),
-                                thread_name_prefix="shadertune-search") for g in groups]
+    def side_by_side(group: DeviceGroup) -> int:
+        return max(1, min(len(problems), SEARCHES_PER_WORKER * len(group.live)))
+
+    pools = [ThreadPoolExecutor(side_by_side(g), thread_name_prefix="shadertune-search") for g in groups]
     try:
         jobs = [[pool.submit(one, g, p) for p in problems] for g, pool in zip(groups, pools)]
         flat = [f for fs in jobs for f in fs]

@@ -15,6 +15,21 @@ Every distinct config counts against `max_evals`, whether the evaluator
 measured it or replayed it from the store: a resumed search then follows the
 same path and stops at the same point as one that was never interrupted.
 
+On an evaluator that runs k evaluations at once (a cluster's workers: its
+`parallelism`), a batch of b configs takes ceil(b / k) rounds and leaves
+workers idle in its last one.  A strategy names the configs it may ask for next
+(`many(cfgs, ahead=...)`) and the Tracker times up to that many of them in the
+same batch.  Such a config stays out of the search's view (get, best, evaluated)
+until the search asks for it: it is then one of the search's own evaluations
+(`path`), at no further cost.  So the search decides as a search on one worker
+does (given the same measurements) and asks for the same configs in the same
+order, in fewer rounds.  Every Result measured counts against `max_evals`, those
+timed ahead too, and `results` holds them all in the order measured: under a
+count budget the search's own evaluations are then a prefix of one worker's
+(a config timed ahead and never asked for took one of the count), under a time
+limit they go further.  With one worker nothing is timed ahead: `path` is
+`results`.
+
 The time limit lets the search's first evaluation through, however short it is
 (`max_evals` does not: it is a count the caller gave): a search with a time limit
 always measures its first config (its start point, the backend's default for
@@ -72,12 +87,23 @@ class Tracker:
         self._t0 = clock()
         self._canonical = canonical
         self._started = False       # an evaluation was let through (the time limit's first)
+        # the search's own evaluations: what it asked for, in the order it asked
         self.seen: dict[Config, Result] = {}
+        self.path: list[Result] = []
+        # configs timed ahead on idle workers, not asked for yet (see `many`)
+        self._ahead: dict[Config, Result] = {}
+        # every Result measured, in the order measured (the report's)
         self.results: list[Result] = []
 
     def _config(self, cfg) -> Config:
         cfg = cfg if isinstance(cfg, Config) else Config(cfg)
         return cfg if self._canonical is None else self._canonical(cfg)
+
+    @property
+    def parallelism(self) -> int:
+        """How many evaluations the evaluator runs at once for this search (1: one after
+        another; a cluster's evaluator: its workers)."""
+        return max(1, int(self._evaluate.parallelism))
 
     def _out_of_time(self) -> bool:
         """The time limit is spent (never before the first evaluation: module docstring)."""
@@ -100,12 +126,22 @@ class Tracker:
 
     def _record(self, cfg: Config, r: Result) -> None:
         self.seen[cfg] = r
+        self.path.append(r)
         self.results.append(r)
+
+    def _claim(self, cfg: Config) -> Result:
+        """A config timed ahead, now asked for: one of the search's own evaluations."""
+        r = self.seen[cfg] = self._ahead.pop(cfg)
+        self.path.append(r)
+        self._evaluate.timed_ahead(asked=1)
+        return r
 
     def __call__(self, cfg: Config) -> Result:
         cfg = self._config(cfg)
         if cfg in self.seen:
             return self.seen[cfg]
+        if cfg in self._ahead:                  # measured and counted already
+            return self._claim(cfg)
         if self.spent():
             raise BudgetExhausted
         self._started = True
@@ -113,28 +149,81 @@ class Tracker:
         self._record(cfg, r)
         return r
 
-    def many(self, cfgs: Iterable) -> list[Result]:
+    def many(self, cfgs: Iterable, ahead: Iterable = ()) -> list[Result]:
         """Results of `cfgs` in order (a config seen before gives its first Result).
 
         The new ones are one batch for the evaluator, cut to the evaluations the
         budget has left; the time limit is checked before each.  When the budget
-        cut the batch, what was evaluated is recorded and BudgetExhausted raised."""
+        cut the batch, what was evaluated is recorded and BudgetExhausted raised.
+
+        `ahead`: configs the search may ask for next (most likely first).  Where the
+        evaluator runs several evaluations at once (parallelism k > 1) and the batch
+        would leave workers idle in its last round, up to that many of them are timed
+        in the same batch, ahead (within the evaluations the budget has left).  A
+        config timed ahead stays out of the search's view (get, best, evaluated)
+        until the search asks for it, so the search decides exactly as it would one
+        evaluation at a time; it is in `results` (and counted by the budget) from
+        when it was measured.  With one worker nothing is timed ahead."""
         cfgs = [self._config(c) for c in cfgs]
         todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
         if todo:
+            # cut to the evaluations the budget has left (a config timed ahead was
+            # counted when it was measured: it costs nothing more)
             left = self._evals_left()
-            allowed = todo[:max(0, left)] if left < len(todo) else todo
-            if not allowed or self._out_of_time():
+            allowed, new = [], []
+            for c in todo:
+                if c not in self._ahead:
+                    if len(new) >= left:
+                        break
+                    new.append(c)
+                allowed.append(c)
+            if not allowed or (new and self._out_of_time()):
                 raise BudgetExhausted
-            results = self._evaluate.many(allowed, stop=self._stop)
-            if len(results) > len(allowed):
-                raise RuntimeError(f"the evaluator returned {len(results)} results "
-                                   f"for a batch of {len(allowed)}")
-            for cfg, r in zip(allowed, results):
-                self._record(cfg, r)
-            if len(results) < len(todo):
+            extra = self._extra(ahead, new, left - len(new)) if new else []
+            got: dict[Config, Result] = {}
+            if new:
+                batch = new + extra
+                results = self._evaluate.many(batch, stop=self._stop)
+                if len(results) > len(batch):
+                    raise RuntimeError(f"the evaluator returned {len(results)} results "
+                                       f"for a batch of {len(batch)}")
+                got = dict(zip(batch, results))
+                self.results.extend(results)            # in the order measured
+                timed = [c for c in extra if c in got]
+                for c in timed:
+                    self._ahead[c] = got[c]
+                if timed:
+                    self._evaluate.timed_ahead(timed=len(timed))
+            for c in allowed:                            # the search's own, in its order
+                if c in self._ahead:
+                    self._claim(c)
+                elif c in got:
+                    self.seen[c] = got[c]
+                    self.path.append(got[c])
+                else:
+                    raise BudgetExhausted                # the time limit cut the batch
+            if len(allowed) < len(todo):
                 raise BudgetExhausted
         return [self.seen[c] for c in cfgs]
+
+    def _extra(self, ahead: Iterable, new: list, left: float) -> list[Config]:
+        """Configs of `ahead` to time beside the batch `new`: as many as the batch's last
+        round leaves workers idle, and no more than the evaluations the budget leaves
+        after this batch."""
+        k = self.parallelism
+        room = min((-len(new)) % k, left)
+        if room <= 0:
+            return []
+        out: list[Config] = []
+        taken = set(new)
+        for c in ahead:
+            c = self._config(c)
+            if c not in self.seen and c not in self._ahead and c not in taken:
+                out.append(c)
+                taken.add(c)
+                if len(out) >= room:
+                    break
+        return out
 
     def prefetch(self, cfgs) -> None:
         """Tell the evaluator which configs come next (a backend may compile them in
@@ -142,7 +231,8 @@ class Tracker:
         evaluations, are left out."""
         if self.spent():
             return
-        todo = [c for c in dict.fromkeys(map(self._config, cfgs)) if c not in self.seen]
+        todo = [c for c in dict.fromkeys(map(self._config, cfgs))
+                if c not in self.seen and c not in self._ahead]
         left = self._evals_left()
         todo = todo[:max(0, left)] if left < len(todo) else todo
         if todo:
@@ -152,10 +242,16 @@ class Tracker:
         """The strategy's current phase, passed on to the evaluator (progress)."""
         self._evaluate.phase(label)
 
+    def evaluated(self, cfg: Config) -> bool:
+        """Whether this search has evaluated `cfg` (draws pass over such configs)."""
+        return self._config(cfg) in self.seen
+
     def get(self, cfg: Config) -> Result | None:
         """The Result for `cfg` if this search has evaluated it (no evaluation)."""
         return self.seen.get(self._config(cfg))
 
     def best(self) -> Result | None:
-        ok = [r for r in self.results if r.ok]
+        """The best of the search's own evaluations (configs timed ahead and not asked
+        for yet are not among them)."""
+        ok = [r for r in self.path if r.ok]
         return min(ok, key=score) if ok else None

@@ -12,6 +12,14 @@ a batch at once.  An evaluator implements __call__; the rest has defaults:
                        by default nothing is done.
 - phase(label)         the strategy's current phase, for progress; ignored by
                        default.
+- parallelism          how many evaluations it runs at once for one search (1 by
+                       default; a cluster's evaluator: its workers).  With k > 1 a
+                       strategy's batch that leaves workers idle in its last round
+                       is filled with configs the search may ask for next, timed
+                       ahead (Tracker.many); the search's own decisions never see
+                       them before it asks.
+- timed_ahead(timed, asked)  how many configs were timed ahead, and how many of
+                       those the search then asked for (reports); ignored by default.
 
 A plain function config -> Result is wrapped in FunctionEvaluator.
 """
@@ -46,6 +54,16 @@ class BaseEvaluator(abc.ABC):
 
     def phase(self, label: str) -> None:
         """The strategy names its current phase; ignored by default."""
+
+    @property
+    def parallelism(self) -> int:
+        """Evaluations run at once for one search: one after another by default."""
+        return 1
+
+    def timed_ahead(self, timed: int = 0, asked: int = 0) -> None:
+        """`timed` configs of the last batch were timed ahead on idle workers; `asked`
+        configs timed ahead were then asked for by the search (a report counts both);
+        ignored by default."""
 
 
 class FunctionEvaluator(BaseEvaluator):

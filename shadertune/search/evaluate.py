@@ -155,6 +155,8 @@ class RecordingEvaluator(BaseEvaluator):
         self.cached = 0
         # the strategy's phases as they began: {"at": evaluations before it, "label"}
         self.phases: list[dict] = []
+        # configs timed ahead on idle workers, and those of them the search asked for
+        self.ahead = {"timed": 0, "asked": 0}
         self.stage_seconds = dict.fromkeys(STAGES, 0.0)
 
     def stored(self, config: Config) -> Result | None:
@@ -168,6 +170,10 @@ class RecordingEvaluator(BaseEvaluator):
         self.phases.append({"at": self.measured + self.cached, "label": label})
         if self.on_phase is not None:
             self.on_phase(label)
+
+    def timed_ahead(self, timed: int = 0, asked: int = 0) -> None:
+        self.ahead["timed"] += timed
+        self.ahead["asked"] += asked
 
     def _clock(self, stage: str, t0: float) -> float:
         now = time.perf_counter()

@@ -91,7 +91,8 @@ def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> 
             todo = [todo[i] for i in order[:options.step_evals]]
         moved = False
         for i in range(0, len(todo), options.batch):
-            b = min(run.many(todo[i:i + options.batch]), key=score)
+            # the batches after this one: timed ahead where workers would idle
+            b = min(run.many(todo[i:i + options.batch], ahead=todo[i + options.batch:]), key=score)
             if score(b) < cur_s:
                 cur, cur_s, moved = b.config, score(b), True
                 break
@@ -116,7 +117,7 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
         batch = next(restarts, None)
         if not batch:
             return
-        before, evaluated = score(run.best()), len(run.results)
+        before, evaluated = score(run.best()), len(run.path)
         run.phase(f"restart {i}: {len(batch)} new starting point{'s' if len(batch) > 1 else ''}")
         ok = [r for r in run.many(batch) if r.ok]
         if ok:
@@ -124,7 +125,7 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
             climb(space, run, min(ok, key=score).config, options)
         if score(run.best()) < before * (1 - options.min_gain):
             stale = 0
-        elif run.best() is not None and len(run.results) > evaluated:
+        elif run.best() is not None and len(run.path) > evaluated:
             stale += 1    # (a restart that timed nothing new, or found nothing correct yet, is no evidence)
 
 

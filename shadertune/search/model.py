@@ -40,7 +40,8 @@ def search(space: Space, evaluate, budget: Budget | None = None,
     try:
         ranked = ranked_configs(space, options)
         if ranked is None:
-            source, what = draws(space, random.Random(options.seed)), "random starts (no cost model)"
+            source = draws(space, random.Random(options.seed), skip=run.evaluated)
+            what = "random starts (no cost model)"
         else:
             source, what = iter(ranked), "model"
         start = space.phases.start_point if space.phases is not None else None

@@ -66,13 +66,17 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     with backend.search_session():
         results = search(space, evaluate, budget or Budget(), options)
     seconds = time.monotonic() - t0
-    # The pruned size enumerates the space (the store keeps it): after the search, so
-    # results start at once.
+    # The pruned size is counted (Space.count: no config made; the store keeps it):
+    # after the search, so results start at once.
     size, full = space_sizes(store, backend, problem, space)
     entry = problem_entry(problem, results, space_size=size, full_space_size=full,
                           measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
                           stage_seconds=evaluate.stage_seconds,
                           phases=evaluate.phases)
     entry["cost_model"] = cost_model.name if cost_model is not None else "backend"
+    if evaluate.ahead["timed"]:
+        # on several workers: configs timed ahead beside the search's steps (Tracker.many),
+        # and how many of them the search then asked for; the rest are extra evaluations
+        entry["ahead"] = dict(evaluate.ahead)
     return entry
 
