@@ -147,7 +147,7 @@ def compute_space(problem: Problem, limits: dict) -> Space:
 
     def block_fits_shape(bm, bn) -> bool:
         """no block past twice the matrix (a side of 32 always fits); a side of 16 only
-        where that side of the product is at most THIN_SIDE"""
+        where that side of the product is at most 64 (THIN_SIDE)"""
         def fits(b, side):
             return side <= THIN_SIDE if b == THIN_BLOCK else (b < 2 * side or b == ANY_BLOCK)
         return fits(bm, M) and fits(bn, N)
@@ -206,8 +206,8 @@ def compute_space(problem: Problem, limits: dict) -> Space:
         return skew == 0 or (any(turns(a_t)) and vec > 1 and pad == 0)
 
     def swizzle_pays(bm, swz) -> bool:
-        """swz > 1 only where one product's operands exceed an L2 (SWIZZLE_BYTES) and the
-        grid has more tile rows than a strip"""
+        """swz > 1 only where one product's operands exceed an L2 (32 MB, SWIZZLE_BYTES)
+        and the grid has more tile rows than a strip"""
         return swz == 1 or (4 * (M * K + K * N) > SWIZZLE_BYTES and -(-M // bm) > swz)
 
     def shuffle_shares(shuffle, a_t, lanes_n, tm) -> bool:
