@@ -17,7 +17,7 @@ import pytest
 from shadertune.backends.gl import GLBackend
 from shadertune.backends.gl.compute import codegen
 from shadertune.backends.gl.compute.driver import ComputeKernel
-from shadertune.backends.gl.compute.layout import ADDED_KNOBS, ComputeLayout
+from shadertune.backends.gl.compute.layout import ADDED_KNOBS, ComputeLayout, one_pass_np as one_pass
 from shadertune.backends.gl.compute.model import compute_ms, residency
 from shadertune.backends.gl.compute.space import COMPUTE_KNOBS, COMPUTE_PHASES, compute_space
 from shadertune.errors import InvalidConfig
@@ -265,3 +265,43 @@ def test_configs_stored_before_the_knobs_read_as_off(backend):
     assert {k: canonical[k] for k in ADDED_KNOBS} == ADDED_KNOBS
     assert codegen.compute_source(ComputeLayout.plan(p, old), old) == \
         codegen.compute_source(ComputeLayout.plan(p, canonical), old)
+
+
+SHUFFLE_BY_SHARED = """
+shared vec4 shuffle_x_[{threads}];
+// subgroupShuffle over subgroups of 32 consecutive invocations, through shared memory
+// (called in uniform control flow by every invocation, as the variant calls it)
+vec4 subgroupShuffle(vec4 v, uint id) {{
+    const int me = int(gl_LocalInvocationIndex);
+    shuffle_x_[me] = v;
+    memoryBarrierShared();
+    barrier();
+    const vec4 got = shuffle_x_[(me & ~31) + int(id)];
+    memoryBarrierShared();
+    barrier();
+    return got;
+}}
+"""
+
+
+@pytest.mark.parametrize("p,extra", [
+    (Problem(37, 53, 40), {"vec": 1}),
+    (Problem(64, 48, 100, trans_b=True, batch=2), {"unroll": 4, "lanes_n": 16, "bn": 128}),
+    (Problem(40, 72, 64, trans_a=True), {"skew": 1, "pad": 0, "db": 2, "clamp": 1}),
+    (Problem(33, 40, 48), {"tm": 4, "lanes_n": 4, "bm": 32, "bn": 64, "vec": 1, "db": 1}),
+])
+def test_shuffle_lane_arithmetic_with_the_shuffle_emulated(backend, p, extra):
+    """The shuffle variant's words, rows and source lanes, run on llvmpipe with
+    subgroupShuffle emulated through shared memory (llvmpipe has no subgroup shuffles; the
+    GPU batch's sweep runs the real one)."""
+    cfg = BASE | dict(np=one_pass(p.K), shuffle=1) | extra
+    L = ComputeLayout.plan(p, cfg)
+    src = codegen.compute_source(L, cfg)
+    src = "\n".join(line for line in src.splitlines() if "GL_KHR_shader_subgroup" not in line)
+    src = src.replace("void main() {", SHUFFLE_BY_SHARED.format(threads=L.threads) + "\nvoid main() {", 1)
+    assert "subgroupShuffle(ash" in src
+    k = ComputeKernel(backend.ctx, p, cfg, L, src, pool=backend.pool, transfers=backend.transfers)
+    try:
+        check(k, p)
+    finally:
+        k.release()
