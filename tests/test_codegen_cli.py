@@ -93,7 +93,7 @@ def test_config_json_and_list_space(capsys):
     lines = [json.loads(line) for line in out.splitlines()]
     image_knobs = {"out", "block_h", "block_w", "a_src", "b_src", "lang"}
     compute_knobs = {"family", "bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks",
-                     "shuffle"}
+                     "shuffle", "skew", "clamp", "swz", "kred"}
     assert len(lines) > 10 and all(set(c) == set(cfg) | image_knobs | compute_knobs for c in lines)
     assert {c["family"] for c in lines} == {"compute", "fragment"}
     assert all(c["np"] <= 8 and c["mrt_h"] * c["mrt_w"] <= 8 for c in lines)
@@ -107,7 +107,7 @@ def test_list_knobs(capsys):
     assert set(lines) == {"--glsl", "--fetch", "--unroll", "--np", "--mc", "--mrt_h", "--mrt_w",
                           "--out", "--block_h", "--block_w", "--a_src", "--b_src", "--family", "--bm",
                           "--bn", "--bk", "--tm", "--tn", "--lanes_n", "--vec", "--pad", "--a_t", "--db",
-                          "--ks", "--shuffle", "--lang"}
+                          "--ks", "--shuffle", "--skew", "--clamp", "--swz", "--kred", "--lang"}
     assert "1, 2, 4, 8, full" in lines["--unroll"] and "(default 1)" in lines["--unroll"]   # image default
 
 
@@ -129,7 +129,7 @@ def test_cuda_knobs_by_name_without_a_gpu(capsys):
     (["--size", "32", "--unrol", "4"], "unknown knob --unrol for this space (knobs: family, out, lang, glsl, "
                                        "fetch, unroll, np, mc, mrt_h, mrt_w, block_h, block_w, a_src, "
                                        "b_src, bm, bn, bk, tm, tn, lanes_n, vec, pad, a_t, db, ks, "
-                                       "shuffle); did you mean --unroll?"),
+                                       "shuffle, skew, clamp, swz, kred); did you mean --unroll?"),
     (["--size", "32", "--config", '{"unrol": 4}'], "did you mean --unroll?"),
     (["--size", "32", "--mc", "3x3"], "--mc 3x3: not in its domain for this problem (1x1, 1x2, 1x3, 1x4, 2x2)"),
     (["--size", "32", "--unroll", "16"], "--unroll 16: not in its domain"),

@@ -21,11 +21,13 @@ TH = "th-gl"
 COMPUTE = {"family": "compute", "out": "buffer", "fetch": "texelFetch", "mc": "1x4", "mrt_h": 1,
            "mrt_w": 1, "block_h": 0, "block_w": 0, "glsl": "450", "lang": "glsl", "unroll": "full",
            "np": 64, "a_src": "ssbo", "b_src": "ssbo", "bm": 64, "bn": 64, "bk": 16, "tm": 4, "tn": 4,
-           "lanes_n": 8, "vec": 2, "pad": 4, "a_t": 1, "db": 0, "ks": 1, "shuffle": 0}
+           "lanes_n": 8, "vec": 2, "pad": 4, "a_t": 1, "db": 0, "ks": 1, "shuffle": 0,
+           "skew": 0, "clamp": 0, "swz": 1, "kred": 0}
 FRAGMENT = {"family": "fragment", "out": "mrt", "fetch": "texelFetch", "mc": "1x4", "mrt_h": 2,
             "mrt_w": 2, "block_h": 0, "block_w": 0, "glsl": "330", "lang": "glsl", "unroll": 4,
             "np": 64, "a_src": "texture", "b_src": "texture", "bm": 0, "bn": 0, "bk": 0, "tm": 0,
-            "tn": 0, "lanes_n": 0, "vec": 0, "pad": 0, "a_t": 0, "db": 0, "ks": 1, "shuffle": 0}
+            "tn": 0, "lanes_n": 0, "vec": 0, "pad": 0, "a_t": 0, "db": 0, "ks": 1, "shuffle": 0,
+            "skew": 0, "clamp": 0, "swz": 1, "kred": 0}
 # Jiang's knobs alone: a fragment config as the first stores wrote it
 JIANG = {k: FRAGMENT[k] for k in ("glsl", "fetch", "unroll", "np", "mc", "mrt_h", "mrt_w")}
 

@@ -12,7 +12,7 @@ from ..base import KnobLayout
 # to the space).  A config that leaves out the image-path or compute knobs is an MRT
 # config of the fragment family (space.with_defaults).
 _COMPUTE = ("family", "bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks",
-            "shuffle", "np", "unroll", "a_src", "b_src")
+            "shuffle", "skew", "clamp", "swz", "kred", "np", "unroll", "a_src", "b_src")
 _FRAGMENT = ("family", "out", "lang", "glsl", "fetch", "unroll", "np")
 _MRT = ("mc", "mrt_h", "mrt_w")
 _IMAGE = ("block_h", "block_w", "a_src", "b_src")
@@ -45,7 +45,8 @@ GL_KNOB_LAYOUT = KnobLayout(
                 "a_src": "A read from", "b_src": "B read from", "family": "family",
                 "bk": "bk (k a stage)", "lanes_n": "lanes along N", "vec": "vector width",
                 "pad": "shared padding", "a_t": "A k-major in shared", "db": "double buffering",
-                "ks": "split-K"},
+                "ks": "split-K", "skew": "skewed shared rows", "clamp": "unchecked loads",
+                "swz": "tile walk strips", "shuffle": "subgroup shuffles", "kred": "atomic split-K"},
     pair_names={("mrt_h", "mrt_w"): "MRT grid", ("block_h", "block_w"): "image block",
                 ("bm", "bn"): "compute block tile", ("tm", "tn"): "compute thread tile"},
     folded=(("mrt_h", "mrt_w", "mrt"),),

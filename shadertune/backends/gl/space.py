@@ -61,6 +61,7 @@ from ...config import Config
 from ...problem import Problem
 from ...space import PhasePlan, Space, UnionSpace, restriction
 from .asm.space import ASM_FETCH, ASM_GLSL, ASM_LANGS, langs as asm_langs
+from .compute.layout import ADDED_KNOBS as COMPUTE_ADDED
 from .compute.space import COMPUTE_KNOBS, compute_candidates
 from .fragment import FETCH_STYLES, GLSL_VERSIONS, UNROLLS
 from .image.layout import ImageLayout
@@ -117,10 +118,14 @@ def with_defaults(config) -> Config:
     to the MRT path's values (configs written before the image path, the compute family
     or the assembly languages existed); a config of the compute family gets the
     fragment knobs its family holds (FAMILY_HELD: `lang` was added after the family)
-    and must name its own knobs.  GLBackend.canonical_config: the store and every
+    and its own knobs added after its first stored configs off (compute/layout.ADDED_KNOBS),
+    and must name the rest of its own knobs.  GLBackend.canonical_config: the store and every
     search keep configs in this form, so one kernel is one config."""
     cfg = config if isinstance(config, Config) else Config(config)
     held = FAMILY_HELD.get(cfg.get("family"), MRT_DEFAULTS)
+    if cfg.get("family") == "compute":
+        # the compute knobs added after the family's first stored configs: off there
+        held = {**COMPUTE_ADDED, **held}
     missing = {k: v for k, v in held.items() if k not in cfg}
     return cfg.replace(**missing) if missing else cfg
 

@@ -26,8 +26,14 @@ def _plan(problem, config) -> ComputeLayout:
 
 def _build(ctx, problem, config, layout, source, pool=None, transfers=None) -> ComputeKernel:
     return ComputeKernel(ctx, problem, config, layout, source,
-                         codegen.reduce_source(layout) if layout.ks > 1 else None,
+                         codegen.reduce_source(layout) if layout.reduces else None,
                          pool=pool, transfers=transfers)
+
+
+def _device_limits(ctx) -> dict:
+    """What the compute family's knobs read beyond compute_limits: float atomics on
+    storage buffers (NV_shader_atomic_float: kred = 1)."""
+    return {"atomic_float": "GL_NV_shader_atomic_float" in set(ctx.extensions)}
 
 
 def _space(problem, limits):
@@ -39,7 +45,7 @@ PATH = KernelPath(
     name="compute", family="compute",
     plan=_plan, source=codegen.compute_source, build=_build,
     cycles=compute_cycles, roofline=compute_roofline, features=features.features,
-    templates=(codegen.TEMPLATE, codegen.REDUCE_TEMPLATE),
+    templates=(codegen.TEMPLATE, codegen.REDUCE_TEMPLATE, codegen.SCALE_TEMPLATE),
     space=_space, phases=space.COMPUTE_PHASES, fixed=space.COMPUTE_FIXED,
     off={k: v for k, v in space.FRAGMENT_VALUES.items() if k != "family"},
-    candidates=space.compute_candidates, batched=True)
+    candidates=space.compute_candidates, device_limits=_device_limits, batched=True)

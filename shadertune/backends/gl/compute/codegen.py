@@ -10,6 +10,7 @@ from .layout import ComputeLayout
 
 TEMPLATE = "gl/matmul_compute.comp.j2"
 REDUCE_TEMPLATE = "gl/matmul_reduce.comp.j2"
+SCALE_TEMPLATE = "gl/matmul_scale.comp.j2"
 COMPUTE_GLSL = "450"     # barrier() inside (uniform) loops needs GLSL 4.50
 REDUCE_THREADS = 256
 _VTYPES = {1: "float", 2: "vec2", 4: "vec4"}
@@ -45,6 +46,7 @@ def operand_plans(L: ComputeLayout, config) -> list[dict]:
         per_group = L.group_size(along)
         plans.append(dict(
             name=name, p=name.lower(), src=config.get(name.lower() + "_src", "ssbo"),
+            skew=L.a_skew if name == "A" else L.b_skew,
             binding=0 if name == "A" else 1, arr=name + "s", ld4name="LD" + name + "4",
             ld4=lds, along=along, row_is_k=row_is_k, origin=origin, bound=bound, rowvec=rowvec,
             off=name.lower() + "off", groups=loads // per_group, per_group=per_group,
@@ -53,13 +55,30 @@ def operand_plans(L: ComputeLayout, config) -> list[dict]:
     return plans
 
 
+def load_parts(ops: list[dict], db: int) -> tuple[list, list, list]:
+    """The load groups of a stage as (operand, groups) pairs: all of them, and with db = 2
+    the two halves they are issued in (the first the larger: A's groups, then B's)."""
+    flat = [(i, g) for i, op in enumerate(ops) for g in range(op["groups"])]
+
+    def part(pairs):
+        return [(op, [g for i, g in pairs if i == n]) for n, op in enumerate(ops)
+                if any(i == n for i, _ in pairs)]
+    cut = -(-len(flat) // 2)
+    halves = (part(flat[:cut]), part(flat[cut:])) if db == 2 else ([], [])
+    return part(flat), *halves
+
+
 def compute_source(L: ComputeLayout, config, probe_warps: bool = False) -> str:
     """The GEMM compute shader of `config` on layout L.  `probe_warps` (a measurement,
     never a tuned kernel) makes it record per SM the highest warp slot it ran in
     (NVIDIA's GL_NV_shader_thread_group) into a buffer at binding 4."""
+    ops = operand_plans(L, config)
+    whole, half1, half2 = load_parts(ops, L.db)
     return render(
         TEMPLATE, glsl=COMPUTE_GLSL, config_text=describe(config), probe_warps=probe_warps,
-        ops=operand_plans(L, config), trans_a=L.trans_a, trans_b=L.trans_b,
+        ops=ops, whole=whole, half1=half1, half2=half2,
+        SKEW_A=L.a_skew, SKEW_B=L.b_skew, CLAMP=L.clamp, SWZ=L.swz, SHUFFLE=L.shuffle, KRED=L.kred,
+        trans_a=L.trans_a, trans_b=L.trans_b,
         BM=L.bm, BN=L.bn, BK=L.bk, TM=L.tm, TN=L.tn, threads=L.threads,
         lanes_m=L.lanes_m, lanes_n=L.lanes_n, warps_n=L.warps_n, WM=L.wm, WN=L.wn,
         VEC=L.vec, vec_shift=_log2(L.vec), vtype=_VTYPES[L.vec], vcomp=_VCOMPS[L.vec], swizzle=_SWIZZLES[L.vec],
@@ -68,12 +87,29 @@ def compute_source(L: ComputeLayout, config, probe_warps: bool = False) -> str:
         nbuf=L.nbuf, a_t=L.a_t, db=L.db, KS=L.ks, unroll=L.unroll)
 
 
-def reduce_groups(L: ComputeLayout) -> tuple[int, int]:
-    """The reduce dispatch's (x, y) work groups: one invocation per word of C."""
-    words = L.c_floats // L.c_vec
+def _grid(words: int) -> tuple[int, int]:
     groups = -(-words // REDUCE_THREADS)
     x = min(groups, MAX_GROUPS)
     return x, -(-groups // x)
+
+
+def reduce_groups(L: ComputeLayout) -> tuple[int, int]:
+    """The reduce dispatch's (x, y) work groups: one invocation per word of C."""
+    return _grid(L.c_floats // L.c_vec)
+
+
+def scale_groups(L: ComputeLayout) -> tuple[int, int]:
+    """The scale dispatch's (x, y) work groups (kred = 1): one invocation per float of C."""
+    return _grid(L.c_floats)
+
+
+def scale_source(L: ComputeLayout) -> str:
+    """C = beta * C before atomic splits add into it (kred = 1; scale_uniforms)."""
+    return render(SCALE_TEMPLATE, glsl=COMPUTE_GLSL, threads=REDUCE_THREADS)
+
+
+def scale_uniforms(L: ComputeLayout) -> dict:
+    return {"u_count": L.c_floats, "u_row": scale_groups(L)[0] * REDUCE_THREADS}
 
 
 def reduce_source(L: ComputeLayout) -> str:

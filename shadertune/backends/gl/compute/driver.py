@@ -10,7 +10,9 @@ Each pass is one dispatch over the tile grid (x: tiles of N, y: tiles of M, z:
 products x splits) that adds its k-range into C: the first pass starts from
 beta * C (C holds the caller's C when beta != 0), later passes from what the
 previous one stored; a storage barrier separates them.  With ks > 1 the splits
-write partial tiles into a workspace and a reduce dispatch adds them into C.
+write partial tiles into a workspace and a reduce dispatch adds them into C, or
+(kred = 1) add them into C with float atomics after C is set to beta * C (a fill
+with zeros, or a scale dispatch).
 A checked run may time the first tile rows of a one-pass config on their own
 (racing, kernel.BaseGLKernel.checked_run): the dispatch then covers a band of tile
 rows (u_ty0), and bands add up to the whole pass where nothing is reduced
@@ -41,7 +43,7 @@ from ..platform import glraw, regions
 from ..platform.context import state_of
 from ..platform.transfer import Transfers
 from ..platform.uninterrupted import uninterrupted
-from .codegen import reduce_groups, reduce_uniforms
+from .codegen import reduce_groups, reduce_uniforms, scale_groups, scale_source, scale_uniforms
 from .layout import ComputeLayout
 
 # storage-buffer bindings and texture units the templates name (a buffer texture of
@@ -59,6 +61,7 @@ class ComputeKernel(BaseGLKernel):
                  reduce_source: str | None = None, pool=None, transfers: Transfers | None = None):
         self.reduce_source = reduce_source
         self.reducer = None
+        self.scaler = None                    # C = beta * C before atomic splits (kred = 1)
         self.a_src = config.get("a_src", "ssbo")
         self.b_src = config.get("b_src", "ssbo")
         self._views: dict[str, int] = {}      # operand -> buffer texture name (texture sources)
@@ -95,8 +98,10 @@ class ComputeKernel(BaseGLKernel):
         """Programs are the context's or in _own_programs (_compile): nothing to add."""
 
     def _make_pipeline(self) -> None:
-        if self.layout.ks > 1:
+        if self.layout.reduces:
             self.reducer = self._compile(self.reduce_source)
+        if self.layout.kred:
+            self.scaler = self._compile(scale_source(self.layout))
 
     # --- resources ------------------------------------------------------------
     def _make_textures(self):
@@ -104,7 +109,7 @@ class ComputeKernel(BaseGLKernel):
         self.tex_a, self._tags["A"] = self._take((4 * L.a_floats,))
         self.tex_b, self._tags["B"] = self._take((4 * L.b_floats,))
         self.c_buf, _ = self._take((4 * L.c_floats,))
-        self.w_buf = self._take((4 * L.workspace_floats,))[0] if L.ks > 1 else None
+        self.w_buf = self._take((4 * L.workspace_floats,))[0] if L.reduces else None
         self.fbos = []                 # nothing is drawn
         self._remake_views()
 
@@ -200,7 +205,9 @@ class ComputeKernel(BaseGLKernel):
                 self._region_views[name] = view
             places[name] = place
             self._tags[name] = None                   # the own buffer's contents are unknown now
-        place = self._in_place(self._out_region, L.c_vec, False)
+        # atomic splits (kred = 1) scale and add into the kernel's own C, whole: a region
+        # of a GL array is filled from it afterwards (_store_region)
+        place = None if L.kred else self._in_place(self._out_region, L.c_vec, False)
         if place is None:
             if c is not None:                         # beta != 0: C's values into the own C first
                 regions.copy(self.ctx, c, regions.contiguous_region(self.c_buf, L.M, L.N))
@@ -279,6 +286,8 @@ class ComputeKernel(BaseGLKernel):
             self._set(name, value)
         for p in range(start, stop):
             k0, k1 = L.pass_range(p)
+            if p == 0 and self.scaler is not None:
+                self._beta_c()
             self._set("u_k0", k0)
             self._set("u_kend", k1)
             self._set("u_first", p == 0)
@@ -298,6 +307,21 @@ class ComputeKernel(BaseGLKernel):
         L = self.layout
         return {"A": (self.tex_a, 0, L.a_contiguous // L.vec), "B": (self.tex_b, 0, L.b_contiguous // L.vec),
                 "C": (self.c_buf, 0, L.N // L.c_vec)}
+
+    def _beta_c(self) -> None:
+        """C = beta * C before splits add into it with atomics (kred = 1): zeros written on
+        the GPU where beta is 0 (C may hold NaN poison), else a scale dispatch."""
+        import moderngl
+        if self._beta == 0.0:
+            if self._gpu_fill is None:
+                self._gpu_fill = glraw.usable(self.ctx)
+            if not (self._gpu_fill and glraw.fill_buffer(self.ctx, self.c_buf.glo, 0.0)):
+                self.c_buf.write(np.zeros(self.layout.c_floats, np.float32))
+            return
+        for name, value in (("u_beta", self._beta), *scale_uniforms(self.layout).items()):
+            self._set(name, value, self.scaler)
+        self.scaler.run(*scale_groups(self.layout), 1)
+        self.ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)
 
     def read(self, which: int, out: np.ndarray | None = None) -> np.ndarray:
         """C into `out` (a writeable C-contiguous float32 array of out_shape): one read-back."""

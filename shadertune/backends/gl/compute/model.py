@@ -2,9 +2,11 @@
 
 The compute family (layout.py) is modelled the way the CUDA backend's SIMT
 kernels are: FMA work on the busiest compute unit at an efficiency set by the
-invocation's register tile and the workgroups resident on a unit, against the
-bytes the grid moves (operands once per tile row or column, C, a split's
-workspace), plus a dispatch per pass and per reduce.  Residency is the fewest of
+invocation's register tile, its shared-memory reads and the workgroups resident
+on a unit, against the bytes the grid moves (operands once per tile row or
+column through L2, C, a split's workspace or atomics; and from DRAM what a wave
+of resident workgroups shares, which the tile walk's strips decide), plus a
+dispatch per pass, per reduce and per scale of C.  Residency is the fewest of
 what registers, shared memory, invocations and the hardware's workgroup slots
 allow.  The cycles are the shared unit's (cost.py), in which the fragment
 family's paths are ranked too.
@@ -39,7 +41,22 @@ BYTES_PER_CYCLE = 4000.0
 # ran 0.45-0.48 of the FMA peak, at 8 warps 0.35; 4 x 4 at 32 warps 0.43.
 FULL_REUSE = 16.0            # FMAs per shared word at which reuse stops limiting
 WARPS_FOR_LATENCY = 16       # warps a unit needs to hide a stage's latency without db
+# Two slabs (db) hide a stage's latency with fewer warps: the H200's 128 x 128 8 x 8 tile
+# with db = 1 at 8 warps a unit ran 0.82x the one-slab tile at 16 (23.3 against 28.4
+# TFLOP/s), which 0.5 + 0.5 * 8 / (16 / 1.28) gives.
+DB_LATENCY_GAIN = 1.28
 PEAK_SHARE = 0.55            # the best share measured kernels approach
+# The knobs added after the constants above were measured (issue 39), at what their
+# instruction counts say until a GPU measures them (notes/gl-compute.md):
+# - a checked load costs about 4 instructions more than an unchecked one (compare,
+#   and, two selects) beside an FMA's one: clamp = 1 issues them only in a partial stage;
+CHECK_OPS = 4
+# - shuffle = 1 trades A's tm / 4 shared words a k-step for a quarter word and tm
+#   32-bit shuffles, a quarter word's worth each of the same pipe: a quarter word more;
+SHUFFLE_WORDS = 0.25
+# - DRAM: bytes a cycle (H100 SXM, 3.35 TB/s at the clock above; an H200 reads faster).
+DRAM_BYTES_PER_CYCLE = 1700.0
+L2_BYTES = 50 << 20
 
 
 def residency(L: ComputeLayout, limits: Mapping) -> int:
@@ -55,10 +72,35 @@ def residency(L: ComputeLayout, limits: Mapping) -> int:
 def efficiency(L: ComputeLayout, resident: int) -> float:
     """The share of the unit's FMA rate L keeps busy (see the constants above)."""
     words = (L.tm + L.tn) / 4                     # shared vec4 words an invocation reads a k-step
+    if L.shuffle:
+        words += SHUFFLE_WORDS
     reuse = min(1.0, (L.tm * L.tn / words) / FULL_REUSE)
     warps = resident * L.threads / 32
-    hide = min(1.0, warps / (WARPS_FOR_LATENCY / (2 if L.db else 1)))
-    return PEAK_SHARE * reuse * (0.5 + 0.5 * hide)
+    hide = min(1.0, warps / (WARPS_FOR_LATENCY / (DB_LATENCY_GAIN if L.db else 1)))
+    share = PEAK_SHARE * reuse * (0.5 + 0.5 * hide)
+    if L.clamp:                                   # the checks PEAK_SHARE paid for, gone
+        fmas = L.tm * L.tn * L.bk
+        share *= (fmas + CHECK_OPS * (L.loads_a + L.loads_b)) / fmas
+    return share
+
+
+def dram_bytes(L: ComputeLayout, wave: int) -> float:
+    """Bytes the operands move from DRAM: once where one product's fit in L2; else
+    what each wave of `wave` resident workgroups reads together (a wave walks tile
+    rows, or with swz > 1 strips of swz rows: its tile rows' slices of A and its tile
+    columns' of B), every wave again."""
+    per_product = 4 * (L.M * L.K + L.K * L.N)
+    if per_product <= L2_BYTES:
+        return float(L.batch * per_product)
+    wave = max(1, min(wave, L.workgroups))
+    if L.swz > 1:
+        rows = min(L.swz, L.tiles_m)
+        cols = min(L.tiles_n, -(-wave // rows))
+    else:
+        cols = min(L.tiles_n, wave)
+        rows = min(L.tiles_m, -(-wave // L.tiles_n) + 1)   # a wave straddles a row's end
+    kslice = min(L.ksplit, L.pass_k)
+    return L.passes * math.ceil(L.workgroups / wave) * 4 * kslice * (rows * L.bm + cols * L.bn)
 
 
 def compute_cycles(problem: Problem, config: Mapping, limits: Mapping) -> float:
@@ -70,11 +112,17 @@ def compute_cycles(problem: Problem, config: Mapping, limits: Mapping) -> float:
     kslice = min(L.ksplit, L.pass_k)
     per_workgroup = L.bm * L.bn * kslice / (LANES * efficiency(L, resident) / resident)
     fma = waves * per_workgroup * L.passes
-    moved = 4 * L.batch * (L.tiles_n * L.M * L.K + L.tiles_m * L.K * L.N) \
-        + 4 * L.c_floats * (2 * L.passes + (3 * L.ks if L.ks > 1 else 0))
-    memory = moved / (BYTES_PER_CYCLE * min(1.0, L.workgroups / units))
+    # C in the GEMM dispatches: read and written each pass, or each split's partial tile
+    # (into a workspace, or added with atomics: kred); after them, in a dispatch of its
+    # own that nothing overlaps, the reduce (the partials read, C read and written) or,
+    # before them, C scaled by beta (kred)
+    in_gemm = 4 * L.c_floats * (L.ks if L.ks > 1 else 2 * L.passes)
+    serial = 4 * L.c_floats * ((2 if L.kred else L.ks + 2) if L.ks > 1 else 0)
+    moved = 4 * L.batch * (L.tiles_n * L.M * L.K + L.tiles_m * L.K * L.N) + in_gemm
+    memory = max(moved / (BYTES_PER_CYCLE * min(1.0, L.workgroups / units)),
+                 dram_bytes(L, units * resident) / DRAM_BYTES_PER_CYCLE)
     dispatches = L.passes * (2 if L.ks > 1 else 1)
-    return max(fma, memory) + DISPATCH_CYCLES * dispatches
+    return max(fma, memory) + serial / BYTES_PER_CYCLE + DISPATCH_CYCLES * dispatches
 
 
 def compute_ms(problem: Problem, configs: Sequence[Mapping], limits: Mapping) -> list[float]:

@@ -6,10 +6,15 @@ Knobs (layout.py says what each does to the kernel):
   of 32 along N (the workgroup's shape: its groups tile 32/lanes_n x lanes_n);
 - vec: floats a global load moves;                 pad: floats padding a shared row;
 - a_t: A's slab k-major in shared memory (1) or m-major (0);
-- db: two shared slabs with the next stage prefetched into registers (1) or one (0);
+- db: two shared slabs with the next stage prefetched into registers (1), the
+  prefetch in two halves (2), or one slab (0);
 - ks: workgroups splitting a pass's k-range (split-K across the grid);
-- shuffle: reserved for subgroup shuffles (only 0 is generated today; the knob
-  exists so stores keep one key when it grows a value);
+- skew: turned slabs' rows skewed (a bank-conflict-free transposed store);
+- clamp: loads without per-load checks (clamped rows and columns, unchecked
+  stages inside K);
+- swz: tile rows a strip of the workgroups' walk over the grid (L2 reuse);
+- shuffle: A's fragment words passed among lanes by subgroup shuffles (KHR);
+- kred: splits added into C by float atomics instead of a reduce dispatch;
 - shared with the fragment family: np (k-values a pass; Jiang's multi-pass),
   unroll (k-steps a loop body: 4, or 'full' for the whole slab), a_src, b_src
   (operands read from storage buffers, or from the same buffers through buffer
@@ -29,20 +34,30 @@ from ....config import Config
 from ....problem import Problem
 from ....space import PhasePlan, Space
 from .codegen import COMPUTE_GLSL, MAX_GROUPS
-from .layout import one_pass_np
+from .layout import ADDED_KNOBS, one_pass_np, row_words, shared_bytes, skew_step
 from .model import compute_ms
 
 # Domain orders put the untuned default first (compute_default): the phased plan's
 # start and the model strategy's tie-break.
-BLOCKS = (128, 64, 256, 32)
+BLOCKS = (128, 64, 256, 32, 16)
+# A block side of 16 only for a thin side of the product (a skinny M or N): elsewhere
+# it only re-reads the other operand more often.
+THIN_SIDE = 64
+THIN_BLOCK = 16
+ANY_BLOCK = 32       # the block side every product may take (it fits in one warp's tile)
 BKS = (16, 8, 32)
 THREAD_TILES = (8, 4, 16)
 LANES_N = (8, 4, 16, 2)
 VECS = (2, 4, 1)
 PADS = (4, 0)
 A_T = (1, 0)
-DBS = (0, 1)
+DBS = (0, 1, 2)
 SPLITS = (1, 2, 4, 8, 16, 32)
+SKEWS = (0, 1)
+CLAMPS = (0, 1)
+SWIZZLES = (1, 8)
+SHUFFLES = (0, 1)
+KREDS = (0, 1)
 COMPUTE_UNROLLS = ("full", 4)
 SOURCES = ("ssbo", "texture")
 # Registers an invocation may use by ComputeLayout.registers' estimate: NVIDIA's
@@ -55,26 +70,37 @@ MIN_PASS_K = 1024
 MULTI_PASS = 3
 # A split pays only while the grid has few workgroups for the device's units.
 SPLIT_WAVES = 2
+# Halving a prefetch (db = 2) pays only where db = 1 keeps this many floats waiting.
+HALF_PREFETCH_MIN = 8
+# A swizzled walk (swz > 1) pays only where one product's operands exceed an L2 (H100
+# 50 MB, H200 60 MB; smaller ones stay in L2 whatever order the tiles run in).
+SWIZZLE_BYTES = 32 << 20
 
 # the compute knobs' values on a fragment config (what "absent" means, for stored
 # configs written before the compute family existed too)
 FRAGMENT_VALUES = {"family": "fragment", "bm": 0, "bn": 0, "bk": 0, "tm": 0, "tn": 0, "lanes_n": 0,
-                   "vec": 0, "pad": 0, "a_t": 0, "db": 0, "ks": 1, "shuffle": 0}
+                   "vec": 0, "pad": 0, "a_t": 0, "db": 0, "ks": 1, "shuffle": 0,
+                   "skew": 0, "clamp": 0, "swz": 1, "kred": 0}
 # the fragment family's knobs that a compute config gives a meaning of its own (its
 # output and its GLSL version); the rest hold the fragment family's values off it
 # (space.FRAGMENT_OFF)
 COMPUTE_FIXED = {"out": "buffer", "glsl": COMPUTE_GLSL}
-COMPUTE_KNOBS = ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks", "shuffle")
+COMPUTE_KNOBS = ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "db", "ks", "shuffle",
+                 "skew", "clamp", "swz", "kred")
 
-# The phased order of the compute family (notes/gl.md, "Compute phase order"): the
-# block tile first (it sets the grid's waves and the global traffic per FMA, the
-# largest effects), then the invocation's tile and the group's shape (registers and
-# shared-memory traffic per FMA), the stage (depth, double buffering, loop body),
-# the memory access shape, the operand path, and K's splits and passes last (they
-# matter where the grid is small, which the tile decides).
+# The phased order of the compute family (notes/gl.md, "The phase order, measured";
+# notes/gl-compute.md for the knobs added since): ks first (whether the grid fills the
+# device; one evaluation where it does), then the block tile (the grid's waves and the
+# global traffic per FMA, the largest effects), the invocation's tile and the group's
+# shape together with db (registers decide residency jointly: an 8 x 16 tile pays only
+# with one workgroup a unit and its prefetch in registers, db = 2 only where db = 1
+# costs a workgroup), the stage's depth and loop body, the shared layout (vec, a_t,
+# pad, skew), the loads' checks and the walk (clamp, swz: orthogonal to the tiles),
+# the operand path, the device-gated variants (shuffle, kred) and the passes last.
 COMPUTE_PHASES = PhasePlan(outer=(), refine="ks",
-                           groups=(("bm", "bn"), ("tm", "tn", "lanes_n"), ("bk", "db", "unroll"),
-                                   ("vec", "a_t", "pad"), ("a_src", "b_src"), ("np",)))
+                           groups=(("bm", "bn"), ("tm", "tn", "lanes_n", "db"), ("bk", "unroll"),
+                                   ("vec", "a_t", "pad", "skew"), ("clamp", "swz"), ("a_src", "b_src"),
+                                   ("shuffle", "kred"), ("np",)))
 
 
 def compute_available(limits: dict) -> bool:
@@ -102,6 +128,8 @@ def compute_space(problem: Problem, limits: dict) -> Space:
     ssbo_bytes = int(limits.get("max_ssbo_bytes", 0))
     texels = int(limits.get("max_texture_buffer_texels", 0))
     units = max(1, int(limits.get("compute_units", 1)))
+    subgroup_shuffle = bool(limits.get("subgroup_shuffle"))
+    atomic_float = bool(limits.get("atomic_float"))
     batch = problem.batch
 
     def threads(bm, bn, tm, tn) -> int:
@@ -118,8 +146,11 @@ def compute_space(problem: Problem, limits: dict) -> Space:
                 and bm % ((32 // lanes_n) * tm) == 0 and bn % (lanes_n * tn) == 0)
 
     def block_fits_shape(bm, bn) -> bool:
-        """no block past twice the matrix (the smallest block always fits)"""
-        return (bm < 2 * M or bm == min(BLOCKS)) and (bn < 2 * N or bn == min(BLOCKS))
+        """no block past twice the matrix (a side of 32 always fits); a side of 16 only
+        where that side of the product is at most 64 (THIN_SIDE)"""
+        def fits(b, side):
+            return side <= THIN_SIDE if b == THIN_BLOCK else (b < 2 * side or b == ANY_BLOCK)
+        return fits(bm, M) and fits(bn, N)
 
     def vec_divides_rows(vec) -> bool:
         """vec divides the stored rows of A and B (a load never straddles a row)"""
@@ -137,15 +168,65 @@ def compute_space(problem: Problem, limits: dict) -> Space:
         group_b = 4 // vec if not problem.trans_b else 4
         return (bm * bk // step) % group_a == 0 and (bk * bn // step) % group_b == 0
 
-    def shared_fits(bm, bn, bk, pad, a_t, db) -> bool:
+    def turns(a_t) -> tuple[bool, bool]:
+        """Whether A's and B's slab stores turn (layout.a_along / b_along)."""
+        return problem.trans_a != bool(a_t), problem.trans_b
+
+    def shared_fits(bm, bn, bk, pad, a_t, db, skew, vec) -> bool:
         """the stage's slabs within the device's shared memory a workgroup"""
+        nbuf = 2 if db else 1
+        turn_a, turn_b = turns(a_t)
         rows_a, row_a = (bk, bm + pad) if a_t else (bm, bk + pad)
-        return (2 if db else 1) * 4 * (rows_a * row_a + bk * (bn + pad)) <= shared
+        sa = skew_step(bm if problem.trans_a else bk, vec) if skew and turn_a else 0
+        sb = skew_step(bk if problem.trans_b else bn, vec) if skew and turn_b else 0
+        return shared_bytes(rows_a, row_words(row_a, rows_a, vec, nbuf, sa),
+                            bk, row_words(bn + pad, bk, vec, nbuf, sb), nbuf) <= shared
 
     def register_budget(bm, bn, bk, tm, tn, db) -> bool:
-        """accumulators, one step's operands and the prefetched stage within the register budget"""
+        """accumulators, one step's operands and the prefetched stage (half of it with db = 2)
+        within the register budget"""
         prefetch = (bm + bn) * bk // threads(bm, bn, tm, tn) if db else 0
-        return tm * tn + tm + tn + prefetch + 24 <= REGISTER_BUDGET
+        waiting = -(-prefetch // 2) if db == 2 else prefetch
+        return tm * tn + tm + tn + waiting + 24 <= REGISTER_BUDGET
+
+    def half_prefetch(bm, bn, bk, tm, tn, vec, a_t, db) -> bool:
+        """db = 2 where the prefetch db = 1 holds is 8 floats or more, in two load groups
+        or more (a group fills whole words of shared memory)"""
+        if db != 2:
+            return True
+        t = threads(bm, bn, tm, tn)
+        turn_a, turn_b = turns(a_t)
+        groups = (bm * bk // (t * vec)) // (4 if turn_a else 4 // vec) \
+            + (bk * bn // (t * vec)) // (4 if turn_b else 4 // vec)
+        return (bm + bn) * bk // t >= HALF_PREFETCH_MIN and groups >= 2
+
+    def skew_turned(skew, a_t, vec, pad) -> bool:
+        """skew = 1 only where a slab's store turns, with vec 2 or 4 and no pad (with vec 1
+        a pad of 4 floats already spreads the store; the skew replaces the pad)"""
+        return skew == 0 or (any(turns(a_t)) and vec > 1 and pad == 0)
+
+    def swizzle_pays(bm, swz) -> bool:
+        """swz > 1 only where one product's operands exceed an L2 (32 MB, SWIZZLE_BYTES)
+        and the grid has more tile rows than a strip"""
+        return swz == 1 or (4 * (M * K + K * N) > SWIZZLE_BYTES and -(-M // bm) > swz)
+
+    def shuffle_shares(shuffle, a_t, lanes_n, tm) -> bool:
+        """shuffle = 1 only on a device with subgroup shuffles of 32 lanes, with A k-major
+        in shared memory (a_t = 1) and lanes_n >= tm (each lane of a group reads one word)"""
+        return shuffle == 0 or (subgroup_shuffle and a_t == 1 and lanes_n >= tm)
+
+    def refinements_on_main_form(db, skew, clamp, swz, shuffle, kred, unroll, a_src, b_src, np) -> bool:
+        """db = 2, skew, clamp, swz, shuffle and kred only on the family's main form: a
+        fully unrolled stage from storage buffers in one pass (they refine its main loop;
+        unroll 4, texture sources and passes are alternatives to it that measured slower
+        or even, and every refinement on every alternative would multiply the space)"""
+        if db != 2 and not (skew or clamp or shuffle or kred) and swz == 1:
+            return True
+        return unroll == "full" and a_src == "ssbo" and b_src == "ssbo" and np >= K
+
+    def atomic_splits(kred, ks) -> bool:
+        """kred = 1 only with splits (ks > 1), on a device with float atomics on storage buffers"""
+        return kred == 0 or (atomic_float and ks > 1)
 
     def splits_in_one_pass(np, ks) -> bool:
         """splits (ks > 1) only in a config of one pass"""
@@ -163,11 +244,11 @@ def compute_space(problem: Problem, limits: dict) -> Space:
         """the dispatch's work groups within the device's counts"""
         return -(-N // bn) <= groups[0] and -(-M // bm) <= groups[1] and batch * ks <= groups[2]
 
-    def buffers_fit(a_src, b_src, ks, vec) -> bool:
-        """operands, C and the split-K workspace within the device's storage block size;
-        a texture source within its buffer-texture size"""
+    def buffers_fit(a_src, b_src, ks, vec, kred) -> bool:
+        """operands, C and the split-K workspace (none with kred = 1) within the device's
+        storage block size; a texture source within its buffer-texture size"""
         a, b, c = batch * M * K, batch * K * N, batch * M * N
-        if 4 * max(a, b, c * ks) > ssbo_bytes:
+        if 4 * max(a, b, c * (1 if kred else ks)) > ssbo_bytes:
             return False
         return all(src == "ssbo" or n // vec <= texels for src, n in ((a_src, a), (b_src, b)))
 
@@ -177,10 +258,13 @@ def compute_space(problem: Problem, limits: dict) -> Space:
 
     knobs = {"bm": BLOCKS, "bn": BLOCKS, "bk": BKS, "tm": THREAD_TILES, "tn": THREAD_TILES,
              "lanes_n": LANES_N, "vec": VECS, "pad": PADS, "a_t": A_T, "db": DBS,
-             "ks": SPLITS, "shuffle": (0,), "np": compute_np_values(K), "unroll": COMPUTE_UNROLLS,
-             "a_src": SOURCES, "b_src": SOURCES}
+             "ks": SPLITS, "shuffle": SHUFFLES, "np": compute_np_values(K), "unroll": COMPUTE_UNROLLS,
+             "a_src": SOURCES, "b_src": SOURCES, "skew": SKEWS, "clamp": CLAMPS, "swz": SWIZZLES,
+             "kred": KREDS}
     rules = [workgroup_shape, block_fits_shape, vec_divides_rows, loads_divide, shared_fits,
-             register_budget, splits_in_one_pass, split_pays, grid_fits, buffers_fit, unroll_body]
+             register_budget, splits_in_one_pass, split_pays, grid_fits, buffers_fit, unroll_body,
+             half_prefetch, skew_turned, swizzle_pays, shuffle_shares, atomic_splits,
+             refinements_on_main_form]
     # the limits the cost model reads (model.py), kept with the space
     return Space(knobs, rules, {"compute_units": units, "max_compute_shared_bytes": shared,
                                 "software_renderer": bool(limits.get("software_renderer"))})
@@ -191,9 +275,12 @@ def compute_space(problem: Problem, limits: dict) -> Space:
 # fastest of its one-knob neighbourhood: 32.1 TFLOP/s at 4096, against 28.4 with A
 # m-major and 23.3 double buffered, which takes more than 128 registers and halves
 # the warps a unit holds; notes/gl.md), then smaller blocks for products it does not
-# fit or leaves with too few workgroups.
+# fit or leaves with too few workgroups, and 16-wide blocks for a thin side (M or N at
+# most THIN_SIDE).  The knobs added since (layout.ADDED_KNOBS) are off in the defaults
+# until a GPU measures them.
 DEFAULT_TILES = ((128, 128, 8, 8), (64, 128, 8, 8), (128, 64, 8, 8), (64, 64, 8, 8),
-                 (64, 64, 4, 4), (32, 64, 4, 4), (64, 32, 4, 4), (32, 32, 4, 4))
+                 (64, 64, 4, 4), (32, 64, 4, 4), (64, 32, 4, 4), (32, 32, 4, 4),
+                 (16, 128, 4, 4), (128, 16, 4, 4), (16, 64, 4, 4), (64, 16, 4, 4))
 
 
 def compute_candidates(problem: Problem, space) -> list[Config]:
@@ -209,7 +296,7 @@ def compute_candidates(problem: Problem, space) -> list[Config]:
             # in canonical form: every knob, the fragment knobs at the family's values
             cfg = Config(family="compute", **COMPUTE_FIXED, unroll="full", np=kpad,
                          a_src="ssbo", b_src="ssbo", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, lanes_n=ln,
-                         vec=vec, pad=4, a_t=a_t, db=0, ks=1, shuffle=0)
+                         vec=vec, pad=4, a_t=a_t, db=0, ks=1, **ADDED_KNOBS)
             if cfg in space:
                 out.append(cfg)
                 # where the grid leaves units idle: its splits of K too (space rules say where)

@@ -1,0 +1,141 @@
+"""What the measurement scripts (probe-gl-compute, bench-gl-compute) read from NVIDIA's
+GL driver beside timings: the machine code it made for a program, and the warps a
+kernel keeps resident on an SM.  Not a test, not a library.
+
+The driver keeps compiled programs in its disk cache ($__GL_SHADER_DISK_CACHE_PATH,
+set before the context is made: use_disk_cache): zstd frames that hold an 'NVuc'
+record whose header says where its machine code lies (size at 0x44, offset at 0x48).
+A program that appears in the cache after a build is the build's; `nvdisasm -b SM90`
+(the CUDA toolkit) reads it.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+ZSTD_MAGIC = bytes((0x28, 0xB5, 0x2F, 0xFD))
+
+
+def use_disk_cache(cache_dir: str) -> None:
+    """Make NVIDIA's driver write every program it compiles into cache_dir (call before
+    the GL context is made)."""
+    os.makedirs(cache_dir, exist_ok=True)
+    os.environ["__GL_SHADER_DISK_CACHE"] = "1"
+    os.environ["__GL_SHADER_DISK_CACHE_PATH"] = cache_dir
+    os.environ["__GL_SHADER_DISK_CACHE_SKIP_CLEANUP"] = "1"
+
+
+def driver_programs(cache_dir: str) -> dict:
+    """The machine code of every program in the driver's disk cache, by record hash (none
+    where the driver keeps no such cache: Mesa's)."""
+    found = {}
+    for root, _, files in os.walk(cache_dir):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as f:
+                data = f.read()
+            at = data.find(ZSTD_MAGIC)
+            if at >= 0:
+                import zstandard
+            while at >= 0:
+                start, at = at, data.find(ZSTD_MAGIC, at + 4)
+                try:
+                    rec = zstandard.ZstdDecompressor().decompressobj().decompress(data[start:])
+                except zstandard.ZstdError:
+                    continue
+                if rec[:4] == b"NVuc" and len(rec) > 0x50:
+                    size = int.from_bytes(rec[0x44:0x48], "little")
+                    off = int.from_bytes(rec[0x48:0x4c], "little")
+                    found[hash(rec)] = rec[off:off + size]
+    return found
+
+
+def new_programs(cache_dir: str, build) -> list[bytes]:
+    """The programs `build()` (which compiles and finishes) adds to the disk cache.  A
+    program the context or the driver compiled before adds none: give the build a
+    source of its own (a comment) to have it compiled again."""
+    seen = set(driver_programs(cache_dir))
+    build()
+    return [code for h, code in driver_programs(cache_dir).items() if h not in seen]
+
+
+def disassemble(code: bytes) -> str:
+    tool = shutil.which("nvdisasm")
+    if tool is None:
+        return "nvdisasm not found\n"
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(code)
+        f.flush()
+        r = subprocess.run([tool, "-b", "SM90", f.name], capture_output=True, text=True)
+    return r.stdout + r.stderr
+
+
+def summary(sass: str) -> dict:
+    """The highest register, the instruction mix and the main loop's ratios: FFMA per
+    shared-memory load, LDS.128 among them, global loads, barriers."""
+    regs = [int(x) for x in re.findall(r"\bR(\d+)\b", sass)]
+    ops = collections.Counter()
+    wide = collections.Counter()
+    for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)", sass):
+        full = m.group(1)
+        ops[full.split(".")[0]] += 1
+        if full.startswith(("LDS", "LDG", "STS")):
+            wide[full] += 1
+    lds = ops.get("LDS", 0)
+    return {"max_register": max(regs, default=-1), "ops": dict(ops.most_common(16)),
+            "memory_ops": dict(wide.most_common(8)),
+            "ffma_per_lds": round(ops.get("FFMA", 0) / lds, 2) if lds else None,
+            "instructions": sum(ops.values())}
+
+
+def resident_warps(be, p, cfg, A, B) -> int | None:
+    """The most warps of this config resident on one SM at once: the kernel built with
+    probe_warps records the highest warp slot each SM ran it in (NVIDIA's
+    GL_NV_shader_thread_group; None elsewhere)."""
+    import numpy as np
+    from shadertune.backends.gl.compute.codegen import compute_source, reduce_source
+    from shadertune.backends.gl.compute.driver import ComputeKernel
+    from shadertune.backends.gl.compute.layout import ComputeLayout
+    if "GL_NV_shader_thread_group" not in set(be.ctx.extensions):
+        return None
+    L = ComputeLayout.plan(p, cfg)
+    buf = be.ctx.buffer(reserve=4 * 1024)
+    buf.clear()
+    k = ComputeKernel(be.ctx, p, cfg, L, compute_source(L, cfg, probe_warps=True),
+                      reduce_source(L) if L.reduces else None, pool=be.pool, transfers=be.transfers)
+    try:
+        buf.bind_to_storage_buffer(4)
+        k.run(A, B)
+        return int(np.frombuffer(buf.read(), np.uint32).max())
+    finally:
+        k.release()
+        buf.release()
+
+
+def sass_of_configs(be, p, configs, cache_dir) -> tuple[list[dict], str]:
+    """The driver's machine code of each compute config at problem p: per config its
+    programs' summaries, and the disassembly text.  Each build gets a source of its own
+    (a comment) so the driver compiles it again where the run built it before."""
+    from shadertune.backends.gl.compute.codegen import compute_source, reduce_source
+    from shadertune.backends.gl.compute.driver import ComputeKernel
+    from shadertune.backends.gl.compute.layout import ComputeLayout
+    rows, text = [], []
+    for i, cfg in enumerate(configs):
+        L = ComputeLayout.plan(p, cfg)
+        src = compute_source(L, cfg) + f"\n// sass {i} {os.getpid()}\n"
+
+        def build():
+            k = ComputeKernel(be.ctx, p, cfg, L, src, reduce_source(L) if L.reduces else None,
+                              pool=be.pool, transfers=be.transfers)
+            be.ctx.finish()
+            k.release()
+        row = {"config": dict(cfg), "programs": []}
+        for code in new_programs(cache_dir, build):
+            sass = disassemble(code)
+            row["programs"].append(summary(sass))
+            text.append(f"==== config {i}: {dict(cfg)}\n{sass}")
+        rows.append(row)
+    return rows, "".join(text)
