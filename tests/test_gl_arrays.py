@@ -296,3 +296,20 @@ def test_the_readme_and_docs_examples_run(tmp_path, monkeypatch):
     s = {}
     exec(compile(block, "docs/gl.md", "exec"), s)
     assert isinstance(s["X"], gl.GLArray) and s["err"] < 1e-4
+
+
+@pytest.mark.parametrize("kred", [0, 1])
+def test_split_k_into_a_view_with_beta_reduce_or_atomics(kred):
+    """Atomic splits (kred = 1) add into the kernel's own C, then fill the view; a reduce
+    dispatch (kred = 0) writes the view where it lies: both give beta * C + alpha * A B there
+    and leave the rest of the array alone."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 70)).astype(np.float32)
+    B = rng.standard_normal((70, 50)).astype(np.float32)
+    C = rng.standard_normal((60, 80)).astype(np.float32)
+    gc = gl.asarray(C)
+    shadertune.matmul(gl.asarray(A), gl.asarray(B), out=gc[10:50, 5:55], alpha=-1.0, beta=2.0,
+                      config={"family": "compute", "ks": 2, "kred": kred})
+    ref = C.astype(np.float64)
+    ref[10:50, 5:55] = 2 * ref[10:50, 5:55] - A.astype(np.float64) @ B
+    np.testing.assert_allclose(gc.numpy(), ref, rtol=0, atol=1e-4)
