@@ -43,15 +43,15 @@ def _config(args):
 
 def _resolved(be, n: int, args):
     """The config matmul runs for n x n x n under --config (auto: the store's choice)."""
-    from shadertune.configs import resolve
-    from shadertune.problem import Problem
+    from shadertune.front.requests import resolve
+    from shadertune.core.problem import Problem
     return resolve(be, Problem(n, n, n), _config(args), db=args.db)
 
 
 def _last_kernel(problem):
     """(config, kernel) of the kernel matmul ran last for `problem` (its cache's most
     recently used one): the kernel the calls just timed ran, timed on its own."""
-    from shadertune import api
+    from shadertune.front import matmul as api
     found = [(key[1], k) for key, k in api.door("gl").kernels._kernels.items() if key[0] == problem]
     return found[-1]
 
@@ -66,8 +66,8 @@ def stage_chain(args) -> list[dict]:
 
     import shadertune
     import shadertune.gl as gl
-    from shadertune import api
-    from shadertune.problem import Problem
+    from shadertune.front import matmul as api
+    from shadertune.core.problem import Problem
     be = api.backend("gl")
     rows = []
     for n in args.sizes:
@@ -121,8 +121,8 @@ def stage_e2e(args) -> list[dict]:
     import numpy as np
 
     import shadertune
-    from shadertune import api
-    from shadertune.problem import Problem
+    from shadertune.front import matmul as api
+    from shadertune.core.problem import Problem
     be = api.backend("gl")
     rows = []
     for n in args.sizes:
@@ -237,13 +237,13 @@ def parse(argv):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
-    from shadertune.atomic import write_text
+    from shadertune.core.atomic import write_text
     os.makedirs(args.out, exist_ok=True)
     if args.stage:                                 # a child: one stage, its rows to a file
         rows = RUN[args.stage](args)
         write_text(os.path.join(args.out, f"{args.stage}.rows.json"), json.dumps(rows, default=str))
         return 0
-    from shadertune import api
+    from shadertune.front import matmul as api
     dev = api.backend("gl").device()
     print(f"GL device: {dev.renderer} | {dev.driver}", flush=True)
     doc = {"device": dev.to_dict(), "argv": argv, "rows": [], "stages": []}

@@ -86,7 +86,7 @@ PAPER = {
 # --- arguments -----------------------------------------------------------------------------
 
 def parse(argv=None) -> argparse.Namespace:
-    from shadertune import cli_args as ca
+    from shadertune.cli import args as ca
 
     class Parser(ca.Parser):
         """The command lines' parser (one error line, exit 2), named as the script is typed."""
@@ -241,7 +241,7 @@ def _bench_gl_lang():
 
 def kernel_rows(backend, problem, phased: dict, exhaustive: dict, repeats: int) -> list[dict]:
     from shadertune.backends.gl import handtuned
-    from shadertune.config import Config
+    from shadertune.core.config import Config
     tuned = []
     for label, s in (("tuned (phased best)", phased), ("exhaustive optimum", exhaustive)):
         cfg = s["best"]["config"] if s["best"] else None
@@ -269,7 +269,7 @@ def run(a, backend=None) -> dict:
     """The whole measurement (the module docstring); `backend`: the GL backend that times the
     kernels (default: a new one on the default device)."""
     from shadertune.backends.gl import GLBackend
-    from shadertune.problem import Problem
+    from shadertune.core.problem import Problem
     t_start = time.monotonic()
     load0 = os.getloadavg()
     problem = Problem(a.size, a.size, a.size)
@@ -502,7 +502,7 @@ def markdown(doc: dict) -> str:
 
 
 def write(out: pathlib.Path, doc: dict) -> str:
-    from shadertune.atomic import write_json, write_text
+    from shadertune.core.atomic import write_json, write_text
     write_json(out / "bench-reproduction.json", doc)
     md = markdown(doc)
     write_text(out / "bench-reproduction.md", md)

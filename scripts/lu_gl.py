@@ -209,6 +209,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(markdown(rows))
     if args.json:
-        from shadertune.atomic import write_text
+        from shadertune.core.atomic import write_text
         write_text(args.json, json.dumps({"rows": rows}, indent=1))
     return 0

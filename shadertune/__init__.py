@@ -13,16 +13,16 @@ The library speaks through the ``shadertune`` logger (and its children).
 from typing import TYPE_CHECKING, Any
 
 from . import errors                  # shadertune.errors.PrecisionWarning after `import shadertune`
-from .config import Config
-from .problem import Problem
-from .result import Result
+from .core.config import Config
+from .core.problem import Problem
+from .core.result import Result
 
-from ._version import __version__
+from .core.version import __version__
 
 if TYPE_CHECKING:                      # what type checkers see; at run time, __getattr__
-    from .api import matmul
-    from .explanation import explain
-    from .tuning import TuneResult, tune
+    from .front.matmul import matmul
+    from .front.explanation import explain
+    from .front.tuning import TuneResult, tune
 
 _FRONT = {"matmul": "api", "explain": "explanation", "tune": "tuning", "TuneResult": "tuning"}
 _MODULES = ("gl",)                     # front-door modules, imported on first use

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .api import backend as _backend
+from .front.matmul import backend as _backend
 from .backends.gl.platform.arrays import GLArray
 from .backends.gl.platform.arrays import asarray as _asarray
 from .backends.gl.platform.arrays import empty as _empty

@@ -191,7 +191,7 @@ def test_the_steps_section_runs_under_both_launch_means(bc, cp, drivers, monkeyp
     import types
     import numpy as np
     import shadertune
-    import shadertune.api as front
+    import shadertune.front.matmul as front
     from shadertune.backends.base import DeviceInfo
 
     class RandomState:

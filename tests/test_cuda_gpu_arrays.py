@@ -12,9 +12,9 @@ from cuda_gpu import DEVICES, TOL, cupy, pytestmark, rel, torch_or_skip  # noqa:
 
 from shadertune.backends.cuda import CUDABackend, call, codegen  # noqa: E402
 from shadertune.backends.cuda.hold import hold  # noqa: E402
-from shadertune.config import Config  # noqa: E402
-from shadertune.inputs import check_call  # noqa: E402
-from shadertune.problem import Problem  # noqa: E402
+from shadertune.core.config import Config  # noqa: E402
+from shadertune.call.inputs import check_call  # noqa: E402
+from shadertune.core.problem import Problem  # noqa: E402
 import shadertune  # noqa: E402
 
 # the front door on the CUDA backend

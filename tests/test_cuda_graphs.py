@@ -14,7 +14,7 @@ import pytest
 import fake_cupy
 import shadertune
 from shadertune.backends.cuda import graphs
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 from test_cuda_call_host import _ref, fake_kernel
 from test_cuda_call_sequence import CASES

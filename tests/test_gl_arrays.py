@@ -10,7 +10,7 @@ import shadertune
 import shadertune.gl as gl
 from shadertune.backends.gl.platform import regions
 from shadertune.errors import ContextError, PrecisionWarning
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 pytestmark = pytest.mark.usefixtures("gl")
 
@@ -76,7 +76,7 @@ def test_compute_reads_aligned_views_where_they_lie_and_copies_the_rest(gl, rng)
     uniforms) where they are whole vectors of its loads; a view off them is copied on
     the GPU into the kernel's buffer first, and C likewise."""
     p = Problem(32, 32, 64)
-    from shadertune.configs import resolve
+    from shadertune.front.requests import resolve
     config = resolve(gl, p, {"family": "compute", "vec": 4, "bk": 16})
     k = gl.build(p, config)
     try:

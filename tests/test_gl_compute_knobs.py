@@ -21,7 +21,7 @@ from shadertune.backends.gl.compute.layout import ADDED_KNOBS, ComputeLayout, on
 from shadertune.backends.gl.compute.model import compute_ms, residency
 from shadertune.backends.gl.compute.space import COMPUTE_KNOBS, COMPUTE_PHASES, compute_space
 from shadertune.errors import InvalidConfig
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search.evaluate import Evaluator
 
 from numerics import rel_err

@@ -11,15 +11,15 @@ import random
 import pytest
 from fake_backend import FakeBackend
 
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.result import OK, RUN_FAILED, Result
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK, RUN_FAILED, Result
 from shadertune.search import Budget, SearchOptions, Tracker, get_strategy, tune
 from shadertune.search import budget as budget_module
 from shadertune.search.contract import BaseEvaluator
 from shadertune.search.evaluate import Evaluator
 from shadertune.search.phased import powers_of_two, refine_recursively
-from shadertune.space import Space
+from shadertune.core.space import Space
 
 P = Problem(8, 8, 64)
 

@@ -10,11 +10,11 @@ import threading
 
 import pytest
 
-from shadertune.problem import Problem
-from shadertune.result import OK, Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK, Result
 from shadertune.search import Budget, SearchOptions, get_strategy
 from shadertune.search.random_search import IDLE_LIMIT, REJECTION_LIMIT, SMALL_SPACE, draws
-from shadertune.space import PhasePlan, Space
+from shadertune.core.space import PhasePlan, Space
 
 P = Problem(8, 8, 8)
 VALID = 16

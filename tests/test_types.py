@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 import shadertune
 import shadertune.gl as gl
 from shadertune import Config, Problem, TuneResult
-from shadertune.select import Selection
+from shadertune.selection.chain import Selection
 
 
 class DeviceArray:
@@ -106,7 +106,7 @@ def test_mypy_strict_passes_on_the_public_surface_and_the_readme(tmp_path):
 def test_the_literal_names_are_the_registries():
     from shadertune import names
     from shadertune.backends import available, backend_class
-    from shadertune.problem import _DTYPES
+    from shadertune.core.problem import _DTYPES
     from shadertune.search import STRATEGIES
     assert set(typing.get_args(names.BackendName)) == set(available())
     assert set(typing.get_args(names.StrategyName)) == set(STRATEGIES)
@@ -116,5 +116,5 @@ def test_the_literal_names_are_the_registries():
         presets |= set(backend_class(name)().presets())
     assert set(typing.get_args(names.PresetName)) == presets
     assert set(typing.get_args(names.ConfigName)) == presets | {"auto", "default"}
-    from shadertune.perfmodel.firstuse import NAME
+    from shadertune.perfmodel.first_use_plan import NAME
     assert typing.get_args(names.TuneOnUse) == (NAME,)

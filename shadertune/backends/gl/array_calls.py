@@ -23,8 +23,8 @@ import itertools
 
 import numpy as np
 
-from ...host import to_host
-from ...problem import Problem
+from ...call.host import to_host
+from ...core.problem import Problem
 from .platform import glraw, regions
 from .platform.arrays import GLArray, empty
 from .tiles import main_tile, tile_limit, tiles

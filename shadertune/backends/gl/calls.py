@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from ...host import accumulator, deliver, destination, host_operands, run_on_host, to_host
-from ...problem import Problem
+from ...call.host import accumulator, deliver, destination, host_operands, run_on_host, to_host
+from ...core.problem import Problem
 from . import array_calls
 from .paths import path_of
 from .tiles import main_tile, tile_limit

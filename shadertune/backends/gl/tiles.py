@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ...problem import Problem
+from ...core.problem import Problem
 
 
 def tile_limit(limits: dict) -> int:

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....config import Config
+from ....core.config import Config
 from ....errors import BuildError, RunError
-from ....problem import Problem
+from ....core.problem import Problem
 from ..kernel import BaseGLKernel, output_array
 from ..platform import glraw, regions
 from ..platform.context import state_of

@@ -33,7 +33,7 @@ import weakref
 import numpy as np
 
 from ....errors import ContextError, PrecisionWarning
-from ....host import to_host
+from ....call.host import to_host
 from . import regions
 from .context import context_closed, make_current
 from .regions import Region

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....errors import ContextError
-from ....templates import read, render
+from ....core.templates import read, render
 from .context import state_of
 
 GROUP = 16                    # a work group is 16 x 16 invocations
