@@ -312,10 +312,15 @@ class FileRewriter:
         return edits
 
     def _string(self, token: str) -> str | None:
-        m = re.match(r"^([rRuU]?)(['\"])(.*)\2$", token, re.S)
-        if not m or "\\" in m.group(3) or "\n" in m.group(3):
+        m = re.match(r"^([rRuU]?)('{3}|\"{3}|'|\")(.*)\2$", token, re.S)
+        if not m:
             return None
         prefix, quote, body = m.groups()
+        code = self._code_in_string(body)
+        if code != body:
+            return f"{prefix}{quote}{code}{quote}"
+        if "\\" in body or "\n" in body:
+            return None
         d = DOTTED.match(body)
         if not d or body in self.r.kept or not body.startswith(ROOT_PACKAGE + "."):
             return None
@@ -323,6 +328,37 @@ class FileRewriter:
         if new is None:
             return None
         return f"{prefix}{quote}{new}{d.group(2)}{quote}"
+
+    def _code_in_string(self, body: str) -> str:
+        """Import statements inside a string of code (a child process's program):
+        `from shadertune.x import a, b` and `import shadertune.x`; a statement whose
+        names go apart is split with '; '."""
+        def from_import(m):
+            node = ast.ImportFrom(module=m.group(1), level=0, names=[
+                ast.alias(name=n.split(" as ")[0].strip(),
+                          asname=n.split(" as ")[1].strip() if " as " in n else None)
+                for n in m.group(2).split(",")])
+            new = self._import_from(node)
+            if new is None:
+                return m.group(0)
+            if isinstance(new, str):
+                return f"from {new} import {m.group(2)}"
+            return "; ".join(new)
+        def plain_import(m):
+            items = []
+            for item in m.group(1).split(","):
+                name, _, alias = item.strip().partition(" as ")
+                new = self.r.new(name) if name.startswith(ROOT_PACKAGE + ".") else None
+                items.append((new or name) + (f" as {alias}" if alias else ""))
+            return "import " + ", ".join(items) if any(
+                self.r.new(i.strip().partition(" as ")[0]) for i in m.group(1).split(",")
+                if i.strip().startswith(ROOT_PACKAGE + ".")) else m.group(0)
+        body = FROM_IN_CODE.sub(from_import, body)
+        return IMPORT_IN_CODE.sub(plain_import, body)
+
+
+FROM_IN_CODE = re.compile(rf"\bfrom ({ROOT_PACKAGE}(?:\.\w+)*) import (\w+(?: as \w+)?(?:, *\w+(?: as \w+)?)*)")
+IMPORT_IN_CODE = re.compile(r"\bimport ([\w.]+(?: as \w+)?(?:, *[\w.]+(?: as \w+)?)*)")
 
 
 def rewrite_toml(text: str, renames: Renames) -> str:
