@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.machinery
 import importlib.util
 import json
 import os
@@ -86,7 +85,7 @@ PAPER = {
 # --- arguments -----------------------------------------------------------------------------
 
 def parse(argv=None) -> argparse.Namespace:
-    from shadertune import cli_args as ca
+    from shadertune.cli import args as ca
 
     class Parser(ca.Parser):
         """The command lines' parser (one error line, exit 2), named as the script is typed."""
@@ -231,17 +230,17 @@ def summary(strategy: str, report: dict, command: str, process_seconds: float) -
 # --- the kernels timed in one run --------------------------------------------------------------
 
 def _bench_gl_lang():
-    """scripts/bench-gl-lang as a module: its timed_rows (verify on sampled rows, then time
+    """scripts/bench_gl_lang.py as a module: its timed_rows (verify on sampled rows, then time
     warm in interleaved rounds) is the one re-timing of tuned against hand-written kernels."""
-    loader = importlib.machinery.SourceFileLoader("bench_gl_lang", str(HERE / "bench-gl-lang"))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_gl_lang", loader))
-    loader.exec_module(module)
+    spec = importlib.util.spec_from_file_location("bench_gl_lang", HERE / "bench_gl_lang.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 
 def kernel_rows(backend, problem, phased: dict, exhaustive: dict, repeats: int) -> list[dict]:
     from shadertune.backends.gl import handtuned
-    from shadertune.config import Config
+    from shadertune.core.config import Config
     tuned = []
     for label, s in (("tuned (phased best)", phased), ("exhaustive optimum", exhaustive)):
         cfg = s["best"]["config"] if s["best"] else None
@@ -269,7 +268,7 @@ def run(a, backend=None) -> dict:
     """The whole measurement (the module docstring); `backend`: the GL backend that times the
     kernels (default: a new one on the default device)."""
     from shadertune.backends.gl import GLBackend
-    from shadertune.problem import Problem
+    from shadertune.core.problem import Problem
     t_start = time.monotonic()
     load0 = os.getloadavg()
     problem = Problem(a.size, a.size, a.size)
@@ -502,7 +501,7 @@ def markdown(doc: dict) -> str:
 
 
 def write(out: pathlib.Path, doc: dict) -> str:
-    from shadertune.atomic import write_json, write_text
+    from shadertune.core.atomic import write_json, write_text
     write_json(out / "bench-reproduction.json", doc)
     md = markdown(doc)
     write_text(out / "bench-reproduction.md", md)

@@ -5,25 +5,26 @@
     >>> r = shadertune.tune((256, 256, 256), seconds=30)           # stored: "auto" runs it
     >>> print(shadertune.explain(np.ones((256, 256)), np.ones((256, 256))))
 
-matmul, tune and explain are the front door (shadertune/api.py, tuning.py,
+matmul, tune and explain are the front door (shadertune/front/: matmul.py, tuning.py,
 explanation.py), imported on first use so that ``import shadertune`` stays light.
 The library speaks through the ``shadertune`` logger (and its children).
 """
 from typing import TYPE_CHECKING, Any
 
 from . import errors                  # shadertune.errors.PrecisionWarning after `import shadertune`
-from .config import Config
-from .problem import Problem
-from .result import Result
+from .core.config import Config
+from .core.problem import Problem
+from .core.result import Result
 
-from ._version import __version__
+from .core.version import __version__
 
 if TYPE_CHECKING:                      # what type checkers see; at run time, __getattr__
-    from .api import matmul
-    from .explanation import explain
-    from .tuning import TuneResult, tune
+    from .front.matmul import matmul
+    from .front.explanation import explain
+    from .front.tuning import TuneResult, tune
 
-_FRONT = {"matmul": "api", "explain": "explanation", "tune": "tuning", "TuneResult": "tuning"}
+_FRONT = {"matmul": "front.matmul", "explain": "front.explanation", "tune": "front.tuning",
+          "TuneResult": "front.tuning"}
 
 
 def __getattr__(name: str) -> Any:

@@ -29,7 +29,7 @@ import time
 from fake_backend import FakeBackend, cost_ms
 
 from shadertune.backends.base import DeviceInfo
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.errors import ContextError
 
 

@@ -29,9 +29,9 @@ import time
 import numpy as np
 
 from shadertune.backends.base import Backend, DeviceInfo, Kernel
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.errors import BuildError, ContextError, InvalidConfig
-from shadertune.space import PhasePlan, Space
+from shadertune.core.space import PhasePlan, Space
 
 NP_BEST = 22
 OUTER = {"glsl": {"330": 1.0, "450": 0.8}, "fetch": {"texelFetch": 1.0, "texture": 1.1},
@@ -192,8 +192,8 @@ def write_many(path: str, tag: str, n: int) -> None:
     """Write n distinct ok Results to the store at `path`, one transaction each
     (run in several processes at once by the concurrency test)."""
     from shadertune.db import Store
-    from shadertune.problem import Problem
-    from shadertune.result import Result
+    from shadertune.core.problem import Problem
+    from shadertune.core.result import Result
     with Store(path) as s:
         for i in range(n):
             cfg = Config(glsl="450", fetch="texelFetch", unroll=1, np=2 * (i + 1), mc="1x1",

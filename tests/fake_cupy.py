@@ -507,7 +507,7 @@ class FakeKernel:
     and release() (matmul's kernel cache releases what it drops)."""
 
     def __init__(self, problem):
-        from shadertune.config import Config
+        from shadertune.core.config import Config
         self.problem = problem
         self.config = Config(BM=32, BN=32, KG=1, KR=0)
         self.fn = FakeFunction(problem, self.config, None)

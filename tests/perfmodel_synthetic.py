@@ -15,8 +15,8 @@ import random
 from fake_backend import MRT, FakeBackend
 
 from shadertune.db import Store
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 DEVICE = "fake renderer | 1.0"
 TEMPLATES = "fake-templates-1"

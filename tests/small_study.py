@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Budget, make_report, tune, write_report
 from shadertune.search.restrict import RestrictedBackend, parse_fix
 

@@ -6,8 +6,8 @@ import itertools
 import pytest
 
 from shadertune.backends import acting, config_text, get_backend
-from shadertune.config import Config
-from shadertune.problem import Problem
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
 
 
 def _held(space, cfg: Config, knob: str) -> bool:

@@ -8,8 +8,8 @@ import pytest
 from fullfs import fill_up, leftovers, small_tmpfs
 from subproc import run_python
 
-from shadertune import atomic
-from shadertune.atomic import OutputError
+from shadertune.core import atomic
+from shadertune.core.atomic import OutputError
 
 
 def test_a_file_is_replaced_whole_and_keeps_its_mode(tmp_path):
@@ -85,7 +85,7 @@ def test_standard_output_by_name_is_written_as_a_stream():
     """/dev/stdout and '-' write the stream; the pipe is never replaced by a file."""
     code = """
         import sys
-        from shadertune import atomic
+        from shadertune.core import atomic
         atomic.write_text("-", "one\\n")
         atomic.write_text("/dev/stdout", "two\\n")
         atomic.write_text("/dev/stderr", "three\\n")
@@ -103,7 +103,7 @@ def test_standard_output_by_name_is_written_as_a_stream():
 def test_a_full_stream_is_one_error(tmp_path):
     """/dev/full answers every write with ENOSPC."""
     code = """
-        from shadertune import atomic
+        from shadertune.core import atomic
         try:
             atomic.write_text("/dev/stdout", "x" * 100000)
         except atomic.OutputError as e:

@@ -10,7 +10,7 @@ from md_table import table_lines
 from script_module import load_script
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 
 @pytest.fixture(scope="module")

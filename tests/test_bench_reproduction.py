@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "scripts"))
 import bench_reproduction as bench  # noqa: E402

@@ -14,7 +14,7 @@ from fake_backend import FakeBackend
 from script_module import load_script
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 
 @pytest.fixture(scope="module")

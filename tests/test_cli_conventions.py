@@ -6,13 +6,13 @@ import argparse
 
 import pytest
 
-from shadertune.cluster.cli import build_worker_parser
-from shadertune.codegen import _parser as codegen_parser
-from shadertune.db.cli import build_parser as db_parser
-from shadertune.demo import build_parser as demo_parser
-from shadertune.perfmodel.cli import build_parser as perfmodel_parser
-from shadertune.report.__main__ import parser as report_parser
-from shadertune.search.cli import build_parser as search_parser
+from shadertune.cli.cluster import build_worker_parser
+from shadertune.cli.codegen import _parser as codegen_parser
+from shadertune.cli.db import build_parser as db_parser
+from shadertune.cli.demo import build_parser as demo_parser
+from shadertune.cli.perfmodel import build_parser as perfmodel_parser
+from shadertune.cli.report import parser as report_parser
+from shadertune.cli.search import build_parser as search_parser
 
 TOOLS = {"search": search_parser, "db": db_parser, "report": report_parser,
          "perfmodel": perfmodel_parser, "codegen": codegen_parser, "cluster": build_worker_parser,

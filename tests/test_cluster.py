@@ -19,11 +19,11 @@ from fake_backend import FakeBackend, best_correct, cost_ms               # noqa
 from subproc import child_env, popen_python, run_python                   # noqa: E402
 
 from shadertune.cluster import ClusterEvaluator, Coordinator, local_cluster, tune_table  # noqa: E402
-from shadertune.config import Config                                      # noqa: E402
+from shadertune.core.config import Config                                      # noqa: E402
 from shadertune.db import Store                                           # noqa: E402
-from shadertune.problem import Problem                                    # noqa: E402
+from shadertune.core.problem import Problem                                    # noqa: E402
 from shadertune.search import Budget, Evaluator, tune                     # noqa: E402
-from shadertune.search.cli import main                                    # noqa: E402
+from shadertune.cli.search import main                                    # noqa: E402
 from shadertune.search.report_json import check_report                    # noqa: E402
 from shadertune.search.restrict import narrow                             # noqa: E402
 
@@ -62,7 +62,7 @@ def rows(store_path, device=KEY, problem=P):
 
 
 def test_a_config_pickled_in_one_process_hashes_as_its_equals_in_another(tmp_path):
-    code = ("import pickle, sys; from shadertune.config import Config; "
+    code = ("import pickle, sys; from shadertune.core.config import Config; "
             "sys.stdout.buffer.write(pickle.dumps(Config(glsl='450', np=22)))")
     blob = run_python(code, text=False, check=True).stdout
     c = pickle.loads(blob)
@@ -72,7 +72,7 @@ def test_a_config_pickled_in_one_process_hashes_as_its_equals_in_another(tmp_pat
 @pytest.mark.parametrize("mode", ["bar", "lines"])
 def test_progress_counts_evaluations_per_worker_and_in_total(mode):
     import io
-    from shadertune.cluster.cli import workers_line
+    from shadertune.cli.cluster import workers_line
     from shadertune.search.progress import Progress
     r = Evaluator(FakeBackend(), P, repeats=2)(best_correct(FakeBackend().space(P)))
     s = io.StringIO()
@@ -304,7 +304,7 @@ def test_a_strategy_loop_of_batches_finds_the_optimum(client):
 
 
 def test_stored_verdicts_are_judged_again_under_the_tolerance_on_the_cluster(client, tmp_path):
-    from shadertune.result import Result
+    from shadertune.core.result import Result
     coord = coordinator(client)
     (group,) = coord.groups.values()
     base = Config(glsl="450", fetch="texelFetch", unroll=4, np=22, mc="1x4", mrt_h=2, mrt_w=2)
@@ -559,7 +559,7 @@ def test_bad_cluster_arguments_fail_in_one_line(tmp_path, capsys, args, text):
 
 def test_without_dask_the_cluster_options_say_how_to_get_it_and_a_plain_search_needs_none(tmp_path):
     code = ("import sys; sys.modules['distributed'] = None\n"
-            "from shadertune.search.cli import main\n"
+            "from shadertune.cli.search import main\n"
             f"assert main(['--backend', 'fake_backend:FakeBackend', '--size', '8', '--budget', '3', "
             f"'-q', '--db', {str(tmp_path / 'a.sqlite')!r}]) == 0\n"
             "assert 'dask' not in sys.modules\n"

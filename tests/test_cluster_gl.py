@@ -21,10 +21,10 @@ pytest.importorskip("distributed")
 
 from subproc import popen_python                                         # noqa: E402
 
-from shadertune.config import Config                                    # noqa: E402
+from shadertune.core.config import Config                                    # noqa: E402
 from shadertune.db import Store                                         # noqa: E402
-from shadertune.problem import Problem                                  # noqa: E402
-from shadertune.search.cli import main                                  # noqa: E402
+from shadertune.core.problem import Problem                                  # noqa: E402
+from shadertune.cli.search import main                                  # noqa: E402
 from shadertune.search.report_json import check_report                  # noqa: E402
 
 P = Problem(40, 36, 44)          # small, and no tile divides it

@@ -7,7 +7,7 @@ import re
 import pytest
 from subproc import run_python
 
-from shadertune.codegen import main
+from shadertune.cli.codegen import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -3,10 +3,10 @@ configs printed with the knobs that act on them, every knob with --full-config, 
 command that prints configs (search, db best, report show, perfmodel explain)."""
 import pytest
 
-from shadertune.db.cli import main as db_main
-from shadertune.perfmodel.cli import main as perfmodel_main
-from shadertune.problem import Problem
-from shadertune.report.__main__ import main as report_main
+from shadertune.cli.db import main as db_main
+from shadertune.cli.perfmodel import main as perfmodel_main
+from shadertune.core.problem import Problem
+from shadertune.cli.report import main as report_main
 from shadertune.report.schema import problem_label
 from shadertune.report.sources import parse_problem
 from shadertune.search.__main__ import main as search_main

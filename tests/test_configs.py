@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import shadertune
-from shadertune import api
-from shadertune.config import Config
-from shadertune.configs import parse_request, resolve
-from shadertune.problem import Problem
+from shadertune.front import matmul as api
+from shadertune.core.config import Config
+from shadertune.front.requests import parse_request, resolve
+from shadertune.core.problem import Problem
 
 from numerics import rel_err
 

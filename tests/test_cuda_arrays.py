@@ -6,10 +6,10 @@ and DLPack (their pointers are never dereferenced here)."""
 import numpy as np
 import pytest
 
-from shadertune import device_arrays
+from shadertune.call import device_arrays
 from shadertune.backends.cuda import arrays, call
-from shadertune.inputs import check_call
-from shadertune.problem import Problem
+from shadertune.call.inputs import check_call
+from shadertune.core.problem import Problem
 
 
 def plan(A, B, out=None, **kw):
@@ -101,7 +101,7 @@ def test_the_front_door_leaves_device_arrays_in_place():
 
 
 def test_the_gl_path_says_why_it_cannot_read_a_foreign_device_array():
-    from shadertune.host import to_host
+    from shadertune.call.host import to_host
     with pytest.raises(TypeError, match="FakeCAI lives on a GPU.*backend='cuda'"):
         to_host(FakeCAI(aligned((3, 4))))
 

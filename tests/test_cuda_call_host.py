@@ -15,8 +15,8 @@ import shadertune
 from shadertune.backends.cuda import CUDABackend, api, call
 from shadertune.backends.cuda.space import make_space
 from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
-from shadertune.config import Config
-from shadertune.problem import Problem
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
 
 
 @pytest.fixture
@@ -322,9 +322,9 @@ def test_auto_reads_the_store_once_for_a_batched_device_call(cp, rng, be, tmp_pa
     flag) finds the stored batched problem exactly, and later calls of that layout
     do not read the store again (select.py keeps the selection while the store is
     unchanged)."""
-    from shadertune import select
+    from shadertune.selection import chain as select
     from shadertune.db import Store
-    from shadertune.result import Result
+    from shadertune.core.result import Result
     p = Problem(24, 8, 16, trans_b=True, batch=3)
     stored = [c for c in be.candidates(p, 8) if c != be.default_config(p)][0]
     with Store(tmp_path / "t.sqlite") as s:

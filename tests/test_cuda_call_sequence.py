@@ -14,12 +14,12 @@ import pytest
 
 import fake_cupy
 import shadertune
-import shadertune.api
+import shadertune.front.matmul
 from shadertune.backends.cuda import CUDABackend, driver, express
 from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
 from shadertune.backends.cuda.space import make_space
-from shadertune.config import Config
-from shadertune.problem import Problem
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
 from test_cuda_call_host import FFMA, _ref, fake_kernel
 from test_host_overhead import cp  # noqa: F401  (fixture: the CuPy stand-in)
 
@@ -118,7 +118,7 @@ def test_the_timed_repeat_is_the_calls_sequence(cp, rng, monkeypatch, p, cfg):
     if p.trans_a or p.trans_b:       # the stored layouts, read through the trans flags
         dA = dA.T if p.trans_a else dA
         dB = dB.T if p.trans_b else dB
-    door = shadertune.api.door(be)
+    door = shadertune.front.matmul.door(be)
     lane, door.express = door.express, None
     taken = []
     monkeypatch.setattr(express.Express, "run", lambda self, *a, _run=express.Express.run, **kw:

@@ -14,9 +14,9 @@ from shadertune.backends.cuda.compiler import arch_for
 from shadertune.backends.cuda.device import DEFAULT_LIMITS
 from shadertune.backends.cuda.space import PHASES, derive, make_space
 from shadertune.backends.cuda.tuning import candidates
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.space import Space
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.space import Space
 
 L = DEFAULT_LIMITS
 BIG = Config(BM=128, BN=128, BK=8, TM=8, TN=8, WM=32, WN=64, trans=1, VEC=4, PAD=4, DB=1, KG=1, KL=1, KR=0)
@@ -750,7 +750,7 @@ def test_model_strategy_on_the_cuda_space_without_a_gpu():
     coupled knobs to find ST = 2."""
     import math
     from shadertune.backends.cuda import CUDABackend
-    from shadertune.result import Result
+    from shadertune.core.result import Result
     from shadertune.search import Budget, SearchOptions, get_strategy
     be = CUDABackend()
     p = Problem(4096, 2048, 1000, trans_b=True)

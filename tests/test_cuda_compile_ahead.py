@@ -13,7 +13,7 @@ import pytest
 
 import fake_cupy
 from shadertune.backends.cuda import CUDABackend, codegen, compiler
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 
 class GatedPool(ThreadPoolExecutor):

@@ -10,7 +10,7 @@ import pytest
 
 from shadertune.backends.cuda import accuracy as acc
 from shadertune.backends.cuda import emulate as em
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 F32_MAX = Fraction((2 - Fraction(1, 2 ** 23)) * 2 ** 127)
 

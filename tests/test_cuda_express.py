@@ -9,10 +9,10 @@ import pytest
 
 import fake_cupy
 import shadertune
-from shadertune import api as front
+from shadertune.front import matmul as front
 from shadertune.db import Store
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 from test_cuda_call_host import close, dev
 from test_host_overhead import be, cp, entered  # noqa: F401  (fixtures: the CuPy stand-in, a fresh

@@ -11,9 +11,9 @@ from cuda_gpu import TOL, cupy, pytestmark  # noqa: F401  (skips without a CUDA 
 
 from shadertune.backends.cuda import CUDABackend  # noqa: E402
 from shadertune.backends.cuda.driver import CUDAKernel  # noqa: E402
-from shadertune.config import Config  # noqa: E402
+from shadertune.core.config import Config  # noqa: E402
 from shadertune.errors import InvalidConfig  # noqa: E402
-from shadertune.problem import Problem  # noqa: E402
+from shadertune.core.problem import Problem  # noqa: E402
 import shadertune  # noqa: E402
 
 # the front door on the CUDA backend
@@ -192,7 +192,7 @@ def test_search_cli_tunes_cuda_and_auto_selection_uses_it(be, tmp_path):
     """`python -m shadertune.search --backend cuda` on the shared core: verified results in
     the store and report, and matmul(config='auto') picks the stored best."""
     import json
-    from shadertune.select import select_config
+    from shadertune.selection.chain import select_config
     db, rep = tmp_path / "t.sqlite", tmp_path / "r.json"
     from subproc import run_python
     p = run_python(None, "-m", "shadertune.search", "--backend", "cuda", "--m", "96", "--n", "80",
@@ -431,7 +431,7 @@ def test_default_strategy_tunes_into_the_store_that_auto_reads(be, tmp_path):
     nothing wrong is ever best, and config='auto' picks the stored best."""
     from shadertune.db import Store
     from shadertune.search import Budget, tune
-    from shadertune.select import select_config
+    from shadertune.selection.chain import select_config
     p = Problem(300, 77, 500)                      # odd N: no tile divides it, VEC = 1 only
     labels = []
     with Store(tmp_path / "t.sqlite") as s:

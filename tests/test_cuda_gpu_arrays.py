@@ -12,9 +12,9 @@ from cuda_gpu import DEVICES, TOL, cupy, pytestmark  # noqa: F401  (skips withou
 
 from shadertune.backends.cuda import CUDABackend, call, codegen  # noqa: E402
 from shadertune.backends.cuda.hold import hold  # noqa: E402
-from shadertune.config import Config  # noqa: E402
-from shadertune.inputs import check_call  # noqa: E402
-from shadertune.problem import Problem  # noqa: E402
+from shadertune.core.config import Config  # noqa: E402
+from shadertune.call.inputs import check_call  # noqa: E402
+from shadertune.core.problem import Problem  # noqa: E402
 import shadertune  # noqa: E402
 
 # the front door on the CUDA backend
@@ -372,7 +372,7 @@ def test_repeated_calls_take_the_express_lane(be, kind, monkeypatch):
     """The second call of a key launches through the express lane (check_call
     is not run again); results, out= in place and beta are the regular path's,
     on the framework's current stream."""
-    import shadertune.api as front
+    import shadertune.front.matmul as front
     rng = np.random.default_rng(9)
     A, B = rng.uniform(-1, 1, (96, 64)), rng.uniform(-1, 1, (64, 80))
     C0 = rng.uniform(-1, 1, (96, 80))
@@ -446,7 +446,7 @@ def test_the_lane_gives_the_regular_paths_bits(be, kind, monkeypatch):
     """The express lane's own launches (driver.SteadyLaunch: parameter arrays of
     its own) give the regular path's bits on every kind of call, with out= and
     beta, on the framework's current stream and on a second stream."""
-    import shadertune.api as front
+    import shadertune.front.matmul as front
     checked = []
     real = front.check_call
     monkeypatch.setattr(front, "check_call", lambda *a, **k: checked.append(1) or real(*a, **k))
@@ -473,7 +473,7 @@ def test_the_lane_gives_the_regular_paths_bits(be, kind, monkeypatch):
 def test_dlpack_objects_take_the_lane(be, monkeypatch):
     """CUDA DLPack objects (not CuPy arrays) repeat through the lane: imported
     every call (cupy.from_dlpack, no copy), the same bits as the regular path."""
-    import shadertune.api as front
+    import shadertune.front.matmul as front
 
     class DL:
         def __init__(self, a):
@@ -503,7 +503,7 @@ def test_matmul_in_torch_cuda_graph_replays_bit_equal(be):
     replay gives the eager call's bits, also after new inputs are copied into
     the captured ones, and after matmul's kernel cache dropped the kernel."""
     torch = torch_or_skip()
-    import shadertune.api as front
+    import shadertune.front.matmul as front
     for n, (p, cfg) in enumerate(_steady_cases(be)):
         A, B, dA, dB = _device_operands("torch", p, 100 + n)
         side = torch.cuda.Stream()
@@ -540,7 +540,7 @@ def test_matmul_in_a_cupy_stream_capture_replays_bit_equal(be):
     replays the eager call's bits, also after matmul's kernel cache dropped the
     kernel and CuPy's pool freed its unused blocks (the captured workspace and
     counters are pinned with the kernel)."""
-    import shadertune.api as front
+    import shadertune.front.matmul as front
     for n, (p, cfg) in enumerate(_steady_cases(be)):
         A, B, dA, dB = _device_operands("cupy", p, 300 + n)
         s = cupy.cuda.Stream(non_blocking=True)

@@ -18,8 +18,8 @@ import pytest
 import fake_cupy
 from shadertune.backends.cuda import codegen, driver
 from shadertune.backends.cuda.launch import PACK_SIGNATURE, KernelLaunch, gemm_signature, reduce_signature
-from shadertune.config import Config
-from shadertune.problem import Problem
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
 from test_cuda_call_host import FFMA, _ref, close, fake_kernel
 
 

@@ -14,10 +14,10 @@ from script_module import load_script
 from shadertune.backends.base import DeviceInfo
 from shadertune.backends.cuda import CUDABackend, device
 from shadertune.backends.cuda import profile as prof
-from shadertune.profile_configs import pick_config
-from shadertune.config import Config
+from profile_configs import pick_config
+from shadertune.core.config import Config
 from shadertune.errors import InvalidConfig
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROFILE = ROOT / "scripts" / "profile-cuda"
@@ -51,7 +51,7 @@ class _Backend(CUDABackend):
 
 def test_store_pick_is_the_fastest_3xtf32_result(tmp_path):
     from shadertune.db import Store
-    from shadertune.result import Result
+    from shadertune.core.result import Result
     be, p = _Backend(), Problem(4096, 4096, 4096)
     ffma = be.space(p).first({"MMA": 0, "KG": 1}, order=[])
     mma = be.space(p).first({"MMA": 3, "KG": 1}, order=[])

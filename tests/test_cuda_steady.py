@@ -13,11 +13,11 @@ import pytest
 
 import fake_cupy
 import shadertune
-import shadertune.api as front
+import shadertune.front.matmul as front
 from shadertune.backends.cuda import CUDABackend, capture, express
 from shadertune.db import Store
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 from test_cuda_call_host import _ref, fake_kernel
 from test_cuda_call_sequence import CASES, _roles, _sequence
@@ -133,8 +133,8 @@ def test_auto_asks_again_on_the_clock_after_a_commit_and_when_the_default_store_
     assert len(asked) == 1 and len(checks) == 1                                    # the clock: asked once
     # another process's write (no commit counted here): seen once the clock runs out
     import subprocess
-    code = ("import sys, json; from shadertune.db import Store; from shadertune.result import Result; "
-            "from shadertune.problem import Problem; from shadertune.config import Config; "
+    code = ("import sys, json; from shadertune.db import Store; from shadertune.core.result import Result; "
+            "from shadertune.core.problem import Problem; from shadertune.core.config import Config; "
             "s = Store(sys.argv[1]); s.put(Result('cuda', 'x', Problem(16, 8, 16), Config(json.loads(sys.argv[2])), "
             "'ok', times_ms=[2.0], error=0.0), sys.argv[3]); s.close()")
     subprocess.run([sys.executable, "-c", code, str(db), second.key, be.template_hash()], check=True)

@@ -8,10 +8,10 @@ import pytest
 from subproc import popen_python
 
 from shadertune.db import schema as dbschema
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import SCHEMA_VERSION, Store, StoreError, default_path
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 P = Problem(8, 8, 64)
 DEV = "fake renderer | 1.0"
@@ -420,7 +420,7 @@ def test_space_sizes_are_counted_once_per_definition(tmp_path):
 
 def test_a_space_fingerprint_follows_its_definition():
     from shadertune.db.spaces import fingerprint
-    from shadertune.space import Space
+    from shadertune.core.space import Space
 
     def below(limit):
         return lambda cfg: cfg["x"] <= limit

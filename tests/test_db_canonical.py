@@ -8,12 +8,12 @@ row kept whole in `superseded_results`.  Real SQLite files throughout."""
 import json
 import sqlite3
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import SCHEMA_VERSION, Store
 from shadertune.db.check import check_store
 from shadertune.db.exchange import export, merge
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 P = Problem(64, 64, 64)
 DEV = "llvmpipe (LLVM 15.0.7, 256 bits) | 4.5 (Core Profile) Mesa 23.2.1"

@@ -7,11 +7,11 @@ import pytest
 from md_table import cells
 from test_db import DEV, P, TH, old_store, res
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import Store
-from shadertune.db.cli import main
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.cli.db import main
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 OTHER = "other gpu | 2.0"
 

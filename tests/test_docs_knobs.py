@@ -6,7 +6,7 @@ import pytest
 from subproc import run_python
 from script_module import load_script
 
-from shadertune.space import Space
+from shadertune.core.space import Space
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "knob-reference"

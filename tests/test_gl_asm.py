@@ -11,9 +11,9 @@ from shadertune.backends.gl import space as gl_space_mod
 from shadertune.backends.gl.asm.codegen import analyse, asm_source, program_counts
 from shadertune.backends.gl.asm.driver import AsmKernel
 from shadertune.backends.gl.mrt.layout import Layout, packing
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.errors import BuildError
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Evaluator
 
 ARBFP = dict(lang="arbfp", glsl="330", fetch="texture", unroll="full")

@@ -6,9 +6,9 @@ import pytest
 from shadertune.backends.gl.mrt.codegen import plan_layout
 from shadertune.backends.gl.mrt.driver import MrtKernel
 from shadertune.backends.gl.platform.context import state_of
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.errors import TooSlow
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search.operands import OperandCache
 
 from numerics import rel_err

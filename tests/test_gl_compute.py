@@ -15,7 +15,7 @@ from shadertune.backends.gl.compute.layout import ComputeLayout
 from shadertune.backends.gl.compute.space import compute_space
 from shadertune.backends.gl.paths import predict_ms
 from shadertune.backends.gl.space import gl_space
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search.restrict import narrow
 
 from numerics import rel_err

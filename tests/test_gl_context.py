@@ -78,7 +78,7 @@ def test_glfw_hidden_window_under_xvfb(xvfb_display):
     r = _py("""
         import numpy as np
         from shadertune.backends.gl import GLBackend
-        from shadertune.problem import Problem
+        from shadertune.core.problem import Problem
         be = GLBackend(context="glfw")
         p = Problem(9, 7, 11)
         k = be.build(p, be.default_config(p))
@@ -154,10 +154,10 @@ def test_one_thread_with_two_contexts_switches_between_them(rng, config):
     were once deleted in whichever context was current: GL_INVALID_VALUE afterwards)."""
     import shadertune
     from numerics import rel_err
-    from shadertune import api
+    from shadertune.front import matmul as api
     shapes = {None: [((6, 9), (9, 4)), ((8, 9), (9, 4))], 0: [((17, 5), (5, 30))]}
     if config is IMAGE_4X4:
-        from shadertune.problem import Problem
+        from shadertune.core.problem import Problem
         if "image" not in api.backend("gl").space(Problem(8, 4, 9)).knobs["out"]:
             pytest.skip("this GL has no image path")
         shapes[None] = [((8, 9), (9, 4))]       # K >= np (4) and rows ending mid-texel

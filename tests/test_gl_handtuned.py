@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from shadertune.backends.gl import handtuned
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from numerics import rel_err
 
 
@@ -20,7 +20,7 @@ def test_baselines_are_correct(gl_backend, name, np_, rng):
 
 def test_layout_headers_and_unknown_name(gl_backend):
     for path in handtuned.BASELINES.values():
-        from shadertune.templates import read
+        from shadertune.core.templates import read
         assert {"mc", "ka", "kb", "mrt_h", "mrt_w"} <= set(handtuned.declared_layout(read(path)))
     with pytest.raises(ValueError, match="unknown hand-tuned baseline"):
         handtuned.build(gl_backend, Problem(4, 4, 4), "cublas")

@@ -13,8 +13,8 @@ from shadertune.backends.gl.image.codegen import image_source, plan_layout
 from shadertune.backends.gl.image.driver import ImageKernel
 from shadertune.backends.gl.image.space import BLOCK_COLS, BLOCK_ROWS, REGISTER_BUDGET
 from shadertune.backends.gl.platform.transfer import Transfers
-from shadertune.config import Config
-from shadertune.problem import Problem
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
 
 from numerics import rel_err
 

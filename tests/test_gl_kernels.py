@@ -11,9 +11,9 @@ import pytest
 
 from shadertune.backends.gl.mrt.codegen import plan_layout
 from shadertune.backends.gl.mrt.driver import MrtKernel
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.errors import BuildError, InvalidConfig
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 from numerics import rel_err
 

@@ -8,7 +8,7 @@ import pytest
 
 import shadertune
 from shadertune.backends.gl.mrt.layout import MC_SHAPES
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 P = Problem(9, 10, 18)          # K pads to 20: a last texel part padding; M, N odd for the 1x2-2x2 blocks
 

@@ -3,7 +3,7 @@ storage-buffer load-rate microbenchmark, and the software-renderer flag."""
 import numpy as np
 import pytest
 
-from shadertune import roofline as rl
+from shadertune.core import roofline as rl
 from shadertune.backends.gl import microbench as rgl
 from shadertune.backends.gl import roofline as glr
 from shadertune.backends.gl.image import roofline as image_roofline

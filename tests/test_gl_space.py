@@ -6,8 +6,8 @@ import pytest
 
 from shadertune.backends.gl.image.space import REGISTER_BUDGET
 from shadertune.backends.gl.space import IMAGE_BODY_BUDGET, default_config, gl_space, mrt_default_config, with_defaults
-from shadertune.config import Config
-from shadertune.problem import Problem
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
 from shadertune.search.restrict import narrow
 
 # what an H200's NVIDIA driver reports (GL 4.5), and a device with nothing past GL 3.3

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import shadertune
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 TINY = np.float32(1e-39)           # subnormal: float32's smallest normal is 1.18e-38
 PATHS = {                           # path -> (rule on a config of the space at 8x8x8, flushes on llvmpipe)

@@ -13,11 +13,11 @@ import pytest
 
 import fake_cupy
 import shadertune
-from shadertune import inputs
-from shadertune._frozen import quick_init
+from shadertune.call import inputs
+from shadertune.core.frozen import quick_init
 from shadertune.errors import ContextError
 from shadertune.backends.cuda import api, call
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 from test_cuda_call_host import Backend, close, dev, fake_kernel, FFMA
 
@@ -263,9 +263,9 @@ def test_launch_scalars_follow_each_calls_alpha_and_beta(cp, rng):
 # --- config resolution: 'default' and 'auto' ----------------------------------------
 
 def test_auto_selects_again_when_the_store_changes(cp, rng, be, tmp_path, monkeypatch):
-    from shadertune import select
+    from shadertune.selection import chain as select
     from shadertune.db import Store
-    from shadertune.result import Result
+    from shadertune.core.result import Result
     p = Problem(16, 8, 16)
     first, second = [c for c in be.candidates(p, 8) if c != be.default_config(p)][:2]
     db = tmp_path / "t.sqlite"
@@ -296,8 +296,8 @@ def test_auto_selects_again_when_the_store_changes(cp, rng, be, tmp_path, monkey
 
 
 def test_door_and_requests_of_the_common_call(monkeypatch):
-    from shadertune import api as front
-    from shadertune.configs import parse_request
+    from shadertune.front import matmul as front
+    from shadertune.front.requests import parse_request
     d = front.door("cuda")
     assert front.door("cuda") is d and front.door("cuda", 0) is not d
     for bad in (True, -1, 1.0):

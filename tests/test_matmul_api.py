@@ -5,8 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import shadertune
-from shadertune import api
-from shadertune.problem import Problem
+from shadertune.front import matmul as api
+from shadertune.core.problem import Problem
 from numerics import rel_err
 
 
@@ -125,7 +125,7 @@ def test_beyond_max_texture_size_is_tiled(gl_backend, rng, monkeypatch):
 
 
 def test_release_frees_every_gl_object_or_pools_its_textures(gl_backend):
-    from shadertune.problem import Problem
+    from shadertune.core.problem import Problem
     p = Problem(10, 12, 14)
     k = gl_backend.build(p, gl_backend.default_for(p, {"out": "mrt"}))    # the MRT path's objects
     objs = list(k._resources)
@@ -278,7 +278,7 @@ def test_alpha_beta_as_0d_arrays_and_numpy_scalars(rng):
 
 def test_stacked_inputs_resolve_the_config_once_per_call(monkeypatch, tmp_path, rng):
     """A batch read the tuning store once per matrix (12 ms each)."""
-    from shadertune import select
+    from shadertune.selection import chain as select
     calls = []
     real = select.select_config
 
@@ -304,7 +304,7 @@ def test_kernel_cache_releases_what_it_evicts():
 
         def release(self):
             Counted.released += 1
-    from shadertune.kernel_cache import KernelCache
+    from shadertune.front.kernel_cache import KernelCache
     cache = KernelCache(3)
     kernels = [cache.get(i, Counted) for i in range(5)]
     assert len(cache) == 3 and Counted.released == 2 and cache.get(4, Counted) is kernels[4]

@@ -10,11 +10,11 @@ from script_module import load_script
 from fake_backend import FakeBackend
 from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import Store
 from shadertune.perfmodel import saved
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "model-quality"
 OLD = "fake-templates-0"          # an earlier template's hash

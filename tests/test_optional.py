@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from shadertune._optional import optional_import
+from shadertune.core.optional import optional_import
 from shadertune.errors import ContextError, ShadertuneError
 
 HINT = "this feature needs frobnicate; install it with `pip install shadertune[frob]`"

@@ -76,7 +76,7 @@ def test_unpacked_wheel_finds_its_kernels_from_another_directory(built, tmp_path
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # the wheel first and the checkout off the path; the caller's other entries kept
-    code = ("import shadertune, shadertune.templates as t; print(shadertune.__file__); "
+    code = ("import shadertune, shadertune.core.templates as t; print(shadertune.__file__); "
             "print(t.shader_root()); print(len(t.read('gl/fullscreen.vert'))); "
             "from shadertune.db import pretuned; print(len(pretuned.table()))")
     r = run_python(code, paths=[site], checkout=False, cwd=elsewhere)

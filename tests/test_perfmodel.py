@@ -12,16 +12,16 @@ from subproc import run_python
 from fake_backend import FakeBackend
 from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put, true_gflops
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import Store
 from shadertune.perfmodel import Featurizer, PerfModel, model_for, saved
-from shadertune.perfmodel.cli import main as perfmodel_main
+from shadertune.cli.perfmodel import main as perfmodel_main
 from shadertune.perfmodel.data import TrainingData, training_data
 from shadertune.perfmodel.validate import validate
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.perfmodel.guided import tune
 from shadertune.search import Budget
-from shadertune.select import select, select_config
+from shadertune.selection.chain import select, select_config
 
 # 20 shapes none of TRAIN has: tall and wide, small and large K
 _rng = random.Random(5)
@@ -154,7 +154,7 @@ def test_a_saved_model_is_usable_by_another_process(store, tmp_path):
     be = FakeBackend()
     model, _ = model_for(be, store)
     path = saved.model_path(store.path, "fake", DEVICE, TEMPLATES)
-    code = ("import sys; from shadertune.config import Config; from shadertune.perfmodel import saved; "
+    code = ("import sys; from shadertune.core.config import Config; from shadertune.perfmodel import saved; "
             "m = saved.load(sys.argv[1]); c = m.verified_configs('float32')[0]; "
             "assert Config(c.to_dict()) in {c: 1}, 'stale hash'")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"      # not this process's

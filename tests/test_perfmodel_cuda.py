@@ -10,9 +10,9 @@ from shadertune.backends.cuda import CUDABackend
 from shadertune.db import Store
 from shadertune.perfmodel import model_for
 from shadertune.perfmodel.data import results_from_candidates
-from shadertune.first_use import first_use_configs
-from shadertune.problem import Problem
-from shadertune.select import select
+from shadertune.front.first_use import first_use_configs
+from shadertune.core.problem import Problem
+from shadertune.selection.chain import select
 
 RUN = pathlib.Path(__file__).resolve().parent.parent / "benchmarks/h200-2026-11-23-s5/cuda-run-v/bench-cuda.json"
 

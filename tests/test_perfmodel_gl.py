@@ -5,11 +5,11 @@ import pytest
 import shadertune
 from shadertune.db import Store
 from shadertune.perfmodel import FirstUse, model_for
-from shadertune.first_use import first_use_configs
+from shadertune.front.first_use import first_use_configs
 from shadertune.perfmodel.sample import generate, log_uniform_problems
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune import explain
-from shadertune.select import select
+from shadertune.selection.chain import select
 
 
 def test_log_uniform_problems_cover_the_range_and_layouts():
@@ -154,7 +154,7 @@ def test_auto_on_an_unseen_shape_fits_no_estimator(gl_backend, sampled, tmp_path
     none saved (auto once trained one, with cross-validation, in the call)."""
     import shutil
 
-    from shadertune import select as selection
+    from shadertune.selection import chain as selection
     from shadertune.perfmodel import saved
     from shadertune.perfmodel.measure import measure
     from shadertune.search import Budget

@@ -11,18 +11,18 @@ import pytest
 from fake_backend import FakeBackend
 from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put, true_gflops, true_ms
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import Store
 from shadertune.perfmodel import PerfModel, model_for, saved
-from shadertune.perfmodel.cli import main as perfmodel_main
+from shadertune.cli.perfmodel import main as perfmodel_main
 from shadertune.perfmodel.data import TrainingData, training_data
 from shadertune.perfmodel.features import BASELINES, DERIVED, Featurizer, register_derived
-from shadertune.perfmodel.firstuse import ranked_space
+from shadertune.perfmodel.first_use_plan import ranked_space
 from shadertune.perfmodel.guided import learned_cost_model
 from shadertune.perfmodel.model import default_target, targets_for
 from shadertune.perfmodel.validate import guard_of, validate
-from shadertune.problem import Problem
-from shadertune.select import analytical_candidates, select
+from shadertune.core.problem import Problem
+from shadertune.selection.chain import analytical_candidates, select
 
 NEW = Problem(150, 20, 40)             # no TRAIN problem
 

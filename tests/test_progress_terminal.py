@@ -11,7 +11,7 @@ import termios
 import pytest
 from fake_backend import FakeBackend, best_correct
 
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Evaluator
 from shadertune.search.progress import BAR_WIDTH, Progress
 

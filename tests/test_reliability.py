@@ -17,11 +17,11 @@ from test_db import as_another_user, shared_dir  # noqa: F401  (a fixture)
 
 import shadertune
 from shadertune.db import SCHEMA_VERSION, Store
-from shadertune.db.cli import main as db_main
-from shadertune.problem import Problem
-from shadertune.report.__main__ import main as report_main
+from shadertune.cli.db import main as db_main
+from shadertune.core.problem import Problem
+from shadertune.cli.report import main as report_main
 from shadertune.search import Budget, Evaluator, tune
-from shadertune.search.cli import main as search_main
+from shadertune.cli.search import main as search_main
 
 FAKE = "fake_backend:FakeBackend"
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -238,7 +238,7 @@ def test_6_a_store_under_a_regular_file_is_one_line_for_root_too(tmp_path, capsy
 
 NO_HOME = """
     import os, sys, numpy as np, shadertune
-    from shadertune.search.cli import main
+    from shadertune.cli.search import main
     where, uid = sys.argv[1], int(sys.argv[2])
     argv = ["--backend", "fake_backend:FakeBackend", "--size", "8", "--budget", "2", "-q"]
     # every import the runs below need, while this process may still read them
@@ -404,7 +404,7 @@ def test_10_arguments_are_refused_before_the_store_is_touched(tmp_path, capsys, 
 
 
 def test_10_perfmodel_sample_refuses_a_negative_time_limit_and_seed(tmp_path, capsys):
-    from shadertune.perfmodel.cli import main
+    from shadertune.cli.perfmodel import main
     db = tmp_path / "s.sqlite"
     for argv, text in ((["--time-limit", "-1"], "argument --time-limit: must be at least 0, got -1"),
                        (["--seed", "-1"], "argument --seed: must be at least 0, got -1"),

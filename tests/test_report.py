@@ -9,11 +9,11 @@ from md_table import cells, table_lines
 from subproc import run_python
 
 from shadertune import report
-from shadertune import roofline as rl
+from shadertune.core import roofline as rl
 from shadertune.backends.gl import roofline as glr
 from shadertune.backends.gl.mrt import roofline as mrt_roofline
-from shadertune.problem import Problem
-from shadertune.report.__main__ import main
+from shadertune.core.problem import Problem
+from shadertune.cli.report import main
 
 FIX = pathlib.Path(__file__).parent / "fixtures"
 GL, CUDA, CEIL = FIX / "report_gl_h200.json", FIX / "report_cuda_h200.json", FIX / "ceilings_h200.json"
@@ -83,7 +83,7 @@ def test_published_schema_is_valid_and_matches_the_code(gl, cuda):
     import jsonschema
 
     from shadertune.report import schema
-    from shadertune.result import STATUSES
+    from shadertune.core.result import STATUSES
     doc = schema.schema_document()
     jsonschema.Draft202012Validator.check_schema(doc)
     assert doc["properties"]["schema"]["const"] == schema.SCHEMA
@@ -418,9 +418,9 @@ def test_plots_without_matplotlib_stop_before_any_work(argv, tmp_path, capsys, m
 def test_reports_written_by_the_search_validate():
     rj = pytest.importorskip("shadertune.search.report_json")
     from shadertune.backends.base import DeviceInfo
-    from shadertune.config import Config
-    from shadertune.problem import Problem
-    from shadertune.result import Result
+    from shadertune.core.config import Config
+    from shadertune.core.problem import Problem
+    from shadertune.core.result import Result
     p = Problem(64, 64, 64)
     results = [Result("gl", "llvmpipe", p, Config(mc="1x4", mrt_h=2, mrt_w=2, np=16), "ok", [0.5, 0.6], 3.0, 1e-7),
                Result("gl", "llvmpipe", p, Config(mc="2x2", mrt_h=1, mrt_w=1, np=8), "compile_failed",

@@ -12,7 +12,7 @@ pytest.importorskip("matplotlib")
 
 from shadertune.backends.gl.space import FRAGMENT_VALUES  # noqa: E402
 from shadertune.report import landscape as L                     # noqa: E402
-from shadertune.report.__main__ import main                      # noqa: E402
+from shadertune.cli.report import main                      # noqa: E402
 from shadertune.report.knobs import Knobs                        # noqa: E402
 from shadertune.report.schema import ReportError                 # noqa: E402
 from shadertune.report.sources import measured, parse_problem    # noqa: E402

@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from shadertune import report                      # noqa: E402
-from shadertune import roofline as rl              # noqa: E402
+from shadertune.core import roofline as rl              # noqa: E402
 from shadertune.report import plots                # noqa: E402
-from shadertune.report.__main__ import main        # noqa: E402
+from shadertune.cli.report import main        # noqa: E402
 
 FIX = pathlib.Path(__file__).parent / "fixtures"
 GL, CUDA, CEIL = FIX / "report_gl_h200.json", FIX / "report_cuda_h200.json", FIX / "ceilings_h200.json"

@@ -12,7 +12,7 @@ pytest.importorskip("matplotlib")
 
 from shadertune.report import load                              # noqa: E402
 from shadertune.report import trajectory as T                   # noqa: E402
-from shadertune.report.__main__ import main                      # noqa: E402
+from shadertune.cli.report import main                      # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from md_table import table_lines                                  # noqa: E402

@@ -16,12 +16,12 @@ import pytest
 from fake_backend import FakeBackend, is_wrong
 from perfmodel_synthetic import DEVICE, TEMPLATES, put
 
-from shadertune import reverify, select as sel
-from shadertune.config import Config
+from shadertune.selection import reverify, chain as sel
+from shadertune.core.config import Config
 from shadertune.db import Store, exchange, pretuned
-from shadertune.db.cli import main as db_main
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.cli.db import main as db_main
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 ROOT = Path(__file__).resolve().parent.parent
 P = Problem(8, 8, 64)
@@ -166,7 +166,7 @@ def test_the_shipped_table_serves_llvmpipe_without_a_store(gl, tmp_path):
 
 def test_a_gl_store_of_another_profile_serves_auto_verified(gl, tmp_path, capsys, monkeypatch):
     import shadertune
-    from shadertune import print_tuning
+    from shadertune.front import print_tuning
     old = tmp_path / "old.sqlite"
     r = shadertune.tune((24, 16, 40), evaluations=3, db=old, train=False, progress=False)
     assert r.config is not None

@@ -82,6 +82,14 @@ TREE = {
         )
 
 
+        CHILD = '''
+            import sys; from shadertune import api, select; from shadertune.config import Config
+            import shadertune.api
+            import os, shadertune, shadertune.roofline as rl
+            print(Config)\\\\n
+        '''
+
+
         def test(monkeypatch):
             monkeypatch.setattr("shadertune.select.select", lambda: 1)
             assert shadertune.api.matmul
@@ -166,6 +174,11 @@ def test_apply_moves_rewrites_a_sample_tree(tmp_path):
     assert '"shadertune.selection.chain.select"' in t and "shadertune.front.matmul.matmul" in t
     assert '"shadertune.cli.search"' in t and '"shadertune.front.matmul:matmul"' in t
     assert '"python -m shadertune.api"' in t and 'and "shadertune.select"\n' in t   # prose, kept
+    # a child process's program in a string: its imports (split with '; ')
+    assert ("import sys; from shadertune.front import matmul as api; from shadertune.selection import "
+            "chain as select; from shadertune.core.config import Config\n    import shadertune.front.matmul\n"
+            "    import os, shadertune, shadertune.core.roofline as rl\n"
+            "    print(Config)\\\\n\n") in t
     toml = (repo / "pyproject.toml").read_text()
     assert 'x = "shadertune.cli.search:main"' in toml
     assert '"shadertune.cli.search -> shadertune.selection.chain"' in toml
@@ -227,6 +240,27 @@ def test_one_file_after_a_merge_mixes_old_and_new_relative_imports(tmp_path):
     assert text.endswith("from ..core.config import Config as C2\nfrom ..selection.chain import select as s2\n")
     assert imports_work(repo).returncode == 0
     assert "from ..selection import chain as select\n" in text        # the new lines stay as they are
+
+
+def test_the_repository_uses_no_retired_name():
+    """Every Python file of the repository imports the map's new names already."""
+    r = subprocess.run([sys.executable, str(TOOL), "--check",
+                        *git(ROOT, "ls-files", "*.py", "scripts/*", "tools/*").split()],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_renames_map_is_complete_and_points_at_real_files():
+    tool = _tool()
+    renames = tool.Renames.load(ROOT / "tools" / "renames-37.json")
+    for old, new in renames.modules.items():
+        if new.startswith("shadertune"):
+            assert tool.module_path(new, ROOT) is not None, new
+        assert tool.module_path(old, ROOT) is None or old in (
+            "shadertune.codegen", "shadertune.demo", "shadertune.report.__main__"), old
+    for old, spec in renames.files.items():
+        assert (ROOT / spec["to"]).is_file(), spec
+        assert (ROOT / old).exists() == bool(spec["launcher"]), old
 
 
 @pytest.mark.parametrize("package,target,expected", [

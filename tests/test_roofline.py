@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from shadertune import roofline as rl
+from shadertune.core import roofline as rl
 from shadertune.backends.cuda import microbench as rcuda, roofline as cudar
 from shadertune.backends.gl import microbench as rgl, roofline as glr
 from shadertune.backends.gl.mrt import roofline as mrt_roofline
 from shadertune.backends.gl.mrt.layout import MC_SHAPES
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 
 CEIL = {"fragment_fma_gflops": 1942.9, "fetch_gtexels": 21.12, "compute_fma_gflops": 62342.0,
         "cuda_fma_gflops": 65119.4, "cuda_dram_gbs": 4234.3, "cuda_fma64_gflops": 33043.4}

@@ -12,12 +12,12 @@ import math
 import pytest
 
 import shadertune
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.errors import ContextError
-from shadertune.result import OK, Result
+from shadertune.core.result import OK, Result
 from shadertune.search import Budget, BudgetExhausted, Tracker
-from shadertune.search.cli import failure, main
-from shadertune.problem import Problem
+from shadertune.cli.search import failure, main
+from shadertune.core.problem import Problem
 
 P = Problem(4, 4, 4)
 

@@ -10,9 +10,9 @@ import pytest
 from subproc import popen_python
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Budget
-from shadertune.search.cli import main
+from shadertune.cli.search import main
 from shadertune.search.progress import Progress
 from shadertune.search.report_json import check_report
 
@@ -252,7 +252,7 @@ def test_repeated_sizes_are_tuned_once(tmp_path, capsys):
 
 def test_cached_problems_count_no_space_and_make_no_inputs(tmp_path, capsys, monkeypatch):
     from shadertune.search import evaluate
-    from shadertune.space import Space
+    from shadertune.core.space import Space
     sizes = ["--sizes", "8,12,16", "--budget", "10", "-q"]
     assert cli(tmp_path, *sizes) == 0
     counted, made = [], []
@@ -319,7 +319,7 @@ class SoftwareBackend(__import__("fake_backend").FakeBackend):
 
 
 def test_a_software_renderer_gets_a_time_limit_unless_told(tmp_path, capsys):
-    from shadertune.search.cli import SOFTWARE_TIME_LIMIT, _budget, build_parser
+    from shadertune.cli.search import SOFTWARE_TIME_LIMIT, _budget, build_parser
     dev, gpu = SoftwareBackend().device(), __import__("fake_backend").FakeBackend().device()
     parse = lambda *a: build_parser().parse_args(["--size", "8", *a])
     assert _budget(parse(), dev) == Budget(None, SOFTWARE_TIME_LIMIT)

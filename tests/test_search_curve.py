@@ -1,7 +1,7 @@
 """The best-so-far curve bench-cuda and search-quality report."""
 from fake_backend import FakeBackend
 
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Budget, tune
 from shadertune.search.curve import best_so_far, best_within
 

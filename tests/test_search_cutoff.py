@@ -3,9 +3,9 @@ import time
 
 from fake_backend import FakeBackend
 
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.result import OK
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK
 from shadertune.search import Evaluator
 
 

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from fake_backend import FakeBackend, FakeKernel
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.errors import ContextError, RunError
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Budget, Evaluator, get_strategy, make_inputs, relative_error
 
 P = Problem(8, 8, 64)

@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.result import OK, Result
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK, Result
 from shadertune.search import Budget, SearchOptions, get_strategy
-from shadertune.search.cli import main
+from shadertune.cli.search import main
 from shadertune.search.contract import BaseEvaluator
 from shadertune.search.restrict import narrow, parse_fix
 from shadertune.search.report_json import check_report

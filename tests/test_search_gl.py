@@ -2,12 +2,12 @@
 import json
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Budget, tune
-from shadertune.search.cli import main
+from shadertune.cli.search import main
 from shadertune.search.report_json import check_report
 from shadertune.search.restrict import RestrictedBackend
-from shadertune.select import select_config
+from shadertune.selection.chain import select_config
 
 P = Problem(16, 24, 20)
 

@@ -6,14 +6,14 @@ import math
 import pytest
 from fake_backend import PHASES, FakeBackend, best_correct, cost_ms, is_unwritten, is_wrong
 
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.result import OK, Result
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK, Result
 from shadertune.search import (BaseEvaluator, Budget, BudgetExhausted, Evaluator, SearchOptions,
                                Tracker, get_strategy, tune)
 from shadertune.search.local import neighbourhood
 from shadertune.search.model import ranked_configs
-from shadertune.space import PhasePlan
+from shadertune.core.space import PhasePlan
 
 P = Problem(8, 8, 64)
 

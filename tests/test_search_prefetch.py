@@ -2,7 +2,7 @@
 from fake_backend import FakeBackend
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Budget, Evaluator, get_strategy
 
 PROBLEM = Problem(8, 8, 64)

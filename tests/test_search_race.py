@@ -3,11 +3,11 @@ import numpy as np
 
 from fake_backend import FakeBackend, FakeKernel
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import Store
 from shadertune.errors import TooSlow
-from shadertune.problem import Problem
-from shadertune.result import OK, SLOW
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK, SLOW
 from shadertune.search import Evaluator
 
 P = Problem(8, 8, 256)

@@ -1,7 +1,7 @@
 """Narrowed spaces for search-quality studies on a subspace."""
 import pytest
 
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search.restrict import RestrictedBackend, narrow, parse_fix
 
 

@@ -5,12 +5,12 @@ import time
 import pytest
 from fake_backend import NP_BEST, OUTER, FakeBackend, best_correct, cost_ms, make_space
 
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.result import OK, Result
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK, Result
 from shadertune.search import Budget, Evaluator, SearchOptions, Tracker, get_strategy
 from shadertune.search.phased import powers_of_two
-from shadertune.space import PhasePlan, Space
+from shadertune.core.space import PhasePlan, Space
 
 P = Problem(8, 8, 64)
 

@@ -3,9 +3,9 @@ import pytest
 from fake_backend import FakeBackend
 
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Budget, tune
-from shadertune.select import select_config, shape_distance
+from shadertune.selection.chain import select_config, shape_distance
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,10 @@ nearness with their batch count."""
 import pytest
 from fake_backend import FakeBackend
 
-from shadertune import select
+from shadertune.selection import chain as select
 from shadertune.db import Store
-from shadertune.problem import Problem
-from shadertune.result import Result
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
 
 
 def put(path, be, problem, cfg, ms):
@@ -41,7 +41,7 @@ def test_batch_of_key():
 
 
 def test_the_search_cli_takes_a_batch():
-    from shadertune.search.cli import build_parser, problems_from
+    from shadertune.cli.search import build_parser, problems_from
     parser = build_parser()
     args = parser.parse_args(["--sizes", "64x512x256x128,8x8x8,8", "--dtype", "float64"])
     assert problems_from(args, parser) == [Problem(512, 256, 128, "float64", batch=64),

@@ -8,12 +8,12 @@ from subproc import run_python
 from fake_backend import FakeBackend
 from perfmodel_synthetic import DEVICE, TEMPLATES, TRAIN, fill, put
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import Store
 from shadertune.perfmodel import model_for
-from shadertune.problem import Problem
-from shadertune.result import Result
-from shadertune.select import select, select_config
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
+from shadertune.selection.chain import select, select_config
 
 P = Problem(8, 8, 64)
 
@@ -73,8 +73,8 @@ def test_a_write_through_another_connection_is_seen(one):
 def test_a_write_by_another_process_is_seen(one):
     path, be = one, FakeBackend()
     code = ("import sys; from perfmodel_synthetic import put; "
-            "from shadertune.db import Store; from shadertune.problem import Problem; "
-            "from shadertune.config import Config; s = Store(sys.argv[1]); "
+            "from shadertune.db import Store; from shadertune.core.problem import Problem; "
+            "from shadertune.core.config import Config; s = Store(sys.argv[1]); "
             "put(s, Problem(8, 8, 64), Config(glsl='450', fetch='texelFetch', unroll=4, np=30, "
             "mc='1x4', mrt_h=2, mrt_w=2), ms=0.1); s.close()")
     r = run_python(code, path)
@@ -187,8 +187,8 @@ def test_a_write_the_stamp_cannot_see_is_seen_while_fresh(one, monkeypatch):
     monkeypatch.setattr(changes, "fresh", lambda stamp, now=None: True)
     assert select_config(be, P, one) == (cfg(), "exact")
     code = ("import sys; sys.path.insert(0, 'tests'); from perfmodel_synthetic import put; "
-            "from shadertune.db import Store; from shadertune.problem import Problem; "
-            "from shadertune.config import Config; s = Store(sys.argv[1]); "
+            "from shadertune.db import Store; from shadertune.core.problem import Problem; "
+            "from shadertune.core.config import Config; s = Store(sys.argv[1]); "
             "put(s, Problem(8, 8, 64), Config(glsl='450', fetch='texelFetch', unroll=4, np=30, "
             "mc='1x4', mrt_h=2, mrt_w=2), ms=0.1); s.close()")
     r = run_python(code, str(one), cwd=pathlib.Path(__file__).parent.parent)

@@ -5,10 +5,10 @@ import random
 
 import pytest
 
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.result import OK, Result
-from shadertune.space import PhasePlan, Space, restriction
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.result import OK, Result
+from shadertune.core.space import PhasePlan, Space, restriction
 
 
 def space(**kw):
@@ -193,7 +193,7 @@ def test_phase_plan_is_a_frozen_typed_value():
 
 def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
     from shadertune.errors import ContextError
-    from shadertune.problem import Problem
+    from shadertune.core.problem import Problem
     try:
         s = gl_backend.space(Problem(16, 24, 20))
     except ContextError as e:
@@ -222,7 +222,7 @@ def test_gl_space_is_pruned_by_device_limits_and_shape(gl_backend):
 # --- a union of spaces told apart by one knob (GL: its compute and fragment families) ---
 
 def _union():
-    from shadertune.space import UnionSpace
+    from shadertune.core.space import UnionSpace
     a = Space({"x": (1, 2, 4), "shared": ("s", "t")}, ["x * 2 <= 8"])
     b = Space({"y": (10, 20), "shared": ("t", "u")}, ["y > 10 or shared == 'u'"])
     return UnionSpace("kind", [("a", a, {"y": 0}), ("b", b, {"x": 0})],

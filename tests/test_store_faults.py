@@ -12,9 +12,9 @@ from test_db import as_another_user, shared_dir  # noqa: F401  (a fixture)
 
 import shadertune
 from shadertune.db import Store
-from shadertune.problem import Problem
-from shadertune.result import Result
-from shadertune.search.cli import main
+from shadertune.core.problem import Problem
+from shadertune.core.result import Result
+from shadertune.cli.search import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = "fake_backend:FakeBackend"
@@ -50,7 +50,7 @@ def test_a_full_disk_stops_the_search_in_one_line_and_loses_nothing(tmp_path):
     # store's write-ahead log then fails to grow while problem 2 is searched.
     code = ("import resource, sys; "
             "resource.setrlimit(resource.RLIMIT_FSIZE, (48 << 10, 48 << 10)); "
-            "from shadertune.search.cli import main; "
+            "from shadertune.cli.search import main; "
             "sys.exit(main(['--backend', {fake!r}, '--db', {db!r}, '-q', '--repeats', '1', "
             "'--budget', '15', '--sizes', '8,16', '--report', {rep!r}]))").format(
         fake=FAKE, db=str(db), rep=str(rep))
@@ -102,7 +102,7 @@ def test_matmul_auto_uses_a_read_only_store(shared_dir, gl_backend):
         best = s.best("gl", gl_backend.device().key, p, gl_backend.template_hash())
     assert best is not None
     os.chmod(db, 0o444)
-    from shadertune.select import select_config
+    from shadertune.selection.chain import select_config
     rng = np.random.default_rng(1)
     A, B = rng.standard_normal((24, 32)).astype(np.float32), rng.standard_normal((32, 16)).astype(np.float32)
     with as_another_user():
@@ -146,7 +146,7 @@ def test_odd_stores_warn_in_auto_and_fail_search_in_one_line(tmp_path, capsys, t
     if text == "cannot be decoded":              # replaying the search meets the bad rows
         with pytest.warns(RuntimeWarning, match=text):
             from fake_backend import FakeBackend
-            from shadertune.select import select_config
+            from shadertune.selection.chain import select_config
             assert select_config(FakeBackend(), Problem(8, 8, 8), db)[1] == "default"
     capsys.readouterr()
     assert search(db, "--size", "8") == 1

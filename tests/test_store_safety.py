@@ -31,9 +31,9 @@ from fake_backend import FakeBackend
 
 from shadertune.db import Store
 from shadertune.db.errors import StoreBusy
-from shadertune.db.cli import main as db_main
-from shadertune.report.__main__ import main as report_main
-from shadertune.search.cli import main as search_main
+from shadertune.cli.db import main as db_main
+from shadertune.cli.report import main as report_main
+from shadertune.cli.search import main as search_main
 
 FAKE = "fake_backend:FakeBackend"
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures"
@@ -99,8 +99,8 @@ def _index_damaged_copy(base: pathlib.Path, where: pathlib.Path) -> pathlib.Path
 
 
 def test_a_store_damaged_past_quick_check_is_never_written_nor_answered_from(tmp_path, capsys):
-    from shadertune.problem import Problem
-    from shadertune.select import select
+    from shadertune.core.problem import Problem
+    from shadertune.selection.chain import select
     base = tmp_path / "base.sqlite"
     assert search(base, "--size", "8") == 0
     db = _index_damaged_copy(base, tmp_path / "s.sqlite")
@@ -184,7 +184,7 @@ def test_check_of_a_locked_store_says_busy_not_damaged(tmp_path, capsys, journal
 
 CHECK_AS_NOBODY = """
     import contextlib, io, os, sys
-    from shadertune.db.cli import main
+    from shadertune.cli.db import main
     warm = sys.argv[1]                       # every import check needs, while root may read them
     with contextlib.redirect_stdout(io.StringIO()):
         main(["--db", warm, "check"])
@@ -316,7 +316,7 @@ def test_another_users_matmul_never_runs_code_from_a_shared_store(shared_dir, tm
 
 SEARCH_AS_NOBODY = """
     import contextlib, io, os, sys
-    from shadertune.search.cli import main
+    from shadertune.cli.search import main
     store, warm = sys.argv[1], sys.argv[2]
     argv = ["--backend", "fake_backend:FakeBackend", "--size", "8", "--budget", "3", "-q",
             "--strategy", "model"]
@@ -356,7 +356,7 @@ def test_an_old_pickled_model_is_loaded_only_when_it_is_the_users_own(tmp_path):
     world-writable, is ignored with one warning and never unpickled."""
     from shadertune.perfmodel import saved
     from shadertune.perfmodel.saved import model_for
-    from shadertune.problem import Problem
+    from shadertune.core.problem import Problem
     from perfmodel_synthetic import fill
     be = FakeBackend()
     with Store(tmp_path / "s.sqlite") as store:

@@ -21,9 +21,9 @@ import fake_cupy
 from shadertune.backends.cuda import codegen, streamk
 from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
 from shadertune.backends.cuda.space import derive, make_space
-from shadertune.config import Config
-from shadertune.problem import Problem
-from shadertune.templates import render
+from shadertune.core.config import Config
+from shadertune.core.problem import Problem
+from shadertune.core.templates import render
 from test_cuda_call_host import _ref, fake_kernel
 from test_cuda_codegen import compile_without_spills
 from test_host_overhead import cp  # noqa: F401  (fixture: the CuPy stand-in)

@@ -2,7 +2,7 @@
 import pytest
 from md_table import cells, is_delimiter
 
-from shadertune.texttable import text_table
+from shadertune.core.texttable import text_table
 
 
 def test_padded_columns_alignment_row_and_escaped_cells():

@@ -7,7 +7,7 @@ import pytest
 from subproc import run_python
 
 import shadertune
-from shadertune import api
+from shadertune.front import matmul as api
 from shadertune.errors import ContextError
 
 from numerics import rel_err

@@ -15,8 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # shadertune/__init__.py and the modules of what it exports (matmul, tune, explain and
 # the values they take and return)
-SURFACE = ["__init__.py", "api.py", "tuning.py", "explanation.py", "select.py", "config.py",
-           "problem.py", "result.py", "names.py", "reverify.py"]
+SURFACE = ["__init__.py", "front/matmul.py", "front/tuning.py", "front/explanation.py",
+           "selection/chain.py", "core/config.py", "core/problem.py", "core/result.py", "names.py",
+           "selection/reverify.py"]
 
 # What the overloads promise, checked statically (never run).
 PROMISES = '''
@@ -27,7 +28,7 @@ from numpy.typing import NDArray
 
 import shadertune
 from shadertune import Config, Problem, TuneResult
-from shadertune.select import Selection
+from shadertune.selection.chain import Selection
 
 
 class DeviceArray:
@@ -98,7 +99,7 @@ def test_mypy_strict_passes_on_the_public_surface_and_the_readme(tmp_path):
 def test_the_literal_names_are_the_registries():
     from shadertune import names
     from shadertune.backends import available, backend_class
-    from shadertune.problem import _DTYPES
+    from shadertune.core.problem import _DTYPES
     from shadertune.search import STRATEGIES
     assert set(typing.get_args(names.BackendName)) == set(available())
     assert set(typing.get_args(names.StrategyName)) == set(STRATEGIES)
@@ -108,5 +109,5 @@ def test_the_literal_names_are_the_registries():
         presets |= set(backend_class(name)().presets())
     assert set(typing.get_args(names.PresetName)) == presets
     assert set(typing.get_args(names.ConfigName)) == presets | {"auto", "default"}
-    from shadertune.perfmodel.firstuse import NAME
+    from shadertune.perfmodel.first_use_plan import NAME
     assert typing.get_args(names.TuneOnUse) == (NAME,)

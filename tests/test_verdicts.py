@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from fake_backend import FakeBackend, is_unwritten, is_wrong
 
-from shadertune.config import Config
+from shadertune.core.config import Config
 from shadertune.db import Store
-from shadertune.problem import Problem
+from shadertune.core.problem import Problem
 from shadertune.search import Evaluator
-from shadertune.search.cli import main
-from shadertune.select import select_config
+from shadertune.cli.search import main
+from shadertune.selection.chain import select_config
 
 FAKE = "fake_backend:FakeBackend"
 P = Problem(8, 8, 64)

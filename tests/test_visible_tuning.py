@@ -11,8 +11,8 @@ from fake_backend import FakeBackend
 from tqdm import tqdm
 
 import shadertune
-from shadertune import print_tuning
-from shadertune import select as sel
+from shadertune.front import print_tuning
+from shadertune.selection import chain as sel
 from shadertune.search import progress as progress_mod
 from shadertune.search.__main__ import main as search_main
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import Config
+from ..core.config import Config
 from .base import Backend, DeviceInfo, Kernel, KnobLayout, ModelFeatures
 
 _REGISTRY = {

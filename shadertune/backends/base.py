@@ -52,9 +52,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..config import Config
-from ..problem import Problem
-from ..space import Space
+from ..core.config import Config
+from ..core.problem import Problem
+from ..core.space import Space
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,7 @@ class Backend(abc.ABC):
         adapt=True the config may move to fit (a tiling remainder).  The default brings
         the operands to the host in the problem's dtype and runs one kernel for every
         2-D product of a batch."""
-        from ..host import run_on_host
+        from ..call.host import run_on_host
         kernel = None
 
         def product(A, B, C, dest):
@@ -320,5 +320,5 @@ class Backend(abc.ABC):
 
 
 def template_names_hash(names: list[str]) -> str:
-    from ..templates import template_hash
+    from ..core.templates import template_hash
     return template_hash(*names)

@@ -21,7 +21,7 @@ import signal
 import socket
 import time
 
-from .._optional import optional_import
+from ..core.optional import optional_import
 from ..errors import ShadertuneError
 
 GPU_ENV = "SHADERTUNE_GPU"

@@ -37,10 +37,10 @@ from typing import Callable
 
 from distributed.scheduler import KilledWorker
 
-from ..config import Config
+from ..core.config import Config
 from ..errors import ShadertuneError
-from ..problem import Problem
-from ..result import RUN_FAILED, Result
+from ..core.problem import Problem
+from ..core.result import RUN_FAILED, Result
 from ..search.evaluate import RecordingEvaluator, _line
 from .compiles import CompileAhead
 from .coordinator import DROPPED_TRIES, DeviceGroup

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..backends.base import Backend
-from ..config import Config
+from ..core.config import Config
 from ..errors import ShadertuneError
-from ..problem import Problem
+from ..core.problem import Problem
 
 if TYPE_CHECKING:
     from .coordinator import DeviceGroup

@@ -15,7 +15,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Callable
 
 from ..backends.base import DeviceInfo
-from ..problem import Problem
+from ..core.problem import Problem
 from ..search.budget import Budget
 from ..perfmodel.guided import tune
 from .coordinator import Cancelled, Coordinator, DeviceGroup

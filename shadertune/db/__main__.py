@@ -1,7 +1,7 @@
 """Entry point of python -m shadertune.db (and the shadertune-db script)."""
 import sys
 
-from .cli import main
+from ..cli.db import main
 
 if __name__ == "__main__":
     sys.exit(main())

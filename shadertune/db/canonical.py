@@ -21,7 +21,7 @@ import functools
 import json
 from collections.abc import Callable
 
-from ..config import Config
+from ..core.config import Config
 
 # Rows of one kernel that a merge took out of `results` (every column kept), with the
 # canonical config key of the row that stayed.

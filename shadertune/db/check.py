@@ -47,8 +47,8 @@ import stat
 import urllib.parse
 from dataclasses import dataclass, field
 
-from ..problem import Problem
-from ..result import STATUSES, Result
+from ..core.problem import Problem
+from ..core.result import STATUSES, Result
 from . import schema
 from .errors import StoreBusy, StoreDamaged, StoreError
 

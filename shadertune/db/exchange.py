@@ -40,10 +40,10 @@ import os
 import pathlib
 from collections.abc import Iterator
 
-from .. import jsonio
-from ..config import Config
-from ..problem import Problem
-from ..result import Result
+from ..core import jsonio
+from ..core.config import Config
+from ..core.problem import Problem
+from ..core.result import Result
 from . import schema
 from .store import Store, StoreError
 

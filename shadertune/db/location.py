@@ -1,7 +1,7 @@
 """Where the store lives, and which files are the store: shadertune.store_location (a
 core module, so that the one output writer can protect the stores it names), as the
 store package names it."""
-from ..store_location import (NoStoreLocation, SIDE_FILES, STORE_NAME, default_path, home,
+from ..core.store_location import (NoStoreLocation, SIDE_FILES, STORE_NAME, default_path, home,
                               known_store_files, store_files, store_path, user_path)
 
 __all__ = ["NoStoreLocation", "SIDE_FILES", "STORE_NAME", "default_path", "home",

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from ..config import Config
-from ..problem import Problem
+from ..core.config import Config
+from ..core.problem import Problem
 from .exchange import BEST_FIELDS
 
 log = logging.getLogger(__name__)

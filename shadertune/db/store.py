@@ -47,10 +47,10 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 
-from ..config import Config
-from ..problem import Problem
-from ..result import OK, Result
-from ..verdict import DEFAULT_TOLERANCE
+from ..core.config import Config
+from ..core.problem import Problem
+from ..core.result import OK, Result
+from ..core.verdict import DEFAULT_TOLERANCE
 from . import changes, check, schema
 from .canonical import canonical
 from .errors import StoreBusy, StoreError

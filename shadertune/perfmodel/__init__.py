@@ -20,7 +20,7 @@ the search core), guided (the learned model as a search's cost model), sample
 (data generation), cli (python -m shadertune.perfmodel).
 """
 from .features import Featurizer, register_derived
-from .firstuse import FirstUse
+from .first_use_plan import FirstUse
 from .guided import learned_cost_model, search_cost_model
 from .learners import ModelUnavailable
 from .model import PerfModel

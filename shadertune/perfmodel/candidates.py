@@ -21,11 +21,11 @@ import random
 import time
 from collections.abc import Iterable
 
-from ..config import Config
+from ..core.config import Config
 from ..errors import ShadertuneError
-from ..problem import Problem
+from ..core.problem import Problem
 from ..search.random_search import draws
-from ..space import Space
+from ..core.space import Space
 
 # the length of the backend's analytical candidate list (Backend.candidates) that joins
 # the verified configs as auto's candidates (the backends' default length)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..config import Config
-from ..problem import Problem
+from ..core.config import Config
+from ..core.problem import Problem
 
 
 @dataclass
@@ -69,7 +69,7 @@ def results_from_candidates(doc: dict, device: str) -> list:
     """The verified candidates a candidate-list run timed (the rows' 'trials' of the
     JSON scripts/bench-cuda writes) as Results of the file's backend on `device`: real
     measurements for a model."""
-    from ..result import OK, Result
+    from ..core.result import OK, Result
     backend = doc["device"]["backend"]
     out = []
     for row in doc["rows"]:

@@ -29,9 +29,9 @@ import numpy as np
 
 from ..backends import ModelFeatures, backend_class
 from ..backends.base import log2_count as _log2
-from ..config import Config
+from ..core.config import Config
 from ..errors import ShadertuneError
-from ..problem import Problem
+from ..core.problem import Problem
 
 # Derived features registered here by backend name (they win over the backend's own):
 # backend name -> function(problem, config, limits) -> {feature name: float}; the

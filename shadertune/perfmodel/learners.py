@@ -11,7 +11,7 @@ most even), the MLP and the linear model behind (notes/perfmodel.md;
 """
 from __future__ import annotations
 
-from .._optional import optional_import
+from ..core.optional import optional_import
 from ..errors import ShadertuneError
 
 DEFAULT = "extratrees+hgb"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from ..problem import Problem
-from ..result import Result
+from ..core.problem import Problem
+from ..core.result import Result
 from ..search import Budget, BudgetExhausted, Evaluator, Tracker
 
 

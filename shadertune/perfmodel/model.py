@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..config import Config
-from ..problem import Problem
+from ..core.config import Config
+from ..core.problem import Problem
 from . import learners
 from .data import TrainingData
 from .estimator_arrays import Estimator

@@ -16,7 +16,7 @@ import random
 import time
 
 from ..errors import InvalidConfig
-from ..problem import Problem
+from ..core.problem import Problem
 from ..search import Budget
 from .candidates import candidates
 from .measure import measure

@@ -43,8 +43,8 @@ import zipfile
 
 import numpy as np
 
-from .. import jsonio
-from ..config import Config
+from ..core import jsonio
+from ..core.config import Config
 from ..errors import ShadertuneError
 from . import learners
 from .data import training_data
@@ -116,7 +116,7 @@ def _plain(v):
 def save(model: PerfModel, path) -> None:
     """Through the one output writer (shadertune.atomic): whole or not at all; data
     only (the module docstring)."""
-    from ..atomic import output
+    from ..core.atomic import output
     est = model.estimator
     if not isinstance(est, Estimator):                   # a model read from an old pickle
         est = Estimator.of(est, len(model.featurizer.names))

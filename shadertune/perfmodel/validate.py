@@ -28,8 +28,8 @@ import time
 
 import numpy as np
 
-from ..problem import Problem, shape_distance
-from ..verdict import tolerance_for
+from ..core.problem import Problem, shape_distance
+from ..core.verdict import tolerance_for
 from . import learners
 from .data import TrainingData
 from .model import PerfModel, default_target

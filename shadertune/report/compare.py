@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
-from ..texttable import text_table
+from ..core.texttable import text_table
 from .rooflines import fraction, no_roofline, roofline_of
 from .schema import ReportError, problem_key, problem_label
 from .tables import baseline_gflops, fmt_gflops, fmt_pct, fmt_ratio, ratio, right_from

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG
+from ..core.result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG
 from .sources import Point
 
 NAN = float("nan")

@@ -21,7 +21,7 @@ import math
 import pathlib
 from collections.abc import Mapping, Sequence
 
-from .._optional import optional_import
+from ..core.optional import optional_import
 from ..errors import ShadertuneError
 from .rooflines import ceiling_lines, no_roofline, roofline_of
 from .schema import ReportError, problem_label
@@ -71,7 +71,7 @@ def plot_format(out) -> str:
 def _save(fig, out) -> None:
     """Through the one output writer (shadertune.atomic): a full disk or a Ctrl-C leaves
     no partial PNG; its folder is made as the search's --report does."""
-    from ..atomic import OutputError, output
+    from ..core.atomic import OutputError, output
     fmt = plot_format(out)
     try:
         with output(out, "wb", stream_ok=False) as f:

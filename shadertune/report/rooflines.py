@@ -16,7 +16,7 @@ import copy
 import functools
 from collections.abc import Mapping
 
-from ..roofline.store import SOFTWARE_NOTE, software_reason
+from ..core.roofline.store import SOFTWARE_NOTE, software_reason
 
 
 @functools.lru_cache(maxsize=None)
@@ -55,7 +55,7 @@ def compute_roofline(backend: str, problem: Mapping, ceilings: Mapping | None) -
     model = backend_model(backend)
     if not ceilings or not best or model is None:
         return None
-    from ..problem import Problem
+    from ..core.problem import Problem
     try:
         roof = model.roofline(Problem.from_dict(problem), best["config"], ceilings)
     except (KeyError, ValueError, TypeError):   # ceilings of another backend, or a config the model lacks

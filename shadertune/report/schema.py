@@ -115,7 +115,7 @@ def validate(d, src: str = "<report>") -> dict:
 
 def load(path) -> dict:
     """Read and validate a report file; every failure is a one-line ReportError."""
-    from ..jsonio import read_json
+    from ..core.jsonio import read_json
     return validate(read_json(path, ReportError, "a report"), str(path))
 
 
@@ -126,5 +126,5 @@ def problem_key(p: Mapping) -> tuple:
 
 def problem_label(p: Mapping) -> str:
     """A report's problem as every table and message writes one (Problem.label)."""
-    from ..problem import Problem
+    from ..core.problem import Problem
     return Problem.from_dict(p).label

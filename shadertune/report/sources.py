@@ -23,8 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..problem import Problem
-from ..result import OK
+from ..core.problem import Problem
+from ..core.result import OK
 from .schema import ReportError, problem_label, validate
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -140,7 +140,7 @@ def measured(path, problem: str | None = None, *, backend: str | None = None,
         raise ReportError(f"{p}: cannot read ({e.strerror or e})") from None
     if head == _SQLITE_MAGIC:
         return _from_store(p, problem, backend, device)
-    from ..jsonio import read_json
+    from ..core.jsonio import read_json
     doc = read_json(p, ReportError, "a report, a store or a candidate-list file")
     if isinstance(doc, Mapping) and "schema" in doc:
         return _from_report(validate(doc, str(p)), str(p), problem, backend, device)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..backends import acting, backend_class
-from ..roofline import unit_of
-from ..texttable import text_table
+from ..core.roofline import unit_of
+from ..core.texttable import text_table
 from .rooflines import ceilings_of, fraction, no_roofline, roofline_of
 from .schema import problem_label
 

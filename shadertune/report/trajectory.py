@@ -179,7 +179,7 @@ def pct1(f: float | None) -> str:
 
 def table(rs: Sequence[Run]) -> str:
     """Markdown: each run's cost and the quality of what it found."""
-    from ..texttable import text_table
+    from ..core.texttable import text_table
     from .tables import fmt_gflops, right_from
     exs = exhaustive_runs(rs)
     header = ["run", "problem", "strategy", "evaluated", "timed", "% of pruned space timed",

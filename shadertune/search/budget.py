@@ -33,8 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Callable
 
-from ..config import Config
-from ..result import Result
+from ..core.config import Config
+from ..core.result import Result
 from .contract import as_evaluator
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from ..config import Config
-from ..result import Result
+from ..core.config import Config
+from ..core.result import Result
 
 
 class BaseEvaluator(abc.ABC):

@@ -46,12 +46,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..arguments import check_measurement
-from ..config import Config
+from ..core.arguments import check_measurement
+from ..core.config import Config
 from ..errors import BuildError, ContextError, InvalidConfig, RunError, ShadertuneError, TooSlow
-from ..problem import Problem
-from ..result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG, Result
-from ..verdict import DEFAULT_TOLERANCE, over_tolerance, rejudge
+from ..core.problem import Problem
+from ..core.result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG, Result
+from ..core.verdict import DEFAULT_TOLERANCE, over_tolerance, rejudge
 from .contract import BaseEvaluator
 from .operands import OperandCache
 

@@ -2,8 +2,8 @@
 asked for in batches of options.batch (an evaluator may run a batch at once)."""
 from __future__ import annotations
 
-from ..result import Result
-from ..space import Space
+from ..core.result import Result
+from ..core.space import Space
 from .budget import Budget, BudgetExhausted, Tracker
 from .options import SearchOptions
 

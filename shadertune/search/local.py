@@ -30,8 +30,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 
-from ..config import Config
-from ..space import Space
+from ..core.config import Config
+from ..core.space import Space
 from .budget import Tracker, score
 from .options import SearchOptions
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..config import Config
+from ..core.config import Config
 
 # predicted milliseconds per config, or None when there is no model
 CostModel = Callable[[Sequence[Config]], "Sequence[float] | None"]

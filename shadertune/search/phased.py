@@ -49,9 +49,9 @@ from __future__ import annotations
 import itertools
 import random
 
-from ..config import Config
-from ..result import Result
-from ..space import Space
+from ..core.config import Config
+from ..core.result import Result
+from ..core.space import Space
 from .budget import Budget, BudgetExhausted, Tracker, score
 from .local import fresh_batches, improve
 from .options import SearchOptions

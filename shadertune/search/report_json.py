@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import datetime
 
-from ..atomic import write_json
-from ..result import Result, best
+from ..core.atomic import write_json
+from ..core.result import Result, best
 
 REPORT_SCHEMA = 1
 PROBLEM_KEYS = ("M", "N", "K", "dtype", "trans_a", "trans_b", "space_size", "full_space_size",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 
-from ..space import Space
+from ..core.space import Space
 
 
 def fix_item(item: str) -> tuple[str, tuple]:

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
-from ..config import Config
+from ..core.config import Config
 from ..db.spaces import space_sizes
-from ..problem import Problem
-from ..result import Result
+from ..core.problem import Problem
+from ..core.result import Result
 from .budget import Budget
 from .evaluate import Evaluator, RecordingEvaluator
 from .options import SearchOptions

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...device_arrays import ArrayInfo
+from ...call.device_arrays import ArrayInfo
 
 # Element types the kernels compute in. Half precision on the device
 # (float16) is refused: there is no half-precision kernel, and a silent float32

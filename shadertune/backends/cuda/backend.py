@@ -5,9 +5,9 @@ import contextlib
 
 import numpy as np
 
-from ...config import Config
+from ...core.config import Config
 from ...errors import ContextError, InvalidConfig
-from ...problem import Problem
+from ...core.problem import Problem
 from ..base import Backend, DeviceInfo
 from . import baseline, codegen, device
 from .features import CUDA_MODEL_FEATURES

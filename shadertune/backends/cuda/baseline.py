@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from ...problem import Problem
+from ...core.problem import Problem
 from .device import import_cupy
 from .timing import event_times
 

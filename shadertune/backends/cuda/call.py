@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...device_arrays import ArrayInfo, describe_device, describe_host
-from ...inputs import MatmulCall, Operand
-from ...problem import Problem
+from ...call.device_arrays import ArrayInfo, describe_device, describe_host
+from ...call.inputs import MatmulCall, Operand
+from ...core.problem import Problem
 from .arrays import batch_stride, check_device_dtype, matrix_layout
 
 ALIGN = 16   # bytes: the kernels' vector loads need 16-byte aligned matrix bases

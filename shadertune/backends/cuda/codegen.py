@@ -6,9 +6,9 @@ blocks of one frame, gemm_base.cu (title, constants, helpers, prologue, main
 loop, epilogue), which adds the K_G split's tail they share."""
 from __future__ import annotations
 
-from ...config import Config
-from ...problem import Problem
-from ...templates import render, template_hash as _template_hash
+from ...core.config import Config
+from ...core.problem import Problem
+from ...core.templates import render, template_hash as _template_hash
 from . import dmma, streamk
 from .space import complete, derive, extra_regs, scatters
 

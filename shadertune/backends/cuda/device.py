@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from ..._optional import optional_import
+from ...core.optional import optional_import
 from ...errors import ContextError
 
 # Hopper SXM (H100 / H200), compute capability 9.0.

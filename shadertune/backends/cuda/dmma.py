@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 
-from ...problem import Problem
+from ...core.problem import Problem
 
 MMA = 1             # the knob value
 MMA_KS = (8, 4)     # k of one mma.sync, preferred first (see mma_k); (k,) forces k

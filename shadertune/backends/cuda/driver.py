@@ -5,9 +5,9 @@ import time
 
 import numpy as np
 
-from ...config import Config
+from ...core.config import Config
 from ...errors import InvalidConfig, RunError
-from ...problem import Problem
+from ...core.problem import Problem
 from .codegen import KERNEL, reduce_shape
 from .compiler import compile_cubin
 from .device import import_cupy

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from ...config import Config
-from ...problem import Problem
+from ...core.config import Config
+from ...core.problem import Problem
 from ..base import ModelFeatures, log2_count as _log2
 from .device import DEFAULT_LIMITS
 from .space import WARP, complete, derive

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 
 from ...errors import ContextError
-from ...roofline import store
+from ...core.roofline import store
 from .timing import event_times
 
 # CHAINS independent FMA chains per thread (ILP, Volkov); `iters` is a kernel

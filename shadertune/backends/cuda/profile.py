@@ -238,7 +238,7 @@ def summary_rows(launch: dict, flops: float | None = None) -> list[tuple[str, st
 
 def summary_markdown(launch: dict, head: list[str], flops: float | None = None) -> str:
     """The summary table of one launch, `head` lines first."""
-    from ...texttable import text_table
+    from ...core.texttable import text_table
     table = text_table(["what", "value", "metric"],
                        [(a, b, f"`{c}`") for a, b, c in summary_rows(launch, flops)], "lrl")
     return "\n".join([*head, "", table]) + "\n"

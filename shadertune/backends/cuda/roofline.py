@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ...problem import Problem
-from ...roofline.bounds import flat, need, peak_line
+from ...core.problem import Problem
+from ...core.roofline.bounds import flat, need, peak_line
 
 
 def cuda_problem_roofline(problem, ceilings: Mapping) -> dict:

@@ -79,9 +79,9 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-from ...config import Config
-from ...problem import Problem
-from ...space import PhasePlan, Space
+from ...core.config import Config
+from ...core.problem import Problem
+from ...core.space import PhasePlan, Space
 from . import dmma
 
 WARP = 32

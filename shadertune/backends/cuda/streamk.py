@@ -21,7 +21,7 @@ tests check these formulas cover every unit once and give unique slots.
 """
 from __future__ import annotations
 
-from ...problem import Problem
+from ...core.problem import Problem
 
 
 def shape(problem: Problem, BM: int, BN: int, KT: int) -> tuple[int, int, int]:

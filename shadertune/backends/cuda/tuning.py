@@ -16,8 +16,8 @@ from __future__ import annotations
 import itertools
 import math
 
-from ...config import Config
-from ...problem import Problem
+from ...core.config import Config
+from ...core.problem import Problem
 from . import dmma, streamk
 from .space import KNOB_DEFAULTS, WARP, block_tiles, derive, extra_regs
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import contextlib
 
-from ...config import Config
+from ...core.config import Config
 from ...errors import InvalidConfig
-from ...problem import Problem
+from ...core.problem import Problem
 from ..base import Backend, DeviceInfo
 from . import calls
 from .features import GL_MODEL_FEATURES

@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from ...host import accumulator, deliver, destination, host_operands, run_on_host, to_host
-from ...problem import Problem
+from ...call.host import accumulator, deliver, destination, host_operands, run_on_host, to_host
+from ...core.problem import Problem
 from .paths import path_of
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ...config import Config
-from ...problem import Problem
-from ...space import PhasePlan, Space
+from ...core.config import Config
+from ...core.problem import Problem
+from ...core.space import PhasePlan, Space
 
 # The knobs that tell the paths apart, and what a config without one means: Jiang's
 # render-target path in GLSL (configs stored before the others existed are that).

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from ...problem import Problem
+from ...core.problem import Problem
 
 # A compute unit's FMA lanes and the clock the model's cycles are counted in.
 LANES = 128

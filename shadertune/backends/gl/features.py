@@ -11,8 +11,8 @@ learner finds how they combine on the device (shadertune/perfmodel/features.py).
 """
 from __future__ import annotations
 
-from ...config import Config
-from ...problem import Problem
+from ...core.config import Config
+from ...core.problem import Problem
 from ..base import ModelFeatures, log2_count as _log2
 from .paths import path_of, predict_ms
 from .space import with_defaults

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 
-from ...config import Config
+from ...core.config import Config
 from ...errors import BuildError, InvalidConfig
-from ...templates import read
+from ...core.templates import read
 from ..base import log2_count
 from .platform.uninterrupted import uninterrupted
 

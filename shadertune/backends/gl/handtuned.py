@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import re
 
-from ...config import Config
+from ...core.config import Config
 from ...errors import InvalidConfig
-from ...problem import Problem
-from ...templates import read
+from ...core.problem import Problem
+from ...core.templates import read
 from .asm import handtuned as assembly
 from .mrt.driver import MrtKernel
 from .mrt.layout import Layout

@@ -19,9 +19,9 @@ import time as _time
 
 import numpy as np
 
-from ...config import Config
+from ...core.config import Config
 from ...errors import BuildError, RunError, TooSlow
-from ...problem import Problem
+from ...core.problem import Problem
 from ..base import Kernel
 from .platform.objects import parking_framebuffer
 from .platform.pool import make_object

@@ -12,8 +12,8 @@ import statistics
 
 import numpy as np
 
-from ... import templates
-from ...roofline import store
+from ...core import templates
+from ...core.roofline import store
 from .platform.context import get_context, software_renderer
 from .platform.objects import parking_framebuffer
 from .platform.timing import timed

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ...errors import InvalidConfig
-from ...problem import Problem
-from ...templates import template_hash
+from ...core.problem import Problem
+from ...core.templates import template_hash
 from .asm import PATH as ASM
 from .compute import PATH as COMPUTE
 from .contract import PATH_KNOBS, KernelPath

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...problem import Problem
-from ...roofline.bounds import flat, peak_line
+from ...core.problem import Problem
+from ...core.roofline.bounds import flat, peak_line
 from .mrt.roofline import best_roofline
 from .paths import path_of
 

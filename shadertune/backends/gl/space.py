@@ -57,9 +57,9 @@ is an image config then.
 """
 from __future__ import annotations
 
-from ...config import Config
-from ...problem import Problem
-from ...space import PhasePlan, Space, UnionSpace, restriction
+from ...core.config import Config
+from ...core.problem import Problem
+from ...core.space import PhasePlan, Space, UnionSpace, restriction
 from .asm.space import ASM_FETCH, ASM_GLSL, ASM_LANGS, langs as asm_langs
 from .compute.space import COMPUTE_KNOBS, compute_candidates
 from .fragment import FETCH_STYLES, GLSL_VERSIONS, UNROLLS

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from ....errors import InvalidConfig
-from ....templates import render
+from ....core.templates import render
 from ..fragment import unroll_factor
 from ..mrt.layout import Layout, packing
 

@@ -10,10 +10,10 @@ Contexts where no ARB_fragment_program shades report that and skip.
 """
 from __future__ import annotations
 
-from ....config import Config
+from ....core.config import Config
 from ....errors import InvalidConfig
-from ....problem import Problem
-from ....templates import render
+from ....core.problem import Problem
+from ....core.templates import render
 from ..mrt.layout import Layout
 from .codegen import float_constant
 from .driver import AsmKernel, available_langs

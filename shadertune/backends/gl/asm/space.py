@@ -3,8 +3,8 @@ family): the languages, what an assembly config holds the GLSL-only knobs at, an
 its programs within the driver's limits."""
 from __future__ import annotations
 
-from ....config import Config
-from ....space import restriction
+from ....core.config import Config
+from ....core.space import restriction
 from .codegen import program_counts
 
 LANGS = ("glsl", "arbfp", "nvfp")

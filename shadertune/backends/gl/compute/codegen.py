@@ -5,7 +5,7 @@ in, so the templates stay readable GLSL.
 """
 from __future__ import annotations
 
-from ....templates import render
+from ....core.templates import render
 from .layout import ComputeLayout
 
 TEMPLATE = "gl/matmul_compute.comp.j2"

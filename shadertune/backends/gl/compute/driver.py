@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....config import Config
+from ....core.config import Config
 from ....errors import BuildError, RunError
-from ....problem import Problem
+from ....core.problem import Problem
 from ..kernel import BaseGLKernel, output_array
 from ..platform import glraw
 from ..platform.context import state_of

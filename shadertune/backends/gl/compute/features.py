@@ -2,8 +2,8 @@
 grid, residency and traffic (layout.py, model.py)."""
 from __future__ import annotations
 
-from ....config import Config
-from ....problem import Problem
+from ....core.config import Config
+from ....core.problem import Problem
 from ...base import log2_count as _log2
 from .layout import ComputeLayout
 from .model import residency

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ....problem import Problem
+from ....core.problem import Problem
 from ..cost import DISPATCH_CYCLES, LANES, milliseconds
 from .layout import ComputeLayout
 

@@ -25,9 +25,9 @@ dividing the rows, splits only where the grid is small) and a register budget.
 """
 from __future__ import annotations
 
-from ....config import Config
-from ....problem import Problem
-from ....space import PhasePlan, Space
+from ....core.config import Config
+from ....core.problem import Problem
+from ....core.space import PhasePlan, Space
 from .codegen import COMPUTE_GLSL, MAX_GROUPS
 from .layout import one_pass_np
 from .model import compute_ms

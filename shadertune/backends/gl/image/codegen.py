@@ -5,10 +5,10 @@ layout of layout.py.
 """
 from __future__ import annotations
 
-from ....config import Config
+from ....core.config import Config
 from ....errors import InvalidConfig
-from ....problem import Problem
-from ....templates import render
+from ....core.problem import Problem
+from ....core.templates import render
 from ..fragment import glsl_and_fetch, unroll_factor
 from .layout import ImageLayout
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....config import Config
-from ....problem import Problem
+from ....core.config import Config
+from ....core.problem import Problem
 from ..fragment import compile_program, fullscreen_pipeline, row_bands, unroll_factor
 from ..kernel import BaseGLKernel, kernel_operands, output_array
 from ..platform.objects import clear_writes_nan, parking_framebuffer, placeholder_texture

@@ -3,8 +3,8 @@ each fragment owns a block_h x block_w block of C and reads block_h A texels and
 block_w B texels per 4-k step."""
 from __future__ import annotations
 
-from ....config import Config
-from ....problem import Problem
+from ....core.config import Config
+from ....core.problem import Problem
 from ..fragment import fragment_features
 from .codegen import plan_layout
 

@@ -3,8 +3,8 @@ family): its blocks and operand sources, what the device must have for it, the
 register budget and the storage-buffer limits it is bounded by."""
 from __future__ import annotations
 
-from ....config import Config
-from ....space import restriction
+from ....core.config import Config
+from ....core.space import restriction
 
 # Domain orders: the image path's first valid config in domain order is where the
 # phased search starts it (space.py's docstring): a 16 x 8 block (128 accumulators,

@@ -3,8 +3,8 @@ the assembly path draws the same layout): each fragment computes mrt_h x mrt_w C
 texels, fetching mrt_h A texels and mrt_w * b_sub B texels per k-step."""
 from __future__ import annotations
 
-from ....config import Config
-from ....problem import Problem
+from ....core.config import Config
+from ....core.problem import Problem
 from ..fragment import fragment_features
 from .codegen import plan_layout
 

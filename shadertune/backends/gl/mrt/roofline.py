@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ....problem import Problem
-from ....roofline.bounds import flat, need
+from ....core.problem import Problem
+from ....core.roofline.bounds import flat, need
 from .layout import MC_SHAPES
 
 

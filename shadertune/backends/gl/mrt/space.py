@@ -2,8 +2,8 @@
 the family): the render-target grid's sides and the device limits it is bounded by."""
 from __future__ import annotations
 
-from ....config import Config
-from ....space import restriction
+from ....core.config import Config
+from ....core.space import restriction
 
 MRT_SIDES = (1, 2, 4)
 

@@ -34,7 +34,7 @@ import glob
 import os
 import threading
 
-from ...._optional import optional_import
+from ....core.optional import optional_import
 from ....errors import ContextError
 from .egl_compat import create_compat_context
 

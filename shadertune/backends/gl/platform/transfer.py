@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ....templates import read
+from ....core.templates import read
 from . import glraw
 from .context import software_renderer
 from .objects import parking_framebuffer

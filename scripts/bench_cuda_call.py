@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""What one shadertune.matmul call costs the host on a CUDA GPU, step by step,
+and the launch means measured against each other (issue 38 items 1-2):
+
+    python scripts/bench-cuda-call --out DIR [--sizes 64,256] [--only steps,launch]
+
+Every number is host microseconds per call with the GPU held busy (a spin
+kernel queued first, hold.py: no call waits for the device), the median of 5
+rounds of 300 calls.
+
+steps    per size (n^3 float32) and operand kind (CuPy; PyTorch where installed):
+           lane          matmul(A, B, config="default"): the steady path of a key
+           lane_out      ... out= a preallocated array
+           lane_auto     ... config="auto", db= a store path holding the size's result
+           regular       the same call on the regular path (the lane off): a key's first call
+           alloc         the result's allocation alone (cupy.ndarray / torch.empty)
+           launches      the key's launches alone (driver.SteadyLaunch)
+           lane_python   lane - alloc - launches: the front door, the key, its lookup and checks
+           recheck       what 'auto' runs on its clock (every 0.1 s): the selection's stamps
+           torch_matmul, cupy_matmul   the frameworks' own call on the same operands
+launch   the launch means for three configs (the default of 64^3; K_G split + the
+         reduce kernel; pre-split pack + GEMM, on sm_90), per call of the config's launches:
+           rawkernel     CuPy's RawKernel call (arguments converted per launch)
+           kernellaunch  launch.KernelLaunch: per-thread parameter arrays, cupy.cuda.driver.launchKernel
+           steady        driver.SteadyLaunch: parameter arrays of the key's own (the lane's means)
+           ctypes        cuLaunchKernel of libcuda through ctypes, arguments prebuilt
+           cuda_python   cuLaunchKernel of cuda-python (cuda.bindings.driver), where installed
+           graph         a CUDA graph of the call captured once (its addresses fixed:
+                         only a call with the same A, B and out could replay it)
+         each checked to give the RawKernel call's bits.
+
+Writes DIR/bench-cuda-call.json and .md.
+"""
+import argparse
+import ctypes
+import pathlib
+import statistics
+import sys
+import time
+import traceback
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+
+def host_us(cp, fn, n: int = 300, rounds: int = 5) -> float:
+    """Median host microseconds per call of fn() with the GPU held busy."""
+    from shadertune.backends.cuda.hold import hold
+    fn()
+    st = cp.cuda.get_current_stream()
+    st.synchronize()
+    per = []
+    for _ in range(rounds):
+        hold(n * 60.0)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        per.append((time.perf_counter() - t0) / n * 1e6)
+        st.synchronize()
+    return statistics.median(per)
+
+
+def torch_mod():
+    try:
+        import torch
+        if torch.cuda.is_available():
+            torch.backends.cuda.matmul.allow_tf32 = False
+            return torch
+    except Exception:
+        pass
+    return None
+
+
+def section_steps(cp, sizes, out_dir, log) -> list:
+    import shadertune
+    import shadertune.front.matmul as front
+    from shadertune.db import Store
+    from shadertune.core.problem import Problem
+    from shadertune.search import Budget, tune
+    be = front.backend("cuda")
+    door = front.door("cuda")
+    torch = torch_mod()
+    rows = []
+    store_path = out_dir / "steps.sqlite"
+    with Store(store_path) as store:
+        for n in sizes:
+            tune(be, Problem(n, n, n), budget=Budget(max_evals=1), store=store)
+    for n in sizes:
+        rs = cp.random.RandomState(n)
+        cA, cB = rs.uniform(-1, 1, (n, n)).astype("float32"), rs.uniform(-1, 1, (n, n)).astype("float32")
+        kinds = [("cupy", cA, cB, cp.empty((n, n), "float32"))]
+        if torch is not None:
+            tA, tB = torch.from_dlpack(cA), torch.from_dlpack(cB)
+            kinds.append(("torch", tA, tB, torch.empty((n, n), device="cuda")))
+        for kind, A, B, O in kinds:
+            r = {"size": n, "operands": kind}
+            mm = shadertune.matmul
+            r["lane"] = host_us(cp, lambda: mm(A, B, backend="cuda", config="default"))
+            r["lane_out"] = host_us(cp, lambda: mm(A, B, O, backend="cuda", config="default"))
+            r["lane_auto"] = host_us(cp, lambda: mm(A, B, backend="cuda", config="auto", db=str(store_path)))
+            lane = door.express
+
+            def regular():
+                door.express = None
+                try:
+                    return mm(A, B, backend="cuda", config="default")
+                finally:
+                    door.express = lane
+            r["regular"] = host_us(cp, regular)
+            plans = [q for key, q in lane._plans.items() if key[0] == "default" and key[1] is None
+                     and len(key) == 12 and tuple(key[2]) == (n, n) and (q.torch_dtype is None) == (kind == "cupy")]
+            plan = plans[0] if plans else None
+            if kind == "cupy":
+                r["alloc"] = host_us(cp, lambda: cp.ndarray((n, n), np.float32))
+                st = cp.cuda.get_current_stream()
+                pa, pb, po = A.data.ptr, B.data.ptr, O.data.ptr
+                if plan is not None:
+                    r["launches"] = host_us(cp, lambda: plan.go(pa, pb, po, 1.0, 0.0, st))
+                r["cupy_matmul"] = host_us(cp, lambda: cp.matmul(A, B))
+                if torch is not None:
+                    tA, tB = torch.from_dlpack(A), torch.from_dlpack(B)
+                    r["torch_matmul"] = host_us(cp, lambda: torch.matmul(tA, tB))
+            else:
+                from shadertune.backends.cuda.call import _external_stream, _torch_stream
+                dev = torch.device("cuda", 0)
+                r["alloc"] = host_us(cp, lambda: torch.empty((n, n), dtype=torch.float32, device=dev))
+                st = _external_stream(cp, _torch_stream(0), 0)
+                pa, pb, po = A.data_ptr(), B.data_ptr(), O.data_ptr()
+                if plan is not None:
+                    r["launches"] = host_us(cp, lambda: plan.go(pa, pb, po, 1.0, 0.0, st, plan.alloc))
+                r["torch_matmul"] = host_us(cp, lambda: torch.matmul(A, B))
+            if "launches" in r:
+                r["lane_python"] = r["lane"] - r["alloc"] - r["launches"]
+            p = Problem(n, n, n)
+            r["recheck"] = host_us(cp, lambda: door.auto_config(p, str(store_path)))
+            r["config"] = be.default_config(p).to_dict()
+            rows.append(r)
+            log("steps     " + " ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                                        for k, v in r.items() if k != "config"))
+    return rows
+
+
+def _alternatives(cp, k, a, b, c):
+    """name -> a function that enqueues the call's launches of kernel k on (a, b, c) one way."""
+    from shadertune.backends.cuda.launch import bind_context
+    st = cp.cuda.get_current_stream()
+    alts = {}
+    launches = []      # (KernelLaunch, grid, addrs, consts) of one call, in order
+    kc = k.config
+    s = k._scales_of(1.0, 0.0)
+    if k._pack is not None:
+        pa = k._workspace(st, sum(k._packed))[0]
+        pb = pa + 4 * k._packed[0]
+        launches = [(k._launch_pack, k._pack_grid, (a, b, pa, pb), k._dims[:3]),
+                    (k._launch_main, k._grid1, (pa, pb, c, c, 0), s[1])]
+    elif k._kg > 1:
+        w = k._workspace(st, k._w1)[0]
+        launches = [(k._launch_main, k._grid_kg, (a, b, c, w, k._counters(st)), s[1])]
+        if k._reduce is not None:
+            launches.append((k._launch_reduce, k._rgrid1, (w, c), s[3]))
+    else:
+        launches = [(k._launch_main, k._grid1, (a, b, c, c, 0), s[1])]
+    raw = [(kl, g, ad + tuple(t(x) for t, x in zip(kl._numpy, co))) for kl, g, ad, co in launches]
+    alts["rawkernel"] = lambda: [kl.function(g, kl.block, args, shared_mem=kl.shared_mem, stream=st)
+                                 for kl, g, args in raw]
+    alts["kernellaunch"] = lambda: [kl.launch(g, st, ad, co) for kl, g, ad, co in launches]
+    go = k.launcher(0, 0, 1)
+    alts["steady"] = lambda: go(a, b, c, 1.0, 0.0, st)
+    # ctypes: libcuda's cuLaunchKernel, every argument prebuilt
+    from shadertune.backends.cuda.launch import BoundLaunch
+    bound = [BoundLaunch(kl, g, co) for kl, g, ad, co in launches]
+    for bl, (kl, g, ad, co) in zip(bound, launches):
+        bl.p.addrs[:] = ad
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        f = lib.cuLaunchKernel
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        calls = [(ctypes.c_void_p(bl.head[0]),) + bl.head[1:] + (ctypes.c_void_p(st.ptr),
+                                                                 ctypes.c_void_p(bl.p.address), None)
+                 for bl in bound]
+
+        def via_ctypes():
+            for args in calls:
+                if f(*args):
+                    raise RuntimeError("cuLaunchKernel failed")
+        alts["ctypes"] = via_ctypes
+    except OSError as e:
+        alts["ctypes"] = e
+    try:
+        try:
+            from cuda.bindings import driver as cud
+        except ImportError:
+            from cuda import cuda as cud
+        pre = [(cud.CUfunction(bl.head[0]),) + bl.head[1:] + (cud.CUstream(st.ptr), bl.p.address, 0) for bl in bound]
+
+        def via_cuda_python():
+            for args in pre:
+                err = cud.cuLaunchKernel(*args)[0]
+                if int(err):
+                    raise RuntimeError(f"cuLaunchKernel: {err}")
+        alts["cuda_python"] = via_cuda_python
+    except Exception as e:     # noqa: BLE001 (not installed, or another API: reported)
+        alts["cuda_python"] = e
+    # a graph of the call, captured once on a stream of its own (fixed addresses)
+    try:
+        gs = cp.cuda.Stream(non_blocking=True)
+        with gs:
+            gs.begin_capture()
+            go(a, b, c, 1.0, 0.0, gs)
+            graph = gs.end_capture()
+        alts["graph"] = lambda: graph.launch(st)
+    except Exception as e:     # noqa: BLE001
+        alts["graph"] = e
+    bind_context(cp)
+    return alts
+
+
+def section_launch(cp, log, be=None, calls: int = 300, rounds: int = 5) -> list:
+    import shadertune.front.matmul as front
+    from shadertune.core.problem import Problem
+    be = be or front.backend("cuda")
+    cases = [("the default of 64^3", Problem(64, 64, 64), None)]
+    split = Problem(45, 37, 3001, "float32", False, True)
+    cases.append(("K_G split + reduce kernel", split,
+                  next(c for c in be.candidates(split, 48) if c["KG"] > 1 and not c["KR"])))
+    if be.arch() == "sm_90":
+        from shadertune.core.config import Config
+        cases.append(("pre-split pack + GEMM", Problem(256, 256, 256),
+                      Config(AR=0, BK=32, BM=64, BN=64, DB=1, KG=1, KL=1, KR=0, MMA=4, PAD=4, ST=3, TM=4, TN=4,
+                             VEC=1, WM=64, WN=64, trans=1, PS=1)))
+    rows = []
+    for what, p, cfg in cases:
+        cfg = cfg or be.default_config(p)
+        k = be.build(p, cfg)
+        rng = np.random.default_rng(3)
+        A = cp.asarray(rng.uniform(-1, 1, p.stored_shapes[0]).astype("float32"))
+        B = cp.asarray(rng.uniform(-1, 1, p.stored_shapes[1]).astype("float32"))
+        C = cp.full(p.out_shape, np.nan, "float32")
+        ref = k.run(cp.asnumpy(A), cp.asnumpy(B))
+        row = {"what": what, "problem": p.key, "config": cfg.to_dict(), "us_per_call": {}, "equal": {}}
+        for name, fn in _alternatives(cp, k, A.data.ptr, B.data.ptr, C.data.ptr).items():
+            if isinstance(fn, Exception):
+                row["us_per_call"][name] = None
+                row["equal"][name] = f"not run: {type(fn).__name__}: {fn}"[:200]
+                continue
+            try:
+                C.fill(np.nan)
+                fn()
+                cp.cuda.get_current_stream().synchronize()
+                row["equal"][name] = bool(np.array_equal(cp.asnumpy(C), ref))
+                row["us_per_call"][name] = host_us(cp, fn, calls, rounds)
+            except Exception as e:   # noqa: BLE001 (an alternative failing is its result)
+                row["us_per_call"][name] = None
+                row["equal"][name] = f"failed: {type(e).__name__}: {e}"[:200]
+        rows.append(row)
+        log(f"launch    {what} ({p.key}): " + ", ".join(
+            f"{n} {v:.2f}" + ("" if row["equal"][n] is True else f" [{row['equal'][n]}]") if v is not None
+            else f"{n} - [{row['equal'][n]}]" for n, v in row["us_per_call"].items()))
+    return rows
+
+
+def markdown(doc: dict) -> str:
+    lines = [f"Device: {doc['device']}; {doc['date']}", "", f"Command: `{doc['command']}`", ""]
+    if doc.get("steps"):
+        keys = ["lane", "lane_out", "lane_auto", "regular", "alloc", "launches", "lane_python", "recheck",
+                "torch_matmul", "cupy_matmul"]
+        lines += ["Host us per call, the GPU held busy (median of 5 x 300 calls).", "",
+                  "| size | operands | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
+        for r in doc["steps"]:
+            lines.append(f"| {r['size']}^3 | {r['operands']} | " + " | ".join(
+                "-" if r.get(k) is None else f"{r[k]:.2f}" for k in keys) + " |")
+    if doc.get("launch"):
+        names = ["rawkernel", "kernellaunch", "steady", "ctypes", "cuda_python", "graph"]
+        lines += ["", "Launch means: host us per call of the config's launches (GPU held); `!` gave other bits.", "",
+                  "| call | problem | " + " | ".join(names) + " |", "|---|---|" + "---:|" * len(names)]
+        for r in doc["launch"]:
+            cells = []
+            for n in names:
+                v, eq = r["us_per_call"].get(n), r["equal"].get(n)
+                cells.append("-" if v is None else f"{v:.2f}" + ("" if eq is True else " !"))
+            lines.append(f"| {r['what']} | {r['problem']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="bench-cuda-call", description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--sizes", default="64,256", help="n of the n^3 float32 steps (default 64,256)")
+    ap.add_argument("--only", default="steps,launch", help="sections (default steps,launch)")
+    a = ap.parse_args(argv)
+    try:
+        sizes = [int(x) for x in a.sizes.split(",")]
+        if min(sizes) < 1:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--sizes: positive integers, got {a.sizes!r}")
+    only = set(a.only.split(","))
+    if only - {"steps", "launch"}:
+        ap.error(f"--only: steps and/or launch, got {a.only!r}")
+    out = pathlib.Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from shadertune.core.atomic import write_text
+    from shadertune.backends.cuda.baseline import plain_fp32
+    import json
+    import shadertune.front.matmul as front
+    cp = plain_fp32()
+    info = front.backend("cuda").device().to_dict()
+    doc = {"device": f"{info['renderer']} ({info['driver']})", "date": time.strftime("%Y-%m-%d %H:%M"),
+           "command": "python scripts/bench-cuda-call " + " ".join(sys.argv[1:] if argv is None else argv)}
+    lines = []
+
+    def log(msg):
+        print(msg, flush=True)
+        lines.append(msg)
+    for name, fn in [("steps", lambda: section_steps(cp, sizes, out, log)), ("launch", lambda: section_launch(cp, log))]:
+        if name in only:
+            try:
+                doc[name] = fn()
+            except Exception:     # one section failing must not lose the other
+                doc[f"{name}_failed"] = traceback.format_exc()
+                log(f"{name}: FAILED\n{doc[f'{name}_failed']}")
+            write_text(out / "bench-cuda-call.json", json.dumps(doc, indent=1, default=str))
+            write_text(out / "bench-cuda-call.md", markdown(doc))
+    print(markdown(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

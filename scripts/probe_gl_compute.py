@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Probe the GL compute family on a device (a measurement script, not a test).
+
+    scripts/probe-gl-compute OUT_DIR [--sweep 60] [--size 4096] [--configs all|N]
+                                     [--cublas] [--binary]
+
+1. the device's compute limits (compute units, shared memory, subgroups);
+2. a correctness sweep: --sweep seeded random configs of the compute family on
+   ragged, transposed, batched and split-K shapes, each built and run through the
+   backend and checked against float64 (relative Frobenius error <= 1e-5);
+3. at --size: hand-picked configs (one knob moved at a time from the default),
+   each verified on sampled rows and timed (GL timer queries, median of 10 after
+   2 warm-ups), and with --cublas torch's SGEMM (TF32 off; CUDA events, median
+   of 10) in the same run, for the ratio;
+4. with --binary, the driver's program binary of the default config (NVIDIA's
+   holds the generated assembly as text) written to OUT_DIR.
+Writes OUT_DIR/probe-gl-compute.json and prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+from shadertune.backends.gl import GLBackend  # noqa: E402
+from shadertune.core.problem import Problem  # noqa: E402
+
+SWEEP_SHAPES = [(64, 64, 64, False, False, 1), (37, 53, 29, False, False, 1), (200, 136, 100, True, False, 1),
+                (96, 130, 77, False, True, 1), (33, 20, 48, True, True, 1), (64, 48, 100, False, False, 3),
+                (17, 8, 3000, True, True, 2), (300, 260, 1030, False, False, 1), (128, 128, 5000, False, False, 1)]
+# one knob moved at a time from the default (None: the default itself)
+MOVES = [None, dict(db=0), dict(a_t=1, vec=2, db=0), dict(bm=64, bn=64, tm=4, tn=4, db=0), dict(a_t=1, vec=2),
+         dict(bm=64, db=0), dict(a_t=1, vec=1, db=0), dict(a_t=1, bk=32, db=0), dict(bk=32, db=0), dict(tm=4),
+         dict(lanes_n=16, db=0), dict(pad=0, db=0), dict(a_src="texture", db=0), dict(b_src="texture", db=0),
+         dict(bk=8, db=0), dict(tn=16, db=0)]
+
+
+def rel_err(C, ref) -> float:
+    return float(np.linalg.norm(C - ref) / np.linalg.norm(ref))
+
+
+def sweep(be: GLBackend, n: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    per = max(1, n // len(SWEEP_SHAPES))
+    for M, N, K, ta, tb, batch in SWEEP_SHAPES:
+        p = Problem(M, N, K, trans_a=ta, trans_b=tb, batch=batch)
+        space = be.space(p)
+        cands = [c for c in space.configs() if c["family"] == "compute"]
+        for cfg in rng.sample(cands, min(per, len(cands))):
+            a_shape, b_shape = p.stored_shapes
+            g = np.random.default_rng(rng.randrange(1 << 30))
+            A = g.uniform(-1, 1, a_shape).astype(np.float32)
+            B = g.uniform(-1, 1, b_shape).astype(np.float32)
+            C0 = g.uniform(-1, 1, p.out_shape).astype(np.float32)
+            alpha, beta = rng.choice([(1.0, 0.0), (2.0, 0.5), (-1.0, 1.0)])
+            a64 = A.astype(np.float64)
+            b64 = B.astype(np.float64)
+            ref = alpha * np.matmul(np.swapaxes(a64, -1, -2) if ta else a64,
+                                    np.swapaxes(b64, -1, -2) if tb else b64) + beta * C0
+            row = {"shape": p.key, "config": cfg.to_dict(), "alpha": alpha, "beta": beta}
+            try:
+                with be.build(p, cfg) as k:
+                    C = k.run(A, B, C0 if beta else None, alpha=alpha, beta=beta)
+                row["error"] = rel_err(C, ref)
+                row["ok"] = bool(np.isfinite(row["error"]) and row["error"] <= 1e-5)
+            except Exception as e:  # a probe reports every failure and goes on
+                row["ok"], row["failure"] = False, f"{type(e).__name__}: {str(e)[:300]}"
+            rows.append(row)
+            if not row["ok"]:
+                print("  FAILED", p.key, cfg.to_dict(), row.get("error"), row.get("failure"), flush=True)
+    return rows
+
+
+def time_config(be, p, cfg, A, B, idx, ref_rows) -> dict:
+    row = {"config": {k: cfg[k] for k in ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t",
+                                          "db", "unroll", "a_src", "b_src", "ks", "np")}}
+    try:
+        t0 = time.perf_counter()
+        with be.build(p, cfg) as k:
+            row["compile_ms"] = (time.perf_counter() - t0) * 1e3
+            C = k.run(A, B)
+            row["error"] = rel_err(C[idx], ref_rows)
+            times = k.time(repeats=10, warmup=2)
+        row["ms"] = statistics.median(times)
+        row["tflops"] = 2 * p.M * p.N * p.K / row["ms"] / 1e9
+    except Exception as e:
+        row["failure"] = f"{type(e).__name__}: {str(e)[:300]}"
+    return row
+
+
+def resident_warps(be, p, cfg, A, B) -> int | None:
+    """The most warps of this config resident on one SM at once: the kernel built with
+    probe_warps records the highest warp slot each SM ran it in (NVIDIA only)."""
+    from shadertune.backends.gl.compute.codegen import compute_source, reduce_source
+    from shadertune.backends.gl.compute.driver import ComputeKernel
+    from shadertune.backends.gl.compute.layout import ComputeLayout
+    if "GL_NV_shader_thread_group" not in set(be.ctx.extensions):
+        return None
+    L = ComputeLayout.plan(p, cfg)
+    buf = be.ctx.buffer(reserve=4 * 1024)
+    buf.clear()
+    k = ComputeKernel(be.ctx, p, cfg, L, compute_source(L, cfg, probe_warps=True),
+                      reduce_source(L) if L.ks > 1 else None, pool=be.pool, transfers=be.transfers)
+    try:
+        buf.bind_to_storage_buffer(4)
+        k.run(A, B)
+        return int(np.frombuffer(buf.read(), np.uint32).max())
+    finally:
+        k.release()
+        buf.release()
+
+
+ZSTD_MAGIC = bytes((0x28, 0xB5, 0x2F, 0xFD))
+
+
+def _driver_programs(cache_dir) -> dict:
+    """The programs in NVIDIA's GL disk cache: zstd frames that hold an 'NVuc' record,
+    whose header says where its machine code lies (offset at 0x48, size at 0x44)."""
+    import zstandard
+    found = {}
+    for root, _, files in os.walk(cache_dir):
+        for name in files:
+            data = open(os.path.join(root, name), "rb").read()
+            at = data.find(ZSTD_MAGIC)
+            while at >= 0:
+                start, at = at, data.find(ZSTD_MAGIC, at + 4)
+                try:
+                    rec = zstandard.ZstdDecompressor().decompressobj().decompress(data[start:])
+                except zstandard.ZstdError:
+                    continue
+                if rec[:4] == b"NVuc" and len(rec) > 0x50:
+                    size = int.from_bytes(rec[0x44:0x48], "little")
+                    off = int.from_bytes(rec[0x48:0x4c], "little")
+                    found[hash(rec)] = rec[off:off + size]
+    return found
+
+
+def driver_sass(be, p, configs, out_dir, cache_dir) -> list[dict]:
+    """The machine code NVIDIA's driver made for each config: the driver keeps compiled
+    programs in its disk cache ($__GL_SHADER_DISK_CACHE_PATH, set before the context is
+    made); each program that appears after a build is disassembled (nvdisasm, raw SM90
+    code) into out_dir/sass.txt, with its highest register and its instruction mix."""
+    import collections
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    tool = shutil.which("nvdisasm")
+    rows, seen, text = [], set(_driver_programs(cache_dir)), []
+    for i, cfg in enumerate(configs):
+        with be.build(p, cfg):
+            be.ctx.finish()
+        new = {h: b for h, b in _driver_programs(cache_dir).items() if h not in seen}
+        seen |= set(new)
+        row = {"config": cfg.to_dict(), "programs": len(new)}
+        for code in new.values():
+            with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+                f.write(code)
+                f.flush()
+                r = subprocess.run([tool, "-b", "SM90", f.name], capture_output=True, text=True) if tool else None
+            sass = (r.stdout + r.stderr) if r else "nvdisasm not found\n"
+            regs = [int(x) for x in re.findall(r"\bR(\d+)\b", sass)]
+            ops = collections.Counter(m.group(1).split(".")[0]
+                                      for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)", sass))
+            row.setdefault("max_register", []).append(max(regs, default=-1))
+            row.setdefault("ops", []).append(dict(ops.most_common(14)))
+            text.append(f"==== config {i}: {cfg.to_dict()}\n{sass}")
+        rows.append(row)
+        print("  sass", i, row.get("max_register"), row.get("ops"), flush=True)
+    with open(os.path.join(out_dir, "sass.txt"), "w") as f:
+        f.write("".join(text))
+    return rows
+
+
+def cublas_ms(n: int) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.rand(n, n, device="cuda")
+    b = torch.rand(n, n, device="cuda")
+    for _ in range(3):
+        torch.mm(a, b)
+    times = []
+    for _ in range(10):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.mm(a, b)
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def program_binary(kernel, path: str) -> int:
+    import ctypes
+    from shadertune.backends.gl.platform import glraw
+    gpa = glraw._get_proc_address()
+    getiv = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))(
+        gpa(b"glGetProgramiv"))
+    getbin = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                              ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p)(gpa(b"glGetProgramBinary"))
+    n = ctypes.c_int(0)
+    getiv(kernel.program.glo, 0x8741, ctypes.byref(n))          # GL_PROGRAM_BINARY_LENGTH
+    buf = ctypes.create_string_buffer(max(n.value, 1))
+    fmt, got = ctypes.c_uint(0), ctypes.c_int(0)
+    getbin(kernel.program.glo, n.value, ctypes.byref(got), ctypes.byref(fmt), buf)
+    with open(path, "wb") as f:
+        f.write(buf.raw[:got.value])
+    return got.value
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--sweep", type=int, default=60, help="random configs to verify (0: none)")
+    ap.add_argument("--size", type=int, default=4096, help="square size of the timed configs (0: none)")
+    ap.add_argument("--cublas", action="store_true", help="time torch's SGEMM (TF32 off) at --size too")
+    ap.add_argument("--binary", action="store_true", help="save the default config's program binary")
+    ap.add_argument("--sass", type=int, default=0, metavar="N",
+                    help="disassemble the driver's machine code of the first N timed configs")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    cache_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "shadertune-glcache")
+    if args.sass:
+        os.environ["__GL_SHADER_DISK_CACHE"] = "1"
+        os.environ["__GL_SHADER_DISK_CACHE_PATH"] = cache_dir
+        os.environ["__GL_SHADER_DISK_CACHE_SKIP_CLEANUP"] = "1"
+        os.makedirs(cache_dir, exist_ok=True)
+    be = GLBackend()
+    dev = be.device()
+    report = {"device": dev.to_dict()}
+    print(f"GL device: {dev.renderer} | {dev.driver}", flush=True)
+    print({k: v for k, v in dev.limits.items() if "comput" in k or "subgroup" in k or "texture_buffer" in k})
+    if args.sweep:
+        t0 = time.time()
+        rows = sweep(be, args.sweep)
+        report["sweep"] = rows
+        print(f"sweep: {sum(r['ok'] for r in rows)} of {len(rows)} correct, {time.time() - t0:.1f} s", flush=True)
+    if args.size:
+        n = args.size
+        p = Problem(n, n, n)
+        g = np.random.default_rng(0)
+        A = g.uniform(-1, 1, (n, n)).astype(np.float32)
+        B = g.uniform(-1, 1, (n, n)).astype(np.float32)
+        idx = np.linspace(0, n - 1, 64).astype(int)
+        ref_rows = A[idx].astype(np.float64) @ B.astype(np.float64)
+        space = be.space(p)
+        default = be.default_config(p)
+        report["default"] = default.to_dict()
+        rows = []
+        for move in MOVES:
+            cfg = default if move is None else default.replace(**move)
+            why = space.why_invalid(cfg)
+            if why:
+                rows.append({"move": move, "invalid": why})
+                continue
+            row = time_config(be, p, cfg, A, B, idx, ref_rows)
+            row["move"] = move
+            if "failure" not in row:
+                row["warps_per_sm"] = resident_warps(be, p, cfg, A, B)
+            rows.append(row)
+            print(f"  {str(move or 'default'):40s} {row.get('tflops', 0):7.2f} TFLOP/s "
+                  f"err {row.get('error', float('nan')):.1e} compile {row.get('compile_ms', 0):.0f} ms "
+                  f"warps/SM {row.get('warps_per_sm')} {row.get('failure', '')}", flush=True)
+        report["configs"] = rows
+        if args.sass:
+            cfgs = [default if m is None else default.replace(**m) for m in MOVES[:args.sass]]
+            report["sass"] = driver_sass(be, p, [c for c in cfgs if c in space], args.out, cache_dir)
+        if args.cublas:
+            ms = cublas_ms(n)
+            report["cublas_ms"] = ms
+            if ms:
+                print(f"  cuBLAS SGEMM (TF32 off): {2 * n ** 3 / ms / 1e9:.2f} TFLOP/s", flush=True)
+        if args.binary:
+            with be.build(p, default) as k:
+                report["binary_bytes"] = program_binary(k, os.path.join(args.out, "default.bin"))
+    tmp = os.path.join(args.out, "probe-gl-compute.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=1, default=str)
+    os.replace(tmp, os.path.join(args.out, "probe-gl-compute.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

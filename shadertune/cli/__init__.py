@@ -1,0 +1,1 @@
+"""The command lines, one wing above every layer: python -m shadertune TOOL ..."""

@@ -1,0 +1,88 @@
+"""python -m shadertune.demo: the README's main job on the device at hand.
+
+Tunes the GL matmul for a small table of sizes (phased search, results kept
+in the tuning store), then multiplies with the tuned kernel through
+shadertune.matmul(config="auto") and prints renderer, config, GFLOP/s and
+the error against a float64 numpy reference.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import args as ca
+
+
+def build_parser():
+    p = ca.tool_parser("demo", __doc__.split("\n\n")[0])
+    p.add_argument("--sizes", type=ca.sizes, default=None, help="square sizes to tune, comma-separated "
+                   "(default: 128,256 on llvmpipe, 512,1024,2048 on a GPU)")
+    p.add_argument("--budget", type=ca.positive, default=40, help="evaluations per size (default 40)")
+    p.add_argument("--time-limit", type=ca.seconds, default=24.0,
+                   help="seconds per size (default 24; 0: no limit)")
+    ca.add_db(p)
+    return p
+
+
+def main(argv=None) -> int:
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.sizes and any(not q.M == q.N == q.K or q.batch > 1 for q in args.sizes):
+        p.error("--sizes: the demo tunes squares: give N,N,... (python -m shadertune.search "
+                "tunes any shape)")
+
+    from ..front import matmul as api
+    from ..errors import ShadertuneError
+    from ..core.problem import Problem
+    try:
+        from ..db import Store
+        from ..perfmodel.guided import tune
+        from ..perfmodel.saved import train_if_stale
+        from ..search import Budget
+        backend = api.backend("gl")
+        dev = backend.device()
+        software = bool(dev.limits.get("software_renderer"))
+        sizes = [p.M for p in args.sizes] if args.sizes else \
+            ([128, 256] if software else [512, 1024, 2048])
+        print(f"renderer : {dev.renderer}")
+        print(f"driver   : {dev.driver}")
+        print(f"limits   : draw buffers {dev.limits['max_draw_buffers']}, "
+              f"texture {dev.limits['max_texture_size']}")
+        store = Store(args.db) if args.db else Store()
+        print(f"store    : {store.path}")
+        for n in sizes:
+            prob = Problem(n, n, n)
+            entry = tune(backend, prob, strategy="phased",
+                         budget=Budget(max_evals=args.budget, seconds=args.time_limit or None),
+                         store=store)
+            b = entry["best"]
+            print(f"tuned {n:5d}: {entry['evaluated']} configs ({entry['measured']} measured, "
+                  f"{entry['cached']} from the store) of {entry['space_size']} in {entry['seconds']:.1f} s; "
+                  f"best {b['gflops']:.2f} GFLOP/s" if b else f"tuned {n}: no correct config found")
+        train_if_stale(backend, store)      # tuning wrote: the learned model follows
+        n = sizes[-1]
+        rng = np.random.default_rng(0)
+        A = rng.standard_normal((n, n)).astype(np.float32)
+        B = rng.standard_normal((n, n)).astype(np.float32)
+        from ..selection.chain import select_config
+        cfg, how = select_config(backend, Problem(n, n, n), db=store)
+        C = api.matmul(A, B, config=cfg)
+        kern = api.kernel(backend, Problem(n, n, n), cfg)
+        ms = float(np.median(kern.time(repeats=5, warmup=1)))
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        err = float(np.linalg.norm(C - ref) / np.linalg.norm(ref))
+        print(f"\nmatmul {n}x{n}x{n} on {dev.renderer}")
+        print(f"config   : {cfg.to_dict()} ({how})")
+        clock = "GL timer" if getattr(kern, "timing_source", None) == "query" else "wall clock around glFinish"
+        print(f"speed    : {2 * n ** 3 / ms / 1e6:.2f} GFLOP/s ({ms:.3f} ms, {clock}, median of 5)")
+        print(f"error    : {err:.2e} relative to numpy float64")
+        return 0 if err <= 1e-5 else 1
+    except (ShadertuneError, ValueError) as e:
+        return ca.fail("demo", e, 2)
+    except OSError as e:
+        return ca.fail("demo", ca.os_error_text(e), 2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
