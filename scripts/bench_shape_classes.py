@@ -127,7 +127,7 @@ def shape_text(p: Problem) -> str:
 
 
 def write_text(path: pathlib.Path, text: str) -> None:
-    """Whole or not at all (shadertune.atomic), as write_report writes the JSON."""
+    """Whole or not at all (shadertune.core.atomic), as write_report writes the JSON."""
     from shadertune.core.atomic import write_text as atomic_write
     atomic_write(path, text)
 

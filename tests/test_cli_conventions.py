@@ -1,4 +1,4 @@
-"""One CLI convention for every tool (issue 31 item 3, shadertune/cli_args.py): every parser
+"""One CLI convention for every tool (issue 31 item 3, shadertune/cli/args.py): every parser
 walked (search, db, report, perfmodel, codegen, cluster, demo): usage names
 `python -m shadertune.TOOL`, every option has help text, common
 options work before and after the subcommand, one size syntax, one error line."""

@@ -5,7 +5,7 @@ depend on the backend's way of computing: 1-D promotion, broadcast batch
 dimensions (to `out`'s when given, as numpy does), alpha/beta, `out`'s shape,
 dtype (numpy's same-kind casting) and writability.  It converts nothing that
 lives on a GPU: a device array (CuPy, a PyTorch CUDA tensor, anything with
-__cuda_array_interface__ or CUDA DLPack; shadertune.device_arrays) stays as
+__cuda_array_interface__ or CUDA DLPack; shadertune.call.device_arrays) stays as
 given, so a backend can use it in place.  The result is a MatmulCall, what a
 backend's run_call() hook executes.
 """

@@ -17,9 +17,9 @@ Conventions, the same in every tool:
   comma-separated (256,512,1024 or 64x32x16,128);
 - every option has help text (tests/test_cli_conventions.py walks every parser);
 - every argument is checked here, by the parser (the `type=` functions below, which
-  apply the rules of shadertune.arguments that the library applies too) or by
+  apply the rules of shadertune.core.arguments that the library applies too) or by
   check_output before the tool touches the store (and the backend's check_environment,
-  search/cli.py), so that
+  cli/search.py), so that
   an error the arguments cause stops the tool with one line and is never measured,
   stored or replayed as a config's verdict.
 """
@@ -124,7 +124,7 @@ def _bad(message: str):
 
 
 def _ruled(rule, v):
-    """Apply a rule of shadertune.arguments; its ValueError becomes argparse's error."""
+    """Apply a rule of shadertune.core.arguments; its ValueError becomes argparse's error."""
     try:
         return rule(v)
     except ValueError as e:

@@ -14,10 +14,10 @@ package: Backend.model_features), data (verified results of a store), learners
 (scikit-learn, the `model` extra), model (PerfModel), validate (leave-problems-out
 scores), saved (files next to the store: the writers' model_for and
 train_if_stale, the readers' saved_model), candidates (what is ranked for a
-problem), firstuse (tune="first-use": its spec and its ranking of the space;
-the tuning is shadertune/first_use.py), measure (time a list of configs through
+problem), first_use_plan (tune="first-use": its spec and its ranking of the space;
+the tuning is shadertune/front/first_use.py), measure (time a list of configs through
 the search core), guided (the learned model as a search's cost model), sample
-(data generation), cli (python -m shadertune.perfmodel).
+(data generation); its command line is shadertune/cli/perfmodel.py.
 """
 from .features import Featurizer, register_derived
 from .first_use_plan import FirstUse
