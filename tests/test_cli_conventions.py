@@ -6,17 +6,10 @@ import argparse
 
 import pytest
 
-from shadertune.cli.cluster import build_worker_parser
-from shadertune.cli.codegen import _parser as codegen_parser
-from shadertune.cli.db import build_parser as db_parser
-from shadertune.cli.demo import build_parser as demo_parser
-from shadertune.cli.perfmodel import build_parser as perfmodel_parser
-from shadertune.cli.report import parser as report_parser
-from shadertune.cli.search import build_parser as search_parser
+from shadertune import cli
 
-TOOLS = {"search": search_parser, "db": db_parser, "report": report_parser,
-         "perfmodel": perfmodel_parser, "codegen": codegen_parser, "cluster": build_worker_parser,
-         "demo": demo_parser}
+# every tool of the command-line wing, by its parser
+TOOLS = {name: cli.module(name).build_parser for name in cli.TOOLS}
 # what each subcommand needs besides the common options, to parse at all
 REQUIRED = {("db", "import"): ["x.jsonl"], ("report", "show"): ["r.json"],
             ("report", "compare"): ["a.json", "b.json"], ("report", "landscape"): ["s.sqlite"],

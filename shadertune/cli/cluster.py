@@ -141,7 +141,7 @@ def _backends(text: str) -> list[str]:
     return names
 
 
-def build_worker_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = ca.tool_parser(TOOL, "Serve a Dask scheduler with one shadertune worker per GPU of this host "
                        "(start the scheduler with `dask scheduler`; tune with python -m "
                        "shadertune.search ... --cluster ADDRESS).", EPILOG, raw=False)
@@ -163,7 +163,7 @@ def build_worker_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_worker_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         engine.check_reachable(args.address)
         engine.run_workers(args.address, args.gpus, args.backends, host=args.host,

@@ -32,7 +32,7 @@ class UsageError(ValueError):
     """A knob or value the space does not have; the message is one line."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = ca.tool_parser(
         "codegen", "Print the kernel shadertune generates for one config, or list the knobs "
                    "and every valid config.",
@@ -160,7 +160,7 @@ def _list_knobs(space, default: Config, out) -> None:
 
 
 def main(argv=None) -> int:
-    args, rest = _parser().parse_known_args(argv)
+    args, rest = build_parser().parse_known_args(argv)
     try:
         size = ca.size(args.size)
         problem = Problem(size.M, size.N, size.K, args.dtype, args.trans_a, args.trans_b, size.batch)
