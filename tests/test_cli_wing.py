@@ -79,3 +79,36 @@ def test_python_m_shadertune_runs_the_wing():
     r = run_python(None, "-m", "shadertune")
     assert r.returncode == 2 and r.stderr.splitlines()[-1].startswith("shadertune: error: name a tool")
     assert sys.modules.get("shadertune.__main__") is None      # importing the package runs no tool
+
+
+def _imports_of(path: pathlib.Path) -> set[str]:
+    """What a file imports of shadertune: 'module' for `import module`, 'module:name' for
+    `from module import name` (relative imports resolved against its package)."""
+    import ast
+    rel = path.relative_to(ROOT)
+    package = ".".join(rel.with_suffix("").parts[:-1]) if rel.parts[0] == "shadertune" else ""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            out |= {f"{base}:{a.name}" for a in node.names}
+    return out
+
+
+def test_no_tool_hands_its_helpers_to_another_or_to_the_scripts():
+    """Of a tool's module, files import its main alone (running that command line, as
+    the forwarders and scripts/study.py do): what tools and scripts share is a module of
+    the library or of the wing's shared rooms (args, search_runs, search_cluster)."""
+    tools = {f"shadertune.cli.{t}" for t in cli.TOOLS}
+    files = [*(ROOT / "shadertune").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]
+    for f in files:
+        for what in _imports_of(f):
+            module, _, name = what.partition(":")
+            if f"{module}.{name}" in tools:          # from shadertune.cli import search
+                module, name = f"{module}.{name}", ""
+            assert module not in tools or name == "main", f"{f.relative_to(ROOT)} imports {what}"

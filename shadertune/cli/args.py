@@ -18,7 +18,7 @@ Conventions, the same in every tool:
 - every option has help text (tests/test_cli_conventions.py walks every parser);
 - every argument is checked here, by the parser (the `type=` functions below, which
   apply the rules of shadertune.core.arguments that the library applies too) or by
-  check_output before the tool touches the store (and the backend's check_environment,
+  check_output before the tool touches the store (and backends.check_environment,
   cli/search.py), so that
   an error the arguments cause stops the tool with one line and is never measured,
   stored or replayed as a config's verdict.
@@ -211,7 +211,7 @@ def path_exists(path) -> bool:
     return True
 
 
-__all__ = ["DB_HELP", "Parser", "SIZE_HELP", "add_backend", "add_db", "check_environment",
+__all__ = ["DB_HELP", "Parser", "SIZE_HELP", "add_backend", "add_db",
            "check_output", "common_parents", "days", "error_line", "fail",
            "integer", "non_negative", "number", "os_error_text", "path_exists", "positive", "prog", "seconds", "seed",
            "size", "sizes", "status", "tolerance", "tool_parser"]
