@@ -112,3 +112,15 @@ def test_no_tool_hands_its_helpers_to_another_or_to_the_scripts():
             if f"{module}.{name}" in tools:          # from shadertune.cli import search
                 module, name = f"{module}.{name}", ""
             assert module not in tools or name == "main", f"{f.relative_to(ROOT)} imports {what}"
+
+
+def test_the_demo_runs_to_completion_at_a_tiny_size(tmp_path):
+    """scripts/demo's job through python -m shadertune demo: tune, then train (its
+    TuningRun), then multiply with what auto picks and check it against numpy."""
+    db = tmp_path / "t.sqlite"
+    r = run_python(None, "-m", "shadertune", "demo", "--sizes", "16", "--budget", "3",
+                   "--time-limit", "10", "--db", str(db), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "tuned    16: 3 configs" in r.stdout and "error    : " in r.stdout and db.exists()
+    r = run_python(None, "-m", "shadertune", "demo", "--sizes", "16x8x8")
+    assert r.returncode == 2 and r.stderr.startswith("shadertune.demo: error: --sizes: the demo tunes squares")

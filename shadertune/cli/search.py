@@ -273,10 +273,9 @@ def _open_store(args, Store):
 
 
 def _search(args, problems, Store, StoreError) -> int:
-    # the command line is the top layer: it searches with the learned model saved
-    # beside the store (perfmodel.guided) and trains it when the search has written
-    from ..perfmodel.guided import tune
-    from ..perfmodel.saved import train_if_stale
+    # tune, then train: the search ranks by the learned model saved beside the store and
+    # trains it at the end (perfmodel.tuning_run, as tune(), the demo and sampling do)
+    from ..perfmodel.tuning_run import TuningRun
     runs: list[DeviceRun] = []           # one per device, in the order of their tables
     notes: list[str] = []                # lines after the tables (a cluster's per-worker counts)
     store = None
@@ -304,19 +303,19 @@ def _search(args, problems, Store, StoreError) -> int:
             store = _open_store(args, Store)
             run = DeviceRun(backend, device)
             runs.append(run)
-            for i, pr in enumerate(problems, 1):
-                progress = Progress(pr.label, index=i, count=len(problems),
-                                    total=budget.max_evals, time_limit=budget.seconds,
-                                    mode="off" if args.quiet else None)
-                current = run.start(pr, progress)
-                entry = tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
-                             retune=args.retune, repeats=args.repeats, warmup=args.warmup,
-                             seed=args.seed, tolerance=args.tolerance, on_result=current.record,
-                             on_phase=current.phase)
-                run.finish(pr, entry, store)
-                progress.close()
-            if not store.readonly:
-                train_if_stale(backend, store)       # tuning writes: the learned model follows
+            with TuningRun(backend, store) as tuning:
+                for i, pr in enumerate(problems, 1):
+                    progress = Progress(pr.label, index=i, count=len(problems),
+                                        total=budget.max_evals, time_limit=budget.seconds,
+                                        mode="off" if args.quiet else None)
+                    current = run.start(pr, progress)
+                    entry = tuning.search(pr, strategy=args.strategy, budget=budget,
+                                          retune=args.retune, repeats=args.repeats,
+                                          warmup=args.warmup, seed=args.seed,
+                                          tolerance=args.tolerance, on_result=current.record,
+                                          on_phase=current.phase)
+                    run.finish(pr, entry, store)
+                    progress.close()
     except _BadArgument as e:
         code, reason = 2, str(e)
     except KeyboardInterrupt:
