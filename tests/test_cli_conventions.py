@@ -48,7 +48,7 @@ def test_every_option_and_argument_has_help_and_usage_names_the_command(tool):
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-def test_common_options_work_before_and_after_the_subcommand(tool):
+def test_common_options_work_before_and_after_the_subcommand(tool, tmp_path):
     top = TOOLS[tool]()
     subs = subparsers(top)
     common = [a for a in options(top)]
@@ -57,7 +57,7 @@ def test_common_options_work_before_and_after_the_subcommand(tool):
         return
     for a in common:
         flag = a.option_strings[-1]
-        value = "gl" if a.dest == "backend" else "/x/s.sqlite"
+        value = "gl" if a.dest == "backend" else str(tmp_path / "s.sqlite")    # --db: a folder that is there
         for name, sub in subs.items():
             assert flag in [s for o in options(sub) for s in o.option_strings], (tool, name, flag)
             rest = REQUIRED.get((tool, name), [])
