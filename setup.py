@@ -2,7 +2,7 @@
 
 The templates live at the top of the source tree (they are kernels, not
 Python; MANIFEST.in puts them into the sdist); building a wheel copies them
-next to the code, where shadertune.templates finds them through
+next to the code, where shadertune.core.templates finds them through
 importlib.resources.  Everything else is declared in pyproject.toml.
 """
 import pathlib

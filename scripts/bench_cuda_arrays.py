@@ -44,7 +44,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import shadertune  # noqa: E402
-import shadertune.front.matmul  # noqa: E402  (shadertune.api.backend / .kernel)
+import shadertune.front.matmul  # noqa: E402  (shadertune.front.matmul.backend / .kernel)
 from shadertune.backends.cuda import codegen, dmma  # noqa: E402
 from shadertune.backends.cuda.baseline import plain_fp32  # noqa: E402
 from shadertune.backends.cuda.hold import hold  # noqa: E402

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.machinery
 import importlib.util
 import json
 import os
@@ -231,11 +230,11 @@ def summary(strategy: str, report: dict, command: str, process_seconds: float) -
 # --- the kernels timed in one run --------------------------------------------------------------
 
 def _bench_gl_lang():
-    """scripts/bench-gl-lang as a module: its timed_rows (verify on sampled rows, then time
+    """scripts/bench_gl_lang.py as a module: its timed_rows (verify on sampled rows, then time
     warm in interleaved rounds) is the one re-timing of tuned against hand-written kernels."""
-    loader = importlib.machinery.SourceFileLoader("bench_gl_lang", str(HERE / "bench-gl-lang"))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_gl_lang", loader))
-    loader.exec_module(module)
+    spec = importlib.util.spec_from_file_location("bench_gl_lang", HERE / "bench_gl_lang.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     return module
 
 

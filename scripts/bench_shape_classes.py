@@ -92,11 +92,11 @@ HOST_SIZES = "64,256,900x700x1300,48x6144x3072"
 @functools.lru_cache(maxsize=None)
 def _load_script(name: str):
     """A script of scripts/ as a module (its helpers reused, not copied)."""
-    import importlib.machinery
     import importlib.util
-    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), str(ROOT / "scripts" / name))
-    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(mod)
+    module = name.replace("-", "_")
+    spec = importlib.util.spec_from_file_location(module, ROOT / "scripts" / f"{module}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     return mod
 
 
@@ -137,7 +137,7 @@ def shape_text(p: Problem) -> str:
 
 
 def write_text(path: pathlib.Path, text: str) -> None:
-    """Whole or not at all (shadertune.atomic), as write_report writes the JSON."""
+    """Whole or not at all (shadertune.core.atomic), as write_report writes the JSON."""
     from shadertune.core.atomic import write_text as atomic_write
     atomic_write(path, text)
 

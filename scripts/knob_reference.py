@@ -310,7 +310,7 @@ def gl_section() -> list[str]:
     lines = [
         "## GL (fragment and compute shaders)",
         "",
-        "Two kernel families, chosen by `family`, make one space (a union: `shadertune.space.UnionSpace`, "
+        "Two kernel families, chosen by `family`, make one space (a union: `shadertune.core.space.UnionSpace`, "
         "each family's part enumerated on its own). The fragment family has two output paths: "
         "`out=mrt` is Jiang's multi-render-target kernel (`shaders/gl/matmul.frag.j2`), `out=image` "
         "writes a block of C with imageStore (`shaders/gl/matmul_image.frag.j2`). The compute family "

@@ -119,7 +119,7 @@ def heldout(a) -> int:
     from shadertune.perfmodel.sample import generate, log_uniform_problems
     from shadertune.perfmodel.guided import tune
     from shadertune.search import Budget
-    from shadertune.cli.search import fmt_config, load_backend
+    from shadertune.backends import load_backend
     from shadertune.selection.chain import select
 
     backend = load_backend(a.backend)
@@ -228,7 +228,7 @@ def heldout(a) -> int:
             print(f"{p.key}: tuned {g['tuned']:.3f} GFLOP/s ({entry['evaluated']} evals, {tune_s:.0f} s); "
                   + ", ".join(f"{k} {pct(ratio[k])}" for k in ratio), flush=True)
     report["seconds"] = time.monotonic() - t_all
-    text = markdown(report, fmt_config)
+    text = markdown(report)
     print(text)
     (out / "model-quality.md").write_text(text + "\n")
     if a.json:
@@ -283,7 +283,7 @@ def pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def markdown(report: dict, fmt_config) -> str:
+def markdown(report: dict) -> str:
     rows = report["rows"]
     lines = [f"Held-out shapes on {report['device']['renderer']} ({report['backend']}); "
              f"{report['model']}", "",
@@ -345,7 +345,7 @@ def store_group(s, backend: str | None, template_hash: str | None):
 
 def offline(a) -> int:
     from shadertune.perfmodel import learners
-    from shadertune.cli.perfmodel import comparison_table
+    from shadertune.perfmodel.validate import comparison_table
     from shadertune.perfmodel.data import training_data
     from shadertune.perfmodel.model import targets_for
     from shadertune.perfmodel.validate import compare
@@ -549,7 +549,7 @@ def replay(a) -> int:
     from shadertune.backends.base import DeviceInfo
     from shadertune.errors import ContextError
     from shadertune.perfmodel import saved
-    from shadertune.cli.search import fmt_config, load_backend
+    from shadertune.backends import load_backend
     from shadertune.selection.chain import analytical_candidates, select
     from shadertune.core.verdict import tolerance_for
     be = load_backend(a.backend)
@@ -629,7 +629,7 @@ def replay(a) -> int:
         lines.append("")
         for r in rows:
             lines.append(f"- {r['problem']}: auto {r['auto_how']}: "
-                         f"{fmt_config(Config(r['picks']['auto']))}; {r['auto_reason']}")
+                         f"{Config(r['picks']['auto']).text()}; {r['auto_reason']}")
         lines.append("")
     text = "\n".join(lines)
     print(text)
@@ -645,7 +645,7 @@ def first_use(a) -> int:
 
     import shadertune
     from shadertune.perfmodel import FirstUse
-    from shadertune.cli.search import load_backend
+    from shadertune.backends import load_backend
     from shadertune import explain
     dev = load_backend(a.backend).device().key
     M, N, K = (Problem.parse(a.shape).M, Problem.parse(a.shape).N, Problem.parse(a.shape).K)

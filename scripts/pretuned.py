@@ -19,7 +19,7 @@ Per (backend, device key, problem) one row stays: one of today's templates (the
 backend's template_hash here) before any other, then the fastest (a study of a
 subspace finds a slower best than a whole tune; every row is verified where it is
 used unless it is of this device key and today's templates).  Rows of the device at hand whose config is not valid in today's space
-are dropped (other devices' rows are checked where they are used: select.py skips a
+are dropped (other devices' rows are checked where they are used: selection/chain.py skips a
 config that is not valid there).
 
     scripts/pretuned --out shadertune/db/pretuned.jsonl tune.sqlite benchmarks/h200-*/gl.json

@@ -39,11 +39,12 @@ from project_venv import use_project_venv  # noqa: E402
 
 ROOT = use_project_venv("moderngl", "numpy")      # the project's .venv when this python3 lacks them
 
+from shadertune.core.config import Config  # noqa: E402
 from shadertune.db import Store  # noqa: E402
 from shadertune.core.problem import Problem  # noqa: E402
 from shadertune.perfmodel.guided import tune  # noqa: E402
 from shadertune.search import Budget, make_report, write_report  # noqa: E402
-from shadertune.cli.search import fmt_config, load_backend  # noqa: E402
+from shadertune.backends import load_backend  # noqa: E402
 from shadertune.search.curve import best_so_far  # noqa: E402
 from shadertune.search.progress import Progress  # noqa: E402
 from shadertune.search.restrict import RestrictedBackend, parse_fix  # noqa: E402
@@ -195,7 +196,7 @@ def markdown(problem, device, rows) -> str:
                    f"{_num(r['best_gflops'], '.3f')} | "
                    f"{pct(r['quality_own'])} | {pct(r['quality_ref'])} | "
                    f"{pct(r['fraction_timed_to_3pct'])} | {pct(r['quality_at_5pct'])} | "
-                   f"{fmt_config(r['best_config']) if r['best_config'] else '-'} |")
+                   f"{Config(r['best_config']).text() if r['best_config'] else '-'} |")
     return "\n".join(out)
 
 

@@ -87,7 +87,7 @@ def parse(argv=None):
 def subspace_size(a) -> tuple[int, int]:
     """(configs in the narrowed, pruned space; in the whole pruned space) on this device."""
     from shadertune.core.problem import Problem
-    from shadertune.cli.search import load_backend
+    from shadertune.backends import load_backend
     from shadertune.search.restrict import RestrictedBackend, parse_fix
     M, N, K = (a.size,) * 3 if a.size is not None else (a.m, a.n, a.k)
     problem = Problem(M, N, K, a.dtype)

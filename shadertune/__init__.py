@@ -5,7 +5,7 @@
     >>> r = shadertune.tune((256, 256, 256), seconds=30)           # stored: "auto" runs it
     >>> print(shadertune.explain(np.ones((256, 256)), np.ones((256, 256))))
 
-matmul, tune and explain are the front door (shadertune/api.py, tuning.py,
+matmul, tune and explain are the front door (shadertune/front/: matmul.py, tuning.py,
 explanation.py), imported on first use so that ``import shadertune`` stays light;
 so is ``shadertune.gl``, the GL arrays that stay on the GPU between products.
 The library speaks through the ``shadertune`` logger (and its children).
@@ -24,7 +24,8 @@ if TYPE_CHECKING:                      # what type checkers see; at run time, __
     from .front.explanation import explain
     from .front.tuning import TuneResult, tune
 
-_FRONT = {"matmul": "api", "explain": "explanation", "tune": "tuning", "TuneResult": "tuning"}
+_FRONT = {"matmul": "front.matmul", "explain": "front.explanation", "tune": "front.tuning",
+          "TuneResult": "front.tuning"}
 _MODULES = ("gl",)                     # front-door modules, imported on first use
 
 

@@ -1,4 +1,4 @@
-"""Reading the Markdown tables the tools print (shadertune/texttable.py): each table
+"""Reading the Markdown tables the tools print (shadertune/core/texttable.py): each table
 line as its list of cells, stripped of their padding, an escaped \\| kept as it is."""
 import re
 

@@ -1,4 +1,4 @@
-"""The one output writer (shadertune.atomic) on real files, links, device nodes, FIFOs,
+"""The one output writer (shadertune.core.atomic) on real files, links, device nodes, FIFOs,
 standard output and a real full file system."""
 import os
 import stat

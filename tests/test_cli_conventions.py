@@ -1,4 +1,4 @@
-"""One CLI convention for every tool (issue 31 item 3, shadertune/cli_args.py): every parser
+"""One CLI convention for every tool (issue 31 item 3, shadertune/cli/args.py): every parser
 walked (search, db, report, perfmodel, codegen, cluster, demo): usage names
 `python -m shadertune.TOOL`, every option has help text, common
 options work before and after the subcommand, one size syntax, one error line."""
@@ -6,17 +6,10 @@ import argparse
 
 import pytest
 
-from shadertune.cli.cluster import build_worker_parser
-from shadertune.cli.codegen import _parser as codegen_parser
-from shadertune.cli.db import build_parser as db_parser
-from shadertune.cli.demo import build_parser as demo_parser
-from shadertune.cli.perfmodel import build_parser as perfmodel_parser
-from shadertune.cli.report import parser as report_parser
-from shadertune.cli.search import build_parser as search_parser
+from shadertune import cli
 
-TOOLS = {"search": search_parser, "db": db_parser, "report": report_parser,
-         "perfmodel": perfmodel_parser, "codegen": codegen_parser, "cluster": build_worker_parser,
-         "demo": demo_parser}
+# every tool of the command-line wing, by its parser
+TOOLS = {name: cli.module(name).build_parser for name in cli.TOOLS}
 # what each subcommand needs besides the common options, to parse at all
 REQUIRED = {("db", "import"): ["x.jsonl"], ("report", "show"): ["r.json"],
             ("report", "compare"): ["a.json", "b.json"], ("report", "landscape"): ["s.sqlite"],
@@ -55,7 +48,7 @@ def test_every_option_and_argument_has_help_and_usage_names_the_command(tool):
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-def test_common_options_work_before_and_after_the_subcommand(tool):
+def test_common_options_work_before_and_after_the_subcommand(tool, tmp_path):
     top = TOOLS[tool]()
     subs = subparsers(top)
     common = [a for a in options(top)]
@@ -64,7 +57,7 @@ def test_common_options_work_before_and_after_the_subcommand(tool):
         return
     for a in common:
         flag = a.option_strings[-1]
-        value = "gl" if a.dest == "backend" else "/x/s.sqlite"
+        value = "gl" if a.dest == "backend" else str(tmp_path / "s.sqlite")    # --db: a folder that is there
         for name, sub in subs.items():
             assert flag in [s for o in options(sub) for s in o.option_strings], (tool, name, flag)
             rest = REQUIRED.get((tool, name), [])

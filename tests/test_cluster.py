@@ -72,7 +72,7 @@ def test_a_config_pickled_in_one_process_hashes_as_its_equals_in_another(tmp_pat
 @pytest.mark.parametrize("mode", ["bar", "lines"])
 def test_progress_counts_evaluations_per_worker_and_in_total(mode):
     import io
-    from shadertune.cli.cluster import workers_line
+    from shadertune.cli.search_cluster import workers_line
     from shadertune.search.progress import Progress
     r = Evaluator(FakeBackend(), P, repeats=2)(best_correct(FakeBackend().space(P)))
     s = io.StringIO()

@@ -162,3 +162,9 @@ def test_assembly_by_name(capsys):
         assert "--lang nvfp: not in its domain" in err
     else:
         assert src.startswith("!!NVfp4.0") and "REP.S reps.x;" in src
+
+
+@pytest.mark.parametrize("flag", ["--list-space", "--list-knobs"])
+def test_a_listing_takes_no_knobs(capsys, flag):
+    rc, out, err = codegen(capsys, "--size", "16", flag, "--np", "4")
+    assert rc == 2 and out == "" and "it takes no knobs (given: np)" in err and err.count("\n") == 1, err

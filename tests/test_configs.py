@@ -1,4 +1,4 @@
-"""Config resolution (shadertune.configs): the same rules and errors for every backend."""
+"""Config resolution (shadertune.front.requests): the same rules and errors for every backend."""
 import json
 import re
 

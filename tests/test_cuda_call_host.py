@@ -320,7 +320,7 @@ def test_out_that_shares_memory_with_an_input(cp, rng, be):
 def test_auto_reads_the_store_once_for_a_batched_device_call(cp, rng, be, tmp_path, monkeypatch):
     """config='auto' on a stack of device arrays (B read in place through the trans
     flag) finds the stored batched problem exactly, and later calls of that layout
-    do not read the store again (select.py keeps the selection while the store is
+    do not read the store again (selection/chain.py keeps the selection while the store is
     unchanged)."""
     from shadertune.selection import chain as select
     from shadertune.db import Store

@@ -65,6 +65,13 @@ def test_wheel_holds_every_kernel_and_the_license(built):
     assert "shadertune/db/pretuned.jsonl" in names   # the pre-tuned table below the user's store
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))
     assert "License-Expression: MIT" in zipfile.ZipFile(wheel).read(meta).decode()
+    # one console script a command line, and `shadertune TOOL` (shadertune/cli/)
+    from shadertune import cli
+    points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(points).decode()
+    for tool in cli.TOOLS:
+        assert f"shadertune-{tool} = shadertune.cli.{tool}:main" in text, text
+    assert "shadertune = shadertune.cli:main" in text
 
 
 def test_unpacked_wheel_finds_its_kernels_from_another_directory(built, tmp_path):

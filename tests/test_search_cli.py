@@ -319,7 +319,8 @@ class SoftwareBackend(__import__("fake_backend").FakeBackend):
 
 
 def test_a_software_renderer_gets_a_time_limit_unless_told(tmp_path, capsys):
-    from shadertune.cli.search import SOFTWARE_TIME_LIMIT, _budget, build_parser
+    from shadertune.cli.search import build_parser
+    from shadertune.cli.search_runs import SOFTWARE_TIME_LIMIT, search_budget as _budget
     dev, gpu = SoftwareBackend().device(), __import__("fake_backend").FakeBackend().device()
     parse = lambda *a: build_parser().parse_args(["--size", "8", *a])
     assert _budget(parse(), dev) == Budget(None, SOFTWARE_TIME_LIMIT)

@@ -1,4 +1,4 @@
-"""The one Markdown table formatter (shadertune/texttable.py)."""
+"""The one Markdown table formatter (shadertune/core/texttable.py)."""
 import pytest
 from md_table import cells, is_delimiter
 

@@ -15,8 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # shadertune/__init__.py and the modules of what it exports (matmul, tune, explain and
 # the values they take and return)
-SURFACE = ["__init__.py", "api.py", "tuning.py", "explanation.py", "select.py", "config.py",
-           "problem.py", "result.py", "names.py", "reverify.py", "gl.py"]
+SURFACE = ["__init__.py", "front/matmul.py", "front/tuning.py", "front/explanation.py",
+           "selection/chain.py", "core/config.py", "core/problem.py", "core/result.py", "names.py",
+           "selection/reverify.py", "gl.py"]
 
 # What the overloads promise, checked statically (never run).
 PROMISES = '''

@@ -97,7 +97,7 @@ def test_another_seed_replays_the_stored_verdicts(tmp_path):
 
 
 def test_a_kernels_error_differs_little_between_seeds(gl_backend):
-    """What lets the seed stay out of the store's key (shadertune.verdict)."""
+    """What lets the seed stay out of the store's key (shadertune.core.verdict)."""
     p = Problem(16, 16, 64)
     ev = [Evaluator(gl_backend, p, seed=s, repeats=1, warmup=0) for s in range(4)]
     cfg = gl_backend.default_config(p)

@@ -72,5 +72,44 @@ def get_backend(name: str, **options) -> Backend:
     return backend_class(name)(**options)
 
 
+def load_backend(name: str) -> Backend:
+    """A backend by registered name, or `module:Class` of a Backend subclass (another
+    backend, as every command line's --backend takes it).  ShadertuneError names what
+    failed (the import, the class, the instance); ContextError (no device) passes."""
+    import importlib
+
+    from ..errors import ContextError, ShadertuneError
+    if ":" not in name:
+        return get_backend(name)
+    mod, cls = name.split(":", 1)
+    try:
+        obj = getattr(importlib.import_module(mod), cls)
+    except Exception as e:               # ImportError, AttributeError, or the module's own error
+        raise ShadertuneError(f"cannot load backend {name!r}: {type(e).__name__}: {e}") from None
+    if not (isinstance(obj, type) and issubclass(obj, Backend)):
+        raise ShadertuneError(f"cannot load backend {name!r}: {mod}.{cls} is not a shadertune "
+                              f"Backend class (a subclass of shadertune.backends.Backend)")
+    try:
+        return obj()
+    except ContextError:
+        raise
+    except Exception as e:
+        raise ShadertuneError(f"cannot create backend {name!r}: {type(e).__name__}: {e}") from None
+
+
+def check_environment(name: str) -> None:
+    """The environment variables backend `name` reads (Backend.check_environment),
+    checked before anything touches a store: ValueError names the variable.  An unknown
+    name is left to load_backend, and a module:Class backend is checked when it loads."""
+    if ":" in name:
+        return
+    try:
+        cls = backend_class(name)
+    except (KeyError, ValueError):
+        return
+    cls.check_environment()
+
+
 __all__ = ["Backend", "DeviceInfo", "Kernel", "KnobLayout", "ModelFeatures", "acting", "available",
-           "backend_class", "config_text", "get_backend", "registered_classes"]
+           "backend_class", "check_environment", "config_text", "get_backend", "load_backend",
+           "registered_classes"]

@@ -276,7 +276,7 @@ class Backend(abc.ABC):
         return []
 
     def measure_ceilings(self, preset: str = "full") -> dict:
-        """Measure this device's ceilings (see shadertune.roofline)."""
+        """Measure this device's ceilings (see shadertune.core.roofline)."""
         raise NotImplementedError(f"backend {self.name!r} measures no ceilings")
 
     # --- matmul's seam ------------------------------------------------------
@@ -287,7 +287,7 @@ class Backend(abc.ABC):
         return None
 
     def run_call(self, call: Any, plan: Any) -> Any:
-        """Execute one checked matmul call (shadertune.inputs.MatmulCall: operands as the
+        """Execute one checked matmul call (shadertune.call.inputs.MatmulCall: operands as the
         caller gave them, shapes, dtypes and out already checked) and return the result
         in the caller's array kind, written into call.out when given.
 

@@ -5,7 +5,7 @@ depend on the backend's way of computing: 1-D promotion, broadcast batch
 dimensions (to `out`'s when given, as numpy does), alpha/beta, `out`'s shape,
 dtype (numpy's same-kind casting) and writability.  It converts nothing that
 lives on a GPU: a device array (CuPy, a PyTorch CUDA tensor, anything with
-__cuda_array_interface__ or CUDA DLPack; shadertune.device_arrays) stays as
+__cuda_array_interface__ or CUDA DLPack; shadertune.call.device_arrays) stays as
 given, so a backend can use it in place, and so does an array that lives in a
 backend's own memory (a GL array: its type names the backend in
 `__shadertune_resident__`).  The result is a MatmulCall, what a

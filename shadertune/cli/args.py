@@ -17,9 +17,9 @@ Conventions, the same in every tool:
   comma-separated (256,512,1024 or 64x32x16,128);
 - every option has help text (tests/test_cli_conventions.py walks every parser);
 - every argument is checked here, by the parser (the `type=` functions below, which
-  apply the rules of shadertune.arguments that the library applies too) or by
-  check_output before the tool touches the store (and the backend's check_environment,
-  search/cli.py), so that
+  apply the rules of shadertune.core.arguments that the library applies too) or by
+  check_output before the tool touches the store (and backends.check_environment,
+  cli/search.py), so that
   an error the arguments cause stops the tool with one line and is never measured,
   stored or replayed as a config's verdict.
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 
 from ..core import arguments as A
@@ -101,7 +102,7 @@ def common_parents(*adders) -> tuple[argparse.ArgumentParser, argparse.ArgumentP
 
 
 def add_db(p, default_of=lambda v: v) -> None:
-    p.add_argument("--db", metavar="PATH", default=default_of(None), help=DB_HELP)
+    p.add_argument("--db", metavar="PATH", type=store_file, default=default_of(None), help=DB_HELP)
 
 
 def add_backend(p, default_of=lambda v: v, *, default="gl") -> None:
@@ -124,7 +125,7 @@ def _bad(message: str):
 
 
 def _ruled(rule, v):
-    """Apply a rule of shadertune.arguments; its ValueError becomes argparse's error."""
+    """Apply a rule of shadertune.core.arguments; its ValueError becomes argparse's error."""
     try:
         return rule(v)
     except ValueError as e:
@@ -183,6 +184,30 @@ def sizes(text: str) -> list[Problem]:
     return [size(t) for t in items]
 
 
+def store_file(text: str) -> str:
+    """An argparse type: --db PATH, a store whose folder is there (a tool makes the store
+    file, never the folders on its way: a folder that is not there is a path mistyped).
+    A leading ~ is expanded as the store's own reader does (store_location.user_path)."""
+    from ..core.store_location import user_path
+    from ..errors import ShadertuneError
+    if text == "":
+        return text                      # the default store (store_location.store_path)
+    try:
+        folder = user_path(text).absolute().parent
+    except ShadertuneError as e:
+        _bad(str(e))
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        _bad(f"the folder {folder} is not there (make it first: a store is made in a folder "
+             f"that exists)")
+    except OSError as e:
+        _bad(f"cannot reach {folder}: {e.strerror or e}")
+    if not stat.S_ISDIR(st.st_mode):
+        _bad(f"{folder} is not a folder")
+    return text
+
+
 def status(text: str) -> str:
     if text not in STATUSES:
         _bad(f"unknown status {text!r}; expected one of {', '.join(STATUSES)}")
@@ -211,7 +236,7 @@ def path_exists(path) -> bool:
     return True
 
 
-__all__ = ["DB_HELP", "Parser", "SIZE_HELP", "add_backend", "add_db", "check_environment",
+__all__ = ["DB_HELP", "Parser", "SIZE_HELP", "add_backend", "add_db",
            "check_output", "common_parents", "days", "error_line", "fail",
            "integer", "non_negative", "number", "os_error_text", "path_exists", "positive", "prog", "seconds", "seed",
-           "size", "sizes", "status", "tolerance", "tool_parser"]
+           "size", "sizes", "status", "store_file", "tolerance", "tool_parser"]

@@ -32,7 +32,7 @@ class UsageError(ValueError):
     """A knob or value the space does not have; the message is one line."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = ca.tool_parser(
         "codegen", "Print the kernel shadertune generates for one config, or list the knobs "
                    "and every valid config.",
@@ -160,13 +160,20 @@ def _list_knobs(space, default: Config, out) -> None:
 
 
 def main(argv=None) -> int:
-    args, rest = _parser().parse_known_args(argv)
+    args, rest = build_parser().parse_known_args(argv)
     try:
         size = ca.size(args.size)
         problem = Problem(size.M, size.N, size.K, args.dtype, args.trans_a, args.trans_b, size.batch)
         from ..backends import get_backend
         backend = get_backend(args.backend)
         space = backend.space(problem)
+        given = dict(Config.from_json(args.config)) if args.config else {}
+        given.update(_aliases(args))
+        given.update(_knob_options(rest))
+        given = {(k := _knob_name(n, space.knobs)): _knob_value(k, v, space.knobs[k]) for n, v in given.items()}
+        if (args.list_space or args.list_knobs) and given:
+            raise UsageError(f"--list-{'space' if args.list_space else 'knobs'} lists the problem's "
+                             f"whole space: it takes no knobs (given: {', '.join(given)})")
         if args.list_space:
             for cfg in space.configs():
                 sys.stdout.write(json.dumps(cfg.to_dict(), sort_keys=True) + "\n")
@@ -175,10 +182,6 @@ def main(argv=None) -> int:
         if args.list_knobs:
             _list_knobs(space, Config(backend.default_config(problem)), sys.stdout)
             return 0
-        given = dict(Config.from_json(args.config)) if args.config else {}
-        given.update(_aliases(args))
-        given.update(_knob_options(rest))
-        given = {(k := _knob_name(n, space.knobs)): _knob_value(k, v, space.knobs[k]) for n, v in given.items()}
         default = Config(backend.default_for(problem, given))    # the default of the path given knobs name
         cfg, changed = resolve(space, default, given)
         if changed:

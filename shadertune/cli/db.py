@@ -213,8 +213,6 @@ def cmd_prune(store, args, where, vals) -> None:
         for name in skipped:
             print(f"{PROG}: backend {name!r} is not known here: its results are left alone",
                   file=sys.stderr)
-    elif where == "1":
-        raise _BadArgument("prune needs at least one filter (it would delete every result)")
     cond = where
     n = store.count_rows(cond, vals)
     if args.dry_run:
@@ -238,6 +236,23 @@ def _stale_templates(store) -> tuple[tuple[str, list], list[str]]:
 
 class _BadArgument(Exception):
     pass
+
+
+def _check_sources(sources) -> None:
+    """import's sources, before the store is opened: each '-' (standard input, once) or
+    a file there is to read."""
+    if sources.count("-") > 1:
+        raise _BadArgument("standard input ('-') can be read once")
+    for src in sources:
+        if src == "-":
+            continue
+        try:
+            if not ca.path_exists(src):
+                raise _BadArgument(f"cannot read {src}: No such file or directory")
+        except OSError as e:
+            raise _BadArgument(f"cannot read {ca.os_error_text(e)}") from None
+        if os.path.isdir(src):
+            raise _BadArgument(f"cannot read {src}: it is a folder (a source is a store, .jsonl or .csv)")
 
 
 def cmd_check(path, wait: float) -> int:
@@ -273,9 +288,13 @@ def main(argv=None) -> int:
         if args.command == "export" and args.tolerance is not None and not args.best:
             raise _BadArgument("--tolerance goes with export --best")
         conds, vals = where_of(args) if args.command not in ("import", "check") else ([], [])
+        if args.command == "prune" and not conds and not args.stale_templates:
+            raise _BadArgument("prune needs at least one filter (it would delete every result)")
         path = store_path(args.db)
         if args.command == "export":
             ca.check_output(args.output, protect=store_files(path))
+        if args.command == "import":
+            _check_sources(args.sources)
     except _BadArgument as e:
         parser.error(str(e))
     except (StoreError, OutputError) as e:
@@ -291,7 +310,7 @@ def main(argv=None) -> int:
             if missing:
                 raise StoreError(f"store {path} does not exist")
             return cmd_check(path, args.wait)
-        if reading and not ca.path_exists(path):
+        if args.command != "import" and not ca.path_exists(path):    # only import makes a store
             raise StoreError(f"store {path} does not exist")
         # best answers what auto would run: from a damaged store it refuses (the health
         # check runs on its first read); the other listings and export show what can

@@ -37,9 +37,10 @@ def main(argv=None) -> int:
     from ..core.problem import Problem
     try:
         from ..db import Store
-        from ..perfmodel.guided import tune
-        from ..perfmodel.saved import train_if_stale
+        from ..db.location import store_path
+        from ..perfmodel.tuning_run import TuningRun
         from ..search import Budget
+        path = store_path(args.db)          # no store location: an argument error, before the device
         backend = api.backend("gl")
         dev = backend.device()
         software = bool(dev.limits.get("software_renderer"))
@@ -49,18 +50,17 @@ def main(argv=None) -> int:
         print(f"driver   : {dev.driver}")
         print(f"limits   : draw buffers {dev.limits['max_draw_buffers']}, "
               f"texture {dev.limits['max_texture_size']}")
-        store = Store(args.db) if args.db else Store()
+        store = Store(path)
         print(f"store    : {store.path}")
-        for n in sizes:
-            prob = Problem(n, n, n)
-            entry = tune(backend, prob, strategy="phased",
-                         budget=Budget(max_evals=args.budget, seconds=args.time_limit or None),
-                         store=store)
-            b = entry["best"]
-            print(f"tuned {n:5d}: {entry['evaluated']} configs ({entry['measured']} measured, "
-                  f"{entry['cached']} from the store) of {entry['space_size']} in {entry['seconds']:.1f} s; "
-                  f"best {b['gflops']:.2f} GFLOP/s" if b else f"tuned {n}: no correct config found")
-        train_if_stale(backend, store)      # tuning wrote: the learned model follows
+        with TuningRun(backend, store) as tuning:      # tune, then train the model
+            for n in sizes:
+                entry = tuning.search(Problem(n, n, n), strategy="phased",
+                                      budget=Budget(max_evals=args.budget, seconds=args.time_limit or None))
+                b = entry["best"]
+                print(f"tuned {n:5d}: {entry['evaluated']} configs ({entry['measured']} measured, "
+                      f"{entry['cached']} from the store) of {entry['space_size']} in "
+                      f"{entry['seconds']:.1f} s; best {b['gflops']:.2f} GFLOP/s"
+                      if b else f"tuned {n}: no correct config found")
         n = sizes[-1]
         rng = np.random.default_rng(0)
         A = rng.standard_normal((n, n)).astype(np.float32)

@@ -177,7 +177,7 @@ def _devices(reports) -> str:
     return " / ".join(dict.fromkeys(f"{r['backend']} on {short_device(r)}" for r in reports))
 
 
-def parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     from ..backends import available
     ap = ca.tool_parser(TOOL, __doc__.split("\n")[0], EPILOG)
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
@@ -227,7 +227,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
     except BrokenPipeError:             # `... | head`: the reader left; nothing to report

@@ -2,30 +2,24 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
-import pathlib
 import sys
 
 from . import args as ca
-from ..core.version import __version__
-from .cluster import check_args, clustered   # imports no Dask
-from ..db.location import store_files
-from ..errors import ContextError, ShadertuneError
+from ..backends import check_environment, config_text, load_backend
 from ..core.problem import Problem
 from ..core.texttable import text_table
-from ..search.budget import Budget
+from ..db.location import store_files
+from ..errors import ContextError, ShadertuneError
 from ..search.progress import InterruptGuard, Progress
 from ..search.registry import DESCRIPTIONS, STRATEGIES
-from ..search.report_json import make_report, problem_entry, write_report
+from ..search.report_json import make_report, write_report
+from .search_cluster import check_args, clustered   # imports no Dask
+from .search_runs import SOFTWARE_TIME_LIMIT, DeviceRun, report_paths, search_budget
 
 TOOL = "search"
 PROG = "shadertune.search"
 log = logging.getLogger("shadertune.search")
-
-# Seconds per problem on a software renderer when neither --budget nor --time-limit is
-# given: llvmpipe measures a 1024^3 config in seconds, and Jiang's full order takes hours.
-SOFTWARE_TIME_LIMIT = 30.0
 
 EPILOG = f"""\
 sizes: --size N tunes N x N x N; --m M --n N --k K one shape; --sizes 256,512,1024
@@ -169,40 +163,6 @@ def problems_from(args, parser) -> list[Problem]:
     return unique
 
 
-def check_environment(name: str) -> None:
-    """The environment variables backend `name` reads (Backend.check_environment), checked
-    before anything touches a store; a module:Class backend is checked when it loads."""
-    if ":" in name:
-        return
-    from ..backends import backend_class
-    try:
-        cls = backend_class(name)
-    except (KeyError, ValueError):
-        return                       # an unknown name fails where the backend is made
-    cls.check_environment()
-
-
-def load_backend(name: str):
-    """A backend by registry name, or module:Class of a shadertune Backend subclass."""
-    from ..backends import Backend, get_backend
-    if ":" not in name:
-        return get_backend(name)
-    mod, cls = name.split(":", 1)
-    try:
-        obj = getattr(importlib.import_module(mod), cls)
-    except Exception as e:               # ImportError, AttributeError, or the module's own error
-        raise ShadertuneError(f"cannot load backend {name!r}: {type(e).__name__}: {e}") from None
-    if not (isinstance(obj, type) and issubclass(obj, Backend)):
-        raise ShadertuneError(f"cannot load backend {name!r}: {mod}.{cls} is not a shadertune "
-                              f"Backend class (a subclass of shadertune.backends.Backend)")
-    try:
-        return obj()
-    except ContextError:
-        raise
-    except Exception as e:
-        raise ShadertuneError(f"cannot create backend {name!r}: {type(e).__name__}: {e}") from None
-
-
 def check_arguments(args, parser) -> None:
     """What the parser's types cannot see, checked before the store is opened: the
     environment the backend reads, and that --report may be written (not a device
@@ -227,13 +187,6 @@ class _BadArgument(ValueError):
     """An argument found wrong once the backend is there (--fix against its spaces): exit 2."""
 
 
-def fmt_config(cfg: dict, backend: str | None = None, full: bool = True) -> str:
-    """'knob=value ...': every knob, or with `backend` and not `full` the knobs that act
-    on the config (shadertune.backends.config_text)."""
-    from ..backends import config_text
-    return config_text(backend or "", cfg, full=full or backend is None)
-
-
 def table(entries: list[dict], backend: str | None = None, *, full_config: bool = False) -> str:
     """The search's table: one row per problem, its best config with the knobs that act
     on it (every knob with `full_config`, or without `backend`)."""
@@ -243,7 +196,8 @@ def table(entries: list[dict], backend: str | None = None, *, full_config: bool 
     for e in entries:
         b = e["best"]
         rows.append([Problem.from_dict(e).label + (" (incomplete)" if e.get("incomplete") else ""),
-                     fmt_config(b["config"], backend, full_config) if b else "(none passed)",
+                     config_text(backend or "", b["config"], full=full_config or backend is None)
+                     if b else "(none passed)",
                      f"{b['gflops']:.2f}" if b else "-", f"{b['median_ms']:.4g}" if b else "-",
                      f"{b['error']:.1e}" if b and b["error"] is not None else "-",
                      f"{e['evaluated']} ({e['measured']}/{e['cached']})", f"{e['seconds']:.1f}",
@@ -287,116 +241,6 @@ def _logging(args):
     return restore
 
 
-def _budget(args, device) -> Budget:
-    seconds = args.time_limit
-    if seconds is None and args.budget is None and (device.limits or {}).get("software_renderer"):
-        seconds = SOFTWARE_TIME_LIMIT
-        log.warning("%s is a software renderer: each problem stops starting evaluations after "
-                    "%g s (--time-limit S to change, 0: no limit)", device.renderer, seconds)
-    # a time limit the user gave is search time asked for: it is spent, not cut short by
-    # convergence (the software renderer's implicit limit is only a cap)
-    return Budget(args.budget, seconds or None, spend_all=bool(args.time_limit))
-
-
-class _Problem:
-    """One problem being searched: what the report needs if the search stops part-way."""
-
-    def __init__(self, problem: Problem, progress: Progress, backend: str | None = None):
-        self.problem = problem
-        self.progress = progress
-        self.backend = backend       # its name: the log lines print the knobs that act
-        self.results = []
-        self.cached = []
-        self.phases: list[dict] = []     # the strategy's phases as they began (report_json)
-        self.t0 = progress.clock()
-
-    def phase(self, label: str) -> None:
-        self.phases.append({"at": len(self.results), "label": label})
-        self.progress.phase(label)
-
-    def record(self, result, cached: bool, worker: str | None = None) -> None:
-        """One Result of this search (`worker`: the cluster worker that measured it)."""
-        self.results.append(result)
-        if cached:
-            self.cached.append(result.config)
-        self.progress.update(result, cached, worker)
-        if log.isEnabledFor(logging.INFO):
-            r = result
-            what = (f"{r.median_ms:.4g} ms, {r.gflops or 0:.3g} GFLOP/s, error {r.error or 0:.1e}"
-                    if r.ok else r.message)
-            log.info("%s %s: %s: %s%s", self.problem.label, fmt_config(r.config, self.backend, False),
-                     r.status, what,
-                     " (cached)" if cached else "")
-
-    def with_replayed_seconds(self, entry: dict, store, backend, device) -> dict:
-        """entry["seconds"]: this run's seconds plus those the store records for measuring
-        the results it replayed, so that a report rebuilt from the store carries the
-        original search time; entry["run_seconds"]: this run's alone."""
-        replayed, unknown = store.measured_seconds(backend.name, device.key, self.problem,
-                                                   backend.template_hash(), self.cached)
-        if unknown:
-            log.info("%s: %d replayed results have no measuring time on record (stored before "
-                     "schema version 3)", self.problem.label, unknown)
-        entry["run_seconds"] = entry["seconds"]
-        entry["seconds"] = round(entry["seconds"] + replayed, 6)
-        return entry
-
-    def incomplete_entry(self, store, backend, device) -> dict:
-        from ..db import space_sizes
-        size, full = space_sizes(store, backend, self.problem, backend.space(self.problem))
-        entry = problem_entry(self.problem, self.results, space_size=size, full_space_size=full,
-                              measured=len(self.results) - len(self.cached),
-                              cached=len(self.cached), seconds=self.progress.clock() - self.t0,
-                              phases=self.phases)
-        entry["incomplete"] = True
-        return self.with_replayed_seconds(entry, store, backend, device)
-
-
-class DeviceRun:
-    """One device's part of a table: the entries of its finished problems and the
-    problems in progress (one at a time here; a cluster tunes several at once)."""
-
-    def __init__(self, backend, device):
-        self.backend = backend
-        self.device = device
-        self.entries: dict[Problem, dict] = {}
-        self.current: dict[Problem, _Problem] = {}
-
-    def start(self, problem: Problem, progress: Progress) -> _Problem:
-        self.current[problem] = _Problem(problem, progress, self.backend.name)
-        return self.current[problem]
-
-    def finish(self, problem: Problem, entry: dict, store) -> None:
-        current = self.current.pop(problem)
-        self.entries[problem] = current.with_replayed_seconds(entry, store, self.backend, self.device)
-
-    def stop(self, store) -> None:
-        """The search stopped: each problem still in progress that has results becomes an
-        incomplete entry."""
-        for problem, current in self.current.items():
-            current.progress.close(incomplete=True)
-            if current.results:
-                try:
-                    self.entries[problem] = current.incomplete_entry(store, self.backend, self.device)
-                except (Exception, KeyboardInterrupt) as e:      # a second Ctrl-C, a failing store
-                    log.warning("no report entry for %s in progress: %s", problem.label,
-                                str(e) or type(e).__name__)
-        self.current.clear()
-
-    def ordered(self, problems: list[Problem]) -> list[dict]:
-        """The entries in the order of the table."""
-        return [self.entries[p] for p in problems if p in self.entries]
-
-
-def report_paths(path: str, count: int) -> list[str]:
-    """--report's file per device: as given for one, r.json -> r.0.json, r.1.json, ...
-    for several."""
-    if count == 1:
-        return [path]
-    p = pathlib.Path(path)
-    return [str(p.with_name(f"{p.stem}.{i}{p.suffix}")) for i in range(count)]
-
-
 def main(argv=None) -> int:
     from ..db import Store, StoreError
     parser = build_parser()
@@ -429,19 +273,18 @@ def _open_store(args, Store):
 
 
 def _search(args, problems, Store, StoreError) -> int:
-    # the command line is the top layer: it searches with the learned model saved
-    # beside the store (perfmodel.guided) and trains it when the search has written
-    from ..perfmodel.guided import tune
-    from ..perfmodel.saved import train_if_stale
+    # tune, then train: the search ranks by the learned model saved beside the store and
+    # trains it at the end (perfmodel.tuning_run, as tune(), the demo and sampling do)
+    from ..perfmodel.tuning_run import TuningRun
     runs: list[DeviceRun] = []           # one per device, in the order of their tables
     notes: list[str] = []                # lines after the tables (a cluster's per-worker counts)
     store = None
     code, reason = 0, None
     try:
         if clustered(args):
-            from .cluster import tune_on_cluster
+            from .search_cluster import tune_on_cluster
             store = _open_store(args, Store)
-            tune_on_cluster(args, problems, store, runs, notes, DeviceRun, _budget)
+            tune_on_cluster(args, problems, store, runs, notes)
         else:
             backend = load_backend(args.backend)
             if args.fix:
@@ -456,23 +299,23 @@ def _search(args, problems, Store, StoreError) -> int:
             device = backend.device()
             if not args.quiet:
                 print(header(backend.name, device), file=sys.stderr, flush=True)
-            budget = _budget(args, device)
+            budget = search_budget(args, device)
             store = _open_store(args, Store)
             run = DeviceRun(backend, device)
             runs.append(run)
-            for i, pr in enumerate(problems, 1):
-                progress = Progress(pr.label, index=i, count=len(problems),
-                                    total=budget.max_evals, time_limit=budget.seconds,
-                                    mode="off" if args.quiet else None)
-                current = run.start(pr, progress)
-                entry = tune(backend, pr, strategy=args.strategy, budget=budget, store=store,
-                             retune=args.retune, repeats=args.repeats, warmup=args.warmup,
-                             seed=args.seed, tolerance=args.tolerance, on_result=current.record,
-                             on_phase=current.phase)
-                run.finish(pr, entry, store)
-                progress.close()
-            if not store.readonly:
-                train_if_stale(backend, store)       # tuning writes: the learned model follows
+            with TuningRun(backend, store) as tuning:
+                for i, pr in enumerate(problems, 1):
+                    progress = Progress(pr.label, index=i, count=len(problems),
+                                        total=budget.max_evals, time_limit=budget.seconds,
+                                        mode="off" if args.quiet else None)
+                    current = run.start(pr, progress)
+                    entry = tuning.search(pr, strategy=args.strategy, budget=budget,
+                                          retune=args.retune, repeats=args.repeats,
+                                          warmup=args.warmup, seed=args.seed,
+                                          tolerance=args.tolerance, on_result=current.record,
+                                          on_phase=current.phase)
+                    run.finish(pr, entry, store)
+                    progress.close()
     except _BadArgument as e:
         code, reason = 2, str(e)
     except KeyboardInterrupt:
@@ -526,5 +369,5 @@ def failure(entries: list[dict]) -> str | None:
     return "; ".join(reasons) or None
 
 
-__all__ = ["DeviceRun", "build_parser", "check_environment", "failure", "load_backend", "main", "problems_from",
+__all__ = ["build_parser", "failure", "header", "main", "problems_from",
            "table"]

@@ -1,6 +1,6 @@
 """The rules every argument that reaches a measurement or the store is held to: one
 place for the library (the Evaluator, tune(), measure()) and the command lines
-(shadertune.cli_args parses text and applies these same rules).
+(shadertune.cli.args parses text and applies these same rules).
 
 Each rule (check_*) returns the value (as an int or float) or raises ValueError in
 numpy's style: "seed must be at least 0, got -1".  With `name` None the message has no

@@ -28,7 +28,7 @@ What a name given as an output means:
     * each of `protect` (a command passes the store its --db names, and its inputs),
     * the store $SHADERTUNE_DB names and the one at the default location, each with
       SQLite's -wal, -shm and -journal files beside it
-      (shadertune.store_location.known_store_files),
+      (shadertune.core.store_location.known_store_files),
   and an existing file that begins with SQLite's header (any SQLite database: a
   store under another name) is refused too.  An export, report, plot or model
   named like a store, or a link to one, can never truncate or replace it.

@@ -103,7 +103,7 @@ class Problem:
     @classmethod
     def parse(cls, text: str, dtype: str = "float32") -> "Problem":
         """'N' (square), 'MxNxK' (also 'M,N,K') or 'BxMxNxK' (a batch of B products): the
-        size syntax of every command line (shadertune.cli_args)."""
+        size syntax of every command line (shadertune.cli.args)."""
         parts = re.split(r"[,x]", str(text).strip())
         try:
             vals = [int(p) for p in parts]

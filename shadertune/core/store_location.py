@@ -1,5 +1,5 @@
 """Where the store lives, and which files are the store (a core module: the one output
-writer, shadertune.atomic, protects the stores it names; the store package reads it as
+writer, shadertune.core.atomic, protects the stores it names; the store package reads it as
 shadertune.db.location).
 
 default_path(): $SHADERTUNE_DB, else $XDG_CACHE_HOME/shadertune/tune.sqlite, else
@@ -15,11 +15,11 @@ user_path(path): a path the user gave (--db, db=, $SHADERTUNE_DB) with a leading
 '~' expanded by the same rule, StoreError when there is no home to expand it to.
 
 store_files(path): the store's file and the -wal, -shm and -journal files SQLite
-keeps beside it: the files no output of a tool may overwrite (shadertune.atomic).
+keeps beside it: the files no output of a tool may overwrite (shadertune.core.atomic).
 
 known_store_files(): the files of the stores the environment names, whichever a
 command is given: $SHADERTUNE_DB's and the default location's (XDG_CACHE_HOME or
-HOME), which shadertune.atomic refuses to replace from every writer.
+HOME), which shadertune.core.atomic refuses to replace from every writer.
 Everything here is read when called, never at import.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ import pathlib
 import jinja2
 
 # A template name is a path relative to the root with '/' separators, e.g. 'gl/matmul.frag.j2'.
-_SOURCE_TREE = pathlib.Path(__file__).resolve().parent.parent / "shaders"
+_SOURCE_TREE = pathlib.Path(__file__).resolve().parents[2] / "shaders"
 
 
 @functools.lru_cache(maxsize=None)

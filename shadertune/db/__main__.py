@@ -1,4 +1,4 @@
-"""Entry point of python -m shadertune.db (and the shadertune-db script)."""
+"""python -m shadertune.db: the db command line (shadertune/cli/db.py)."""
 import sys
 
 from ..cli.db import main

@@ -1,4 +1,4 @@
-"""Where the store lives, and which files are the store: shadertune.store_location (a
+"""Where the store lives, and which files are the store: shadertune.core.store_location (a
 core module, so that the one output writer can protect the stores it names), as the
 store package names it."""
 from ..core.store_location import (NoStoreLocation, SIDE_FILES, STORE_NAME, default_path, home,

@@ -4,7 +4,7 @@ As CLBlast ships its database of tuned parameters per device, the wheel carries
 `pretuned.jsonl` (package data beside this module): the best verified config of each
 problem tuned on the devices the project measured (llvmpipe here; the GPU machine's
 cards from the runs recorded under benchmarks/).  `auto` reads it only where the
-user's store gives nothing for the device (select.py), and marks what it takes from
+user's store gives nothing for the device (selection/chain.py), and marks what it takes from
 it (Selection.pretuned).
 
 The format is `python -m shadertune.db export --best --format jsonl` (exchange.BEST_FIELDS

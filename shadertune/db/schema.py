@@ -3,7 +3,7 @@
 Version 3 adds to every result the wall seconds its measurement took (`seconds`:
 a report rebuilt from the store carries the original search time) and the seed
 of the inputs it was verified on (`seed`: provenance only, not a key, see
-shadertune.verdict), and a table caching the size of each pruned space (counting
+shadertune.core.verdict), and a table caching the size of each pruned space (counting
 a space enumerates it: about a second per problem on GL).
 
 Version 4 keeps one row per kernel: every config in its backend's canonical form,

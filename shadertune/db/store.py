@@ -32,7 +32,7 @@ a best config read through it can be silently wrong); damaged_ok=True lets the
 store CLI's listings and export show what can still be read.
 
 Verdicts: readers that pick correct results (ranked, best, tuned_problems) judge
-each stored error against the tolerance in force (shadertune.verdict), not the
+each stored error against the tolerance in force (shadertune.core.verdict), not the
 status the measuring run gave it.
 """
 from __future__ import annotations
@@ -395,7 +395,7 @@ class Store:
 
     def get(self, backend: str, device: str, problem: Problem, config: Config,
             template_hash: str) -> Result | None:
-        """The stored Result, with the status its run gave it (see shadertune.verdict)."""
+        """The stored Result, with the status its run gave it (see shadertune.core.verdict)."""
         rows = self._query(
             "SELECT result FROM results WHERE backend=? AND device=? AND problem=? AND config=? "
             "AND template_hash=? AND schema=?",

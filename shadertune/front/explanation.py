@@ -2,7 +2,7 @@
 
 It sits in the front door's layer: it asks matmul's backend (api.backend) which
 problem a call resolves a config for (Backend.problem_of) and then asks the
-selection (select.py) about that problem, reading the store as `auto` does.
+selection (selection/chain.py) about that problem, reading the store as `auto` does.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ up to `k` configs, in this order: the one `auto` would take without tuning
 (the model's pick among verified configs, else the nearest shape's, else the
 default), then the learned model's best predictions over the whole space (a
 sample of it when large; without a model the backend's cost model, and
-without that the sample's order: perfmodel.firstuse.ranked_space). Each is
+without that the sample's order: perfmodel.first_use_plan.ranked_space). Each is
 built, verified against float64 and timed by the search core and every result
 is stored, so the call after it (in this process or any other using the store)
 is an exact hit.
@@ -15,8 +15,8 @@ problem, the ranking and a model training are counted in them); the one in
 flight finishes. Off by default.  A problem is tuned at most once per process
 and store, even when no config passed (its failures are in the store).
 
-This is tuning, so it sits above `auto`'s selection (select.py, which only
-reads): the front door's config resolution (configs.py) calls ensure_tuned()
+This is tuning, so it sits above `auto`'s selection (selection/chain.py, which only
+reads): the front door's config resolution (requests.py) calls ensure_tuned()
 before it selects.  It logs what it does on the "shadertune.first_use" logger.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from ..core.problem import Problem
 from ..search import Budget
 from ..selection.chain import select
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("shadertune.first_use")    # its documented name
 
 _done: set = set()
 _lock = threading.Lock()

@@ -3,8 +3,8 @@ for every backend.
 
     C = alpha * A @ B + beta * out
 
-A call goes: check it (shadertune.inputs: shapes, dtypes, out, alpha/beta) ->
-parse the config request (shadertune.configs) -> the backend's run_call(call,
+A call goes: check it (shadertune.call.inputs: shapes, dtypes, out, alpha/beta) ->
+parse the config request (shadertune.front.requests) -> the backend's run_call(call,
 plan) hook, which executes it and returns the result in the caller's array kind.
 The plan resolves the config once per problem per call (a batch of a thousand
 matrices reads the tuning store once) and takes kernels from the backend's
@@ -73,7 +73,7 @@ class Door:
         return self.thread is None or self.thread == threading.get_ident()
 
     def auto_config(self, problem: Problem, db: Any = None) -> Config:
-        """What config='auto' takes for `problem` now (select.py; a kept selection costs
+        """What config='auto' takes for `problem` now (selection/chain.py; a kept selection costs
         a few stats; a config measured elsewhere verified first: select_config): the
         backend's express lane asks it, the selection being above the backends."""
         return select.select_config(self.backend, problem, db)[0]

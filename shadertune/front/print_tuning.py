@@ -30,7 +30,7 @@ from ..backends import config_text
 from ..core.problem import Problem
 
 ENV = "SHADERTUNE_PRINT_TUNING"
-log = logging.getLogger(__name__)
+log = logging.getLogger("shadertune.print_tuning")    # its documented name
 
 _on: bool | None = None                 # the variable, read once
 _said: set[tuple[Any, ...]] = set()

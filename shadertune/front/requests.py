@@ -2,9 +2,9 @@
 
 The same rules and the same messages for every backend:
 
-- 'auto'            the best stored tuning result (shadertune.select), else its fallbacks;
+- 'auto'            the best stored tuning result (shadertune.selection.chain), else its fallbacks;
                     with tune='first-use', a shape the store has no result for is
-                    tuned first (bounded; shadertune.first_use)
+                    tuned first (bounded; shadertune.front.first_use)
 - 'default' / None  backend.default_config(problem)
 - a preset name     backend.presets(): e.g. 'fast' (the default config); GL adds 'jiang', 'naive'
 - a dict / Config   knobs; the ones left out are filled from the default config for the

@@ -3,9 +3,10 @@
 It is the search (shadertune.search) as a library call in the front door's layer:
 the problem a matmul call would resolve a config for (Backend.problem_of), the
 learned model saved beside the store as the search's cost model where there is
-one (perfmodel.guided), every config verified against float64 and stored as it is
-measured, and the learned model trained afterwards when the store changed enough
-(perfmodel.saved.train_if_stale: tuning writes, `auto` only reads).
+one, every config verified against float64 and stored as it is measured, and the
+learned model trained afterwards when the store changed enough: tune, then train,
+as the search command line does (perfmodel.tuning_run; tuning writes, `auto` only
+reads).
 """
 from __future__ import annotations
 
@@ -28,14 +29,13 @@ from ..core.config import Config
 from ..db import Store
 from ..call.inputs import check_call
 from ..names import BackendName, DTypeName, StrategyName
-from ..perfmodel.guided import tune as guided_tune
-from ..perfmodel.saved import train_if_stale
+from ..perfmodel.tuning_run import TuningRun
 from ..core.problem import Problem
 from ..core.result import Result
 from ..search import Budget, get_strategy
 from ..search.progress import Progress
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("shadertune.tuning")    # its documented name
 
 # the search time per shape when neither evaluations nor seconds are given
 DEFAULT_SECONDS = 60.0
@@ -219,23 +219,22 @@ def tune(shape: Any, B: ArrayLike | None = None, /, *, backend: str | Backend = 
     store = db if isinstance(db, Store) else Store(db)
     try:
         out = []
-        for i, p in enumerate(problems, 1):
-            log.info("tuning %s on %s (%s): %s, store %s", p.label, be.name, device.key,
-                     _limits(budget), store.path)
-            bar = Progress(p.label, index=i, count=len(problems), total=budget.max_evals,
-                           time_limit=budget.seconds, mode=None if progress else "off")
-            try:
-                entry = guided_tune(be, p, strategy=strategy, budget=budget, store=store,
-                                    on_result=_counted(bar), on_phase=bar.phase)
-            except BaseException:
-                bar.close(incomplete=True)
-                raise
-            bar.close()
-            r = _result(p, be.name, device.key, store.path, entry)
-            log.info("tuned %s on %s (%s): %s", p.label, be.name, device.key, r.summary())
-            out.append(r)
-        if train and not store.readonly:
-            train_if_stale(be, store)
+        with TuningRun(be, store, train=train) as run:     # tune, then train the model
+            for i, p in enumerate(problems, 1):
+                log.info("tuning %s on %s (%s): %s, store %s", p.label, be.name, device.key,
+                         _limits(budget), store.path)
+                bar = Progress(p.label, index=i, count=len(problems), total=budget.max_evals,
+                               time_limit=budget.seconds, mode=None if progress else "off")
+                try:
+                    entry = run.search(p, strategy=strategy, budget=budget, on_result=_counted(bar),
+                                       on_phase=bar.phase)
+                except BaseException:
+                    bar.close(incomplete=True)
+                    raise
+                bar.close()
+                r = _result(p, be.name, device.key, store.path, entry)
+                log.info("tuned %s on %s (%s): %s", p.label, be.name, device.key, r.summary())
+                out.append(r)
     finally:
         if store is not db:
             store.close()

@@ -1,4 +1,4 @@
-"""Entry point of python -m shadertune.perfmodel."""
+"""python -m shadertune.perfmodel: the perfmodel command line (shadertune/cli/perfmodel.py)."""
 import sys
 
 from ..cli.perfmodel import main

@@ -4,7 +4,7 @@ configs over the whole space (ranked_space).
 
 The tuning itself (the store, auto's own pick first, the time bound, the
 measurements) sits above `auto`'s selection, in the front door's layer:
-shadertune/first_use.py.
+shadertune/front/first_use.py.
 """
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from ..errors import InvalidConfig
 from ..core.problem import Problem
 from ..search import Budget
 from .candidates import candidates
-from .measure import measure
-from .saved import model_for, train_if_stale
+from .saved import model_for
+from .tuning_run import TuningRun
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
@@ -49,6 +49,15 @@ def generate(backend, store, problems, *, configs: int = 16, seconds: float | No
     rng = random.Random(seed)
     t0 = time.monotonic()
     done = {"problems": 0, "evaluated": 0, "ok": 0, "guided": 0, "seconds": 0.0, "skipped": []}
+    with TuningRun(backend, store) as run:        # measure, then train the model
+        _sample(run, problems, rng, t0, done, configs=configs, seconds=seconds, repeats=repeats,
+                warmup=warmup, seed=seed, log=log)
+    done["seconds"] = time.monotonic() - t0
+    return done
+
+
+def _sample(run, problems, rng, t0, done, *, configs, seconds, repeats, warmup, seed, log) -> None:
+    backend, store = run.backend, run.store
     for p in problems:
         left = None if seconds is None else seconds - (time.monotonic() - t0)
         if left is not None and left <= 0:
@@ -76,8 +85,8 @@ def generate(backend, store, problems, *, configs: int = 16, seconds: float | No
                     if src is guided:
                         picked_by_model.add(src[0])
                     order.append(src.pop(0))
-        results = measure(backend, p, order, store, budget=Budget(configs, left),
-                          repeats=repeats, warmup=warmup, seed=seed)
+        results = run.measure(p, order, budget=Budget(configs, left), repeats=repeats,
+                              warmup=warmup, seed=seed)
         done["problems"] += 1
         done["evaluated"] += len(results)
         done["ok"] += sum(r.ok for r in results)
@@ -86,7 +95,3 @@ def generate(backend, store, problems, *, configs: int = 16, seconds: float | No
             b = max((r.gflops for r in results if r.ok), default=None)
             log(f"{p.label}: {len(results)} configs ({sum(r.ok for r in results)} ok), best "
                 + (f"{b:.3f} GFLOP/s" if b is not None else "-"))
-    if done["evaluated"]:
-        train_if_stale(backend, store)      # sampling wrote: the saved model follows
-    done["seconds"] = time.monotonic() - t0
-    return done

@@ -5,7 +5,7 @@ Two ways in, one per side of the layers:
   first-use tuning) call model_for(): it loads the saved model, or trains one
   when there is none, when it was trained on another scikit-learn or model
   format, or when the store has changed enough since (see is_stale);
-- readers (`auto`: select.py, a search's cost model: guided.py) call
+- readers (`auto`: selection/chain.py, a search's cost model: guided.py) call
   saved_model() / trained_model(): the model as saved, never trained here nor
   checked against the store's growth.
 
@@ -114,7 +114,7 @@ def _plain(v):
 
 
 def save(model: PerfModel, path) -> None:
-    """Through the one output writer (shadertune.atomic): whole or not at all; data
+    """Through the one output writer (shadertune.core.atomic): whole or not at all; data
     only (the module docstring)."""
     from ..core.atomic import output
     est = model.estimator

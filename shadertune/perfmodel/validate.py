@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from ..core.problem import Problem, shape_distance
+from ..core.texttable import text_table
 from ..core.verdict import tolerance_for
 from . import learners
 from .data import TrainingData
@@ -164,3 +165,32 @@ def compare(data: TrainingData, names=learners.NAMES, targets=(None,), **kw) -> 
     """validate() for each learner and target (None: the backend's default target; the
     measurement behind learners.DEFAULT and model.default_target)."""
     return [validate(data, learner=n, target=t, **kw) for n in names for t in targets]
+
+
+def comparison_table(rows: list[dict]) -> str:
+    """Markdown of validate() rows; rows of several seeds ('seed') get a seed column
+    and, per learner and target, a mean row."""
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+    seeds = any("seed" in r for r in rows)
+    head = (["learner", "target"] + (["seed"] if seeds else [])
+            + ["problems", "top-1", "worst top-1", "best of top 8", "top-1 where nearest scored",
+               "nearest rule (problems scored)", "backend cost model", "fit s (all folds)"])
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["learner"], r["target"]), []).append(r)
+    body = []
+    for (learner, target), rs in groups.items():
+        if seeds and len(rs) > 1:
+            mean = lambda k: (sum(r[k] for r in rs) / len(rs)  # noqa: E731
+                              if all(r.get(k) is not None for r in rs) else None)
+            rs = rs + [{"learner": learner, "target": target, "seed": "mean", "problems": rs[0]["problems"],
+                        **{k: mean(k) for k in ("top1", "top1_min", "top8", "top1_where_nearest",
+                                                "nearest", "cost_model", "fit_seconds")},
+                        "nearest_compared": rs[0].get("nearest_compared", 0)}]
+        for r in rs:
+            body.append([r["learner"], r["target"]] + ([r.get("seed", "")] if seeds else [])
+                        + [r["problems"], pct(r.get("top1")), pct(r.get("top1_min")), pct(r.get("top8")),
+                           pct(r.get("top1_where_nearest")),
+                           f"{pct(r.get('nearest'))} ({r.get('nearest_compared', 0)})",
+                           pct(r.get("cost_model")), f"{(r.get('fit_seconds') or 0):.2f}"])
+    return text_table(head, body, "ll" + "r" * (len(head) - 2))

@@ -69,7 +69,7 @@ def plot_format(out) -> str:
 
 
 def _save(fig, out) -> None:
-    """Through the one output writer (shadertune.atomic): a full disk or a Ctrl-C leaves
+    """Through the one output writer (shadertune.core.atomic): a full disk or a Ctrl-C leaves
     no partial PNG; its folder is made as the search's --report does."""
     from ..core.atomic import OutputError, output
     fmt = plot_format(out)

@@ -6,7 +6,7 @@ and reports are validated against it with jsonschema.  Extra fields are tolerate
 a missing or mistyped required field is refused with a ReportError naming the
 file and the field's path in the document, e.g.
     run.json: problems[1].best.gflops: missing required field
-The file is read by the one bounded JSON reader (shadertune.jsonio: sizes,
+The file is read by the one bounded JSON reader (shadertune.core.jsonio: sizes,
 integer digits, nesting).  Two rules are stricter than JSON Schema's own types
 (the schema's description says so): a number must be finite (NaN and Infinity,
 which that reader reads as floats, are refused) and an integer may not be

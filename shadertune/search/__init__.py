@@ -1,4 +1,4 @@
-"""The search core: strategies over evaluate(config) -> Result, the evaluator, the CLI.
+"""The search core: strategies over evaluate(config) -> Result, and the evaluator.
 
     from shadertune.search import Budget, tune
     entry = tune(backend, problem, budget=Budget(seconds=60), store=Store())

@@ -1,4 +1,4 @@
-"""Entry point of python -m shadertune.search (and the shadertune-search script)."""
+"""python -m shadertune.search: the search command line (shadertune/cli/search.py)."""
 import sys
 
 from ..cli.search import main

@@ -5,14 +5,14 @@ Every failure of one config becomes a Result with a status and a message
 crash the search and a wrong kernel is never best (Result.ok is False).
 Only what no config could escape escapes: ContextError (without a GPU context no
 config can run) and InputsError (the inputs do not fit in memory), and the
-settings are checked when the evaluator is made (shadertune.arguments: a negative
+settings are checked when the evaluator is made (shadertune.core.arguments: a negative
 seed, a tolerance that is not a finite positive number, repeats < 1), so that an
 error the arguments cause is never stored as a config's verdict.
 
 With a store, a config already measured for this backend, device, problem
 and template hash is replayed instead of measured (`retune=True` measures
 afresh), its verdict judged again under this evaluator's tolerance (a verdict
-that needs a new measurement is measured: shadertune.verdict), and each new
+that needs a new measurement is measured: shadertune.core.verdict), and each new
 Result is written as soon as it exists, with the seconds its measurement took.
 The inputs and their float64 reference are made at the first measurement: a
 search replayed from the store makes none.

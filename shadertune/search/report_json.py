@@ -76,6 +76,6 @@ def check_report(doc: dict) -> None:
 
 
 def write_report(path, doc: dict, *, protect=()) -> None:
-    """Write through the one output writer (shadertune.atomic): whole or not at all, a
+    """Write through the one output writer (shadertune.core.atomic): whole or not at all, a
     reader never sees half a report; `protect`: files it may never replace (the store's)."""
     write_json(path, doc, indent=1, protect=protect)

@@ -6,7 +6,7 @@
 Auto reads: select takes the store and the learned model saved beside it as they
 are; it never trains a model and never tunes (a search, first-use tuning and
 `python -m shadertune.perfmodel train` write them).  For the operands of a call:
-shadertune.explain(A, B), the front door's (explanation.py).
+shadertune.explain(A, B), the front door's (front/explanation.py).
 
 The chain, first rule that gives a config wins (`how`):
 
@@ -55,7 +55,7 @@ reverify.py: the verdict is kept in the process, never stored).
 
 Correct means correct under `tolerance` (None: the default tolerance of the
 problem's dtype, what matmul uses): stored errors are judged again
-(shadertune.verdict).
+(shadertune.core.verdict).
 
 `db` is a Store, a path, or None for the default store (see shadertune.db).
 A missing store file is not created; a read-only one is read; an unusable one
@@ -64,7 +64,7 @@ as SQLite's integrity check finds it, busy past the wait) warns and falls back t
 the default, since matmul must still work.
 
 Selections are kept for as long as the store's content and the model file are
-unchanged (select_memo.py, db/changes.py): an auto call for a shape seen before
+unchanged (memo.py, db/changes.py): an auto call for a shape seen before
 costs a few file stats, not a store read.
 """
 from __future__ import annotations

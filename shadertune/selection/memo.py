@@ -1,6 +1,6 @@
 """Auto's selections kept for the life of the store's content.
 
-A selection (select.py) reads the store and, for the model rule, the learned
+A selection (chain.py) reads the store and, for the model rule, the learned
 model saved beside it; with hundreds of results per problem that is
 milliseconds a call (decoding results, building a space), paid by every
 matmul(config="auto").  So a selection is kept per key with what it was read

@@ -22,7 +22,7 @@ again each call, or the call takes the regular path:
 - the kernel must not have been released (matmul's kernel cache releases what
   it drops; the lane marks it used in the cache on the recheck clock below);
 - config='auto': the selection must still name the kept config.  It is asked
-  again (select.py: the store's stamp and change counter, the model file) on a
+  again (selection/chain.py: the store's stamp and change counter, the model file) on a
   short clock (RECHECK_S), at once after a commit of this process to any store
   (the store's change counter, db/changes.py, which the door hands the lane:
   a tune() or Store.put here is seen by the next call) and, for the default store, when SHADERTUNE_DB, XDG_CACHE_HOME or HOME

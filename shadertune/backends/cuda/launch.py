@@ -13,7 +13,7 @@ launch on this thread, then calls launchKernel with the function's handle.
 cuLaunchKernel copies the parameter values before it returns, so a buffer is
 free again after each launch; the buffers are per thread because one kernel
 object may be launched from two threads at once (a kernel from
-shadertune.api.kernel is under no lock; matmul's calls hold the backend's run
+shadertune.front.matmul.kernel is under no lock; matmul's calls hold the backend's run
 lock, but that is the caller's business, not this class's).
 
 A driver-API launch needs a CUDA context current on the calling thread; a

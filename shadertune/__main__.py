@@ -1,0 +1,7 @@
+"""python -m shadertune TOOL [ARGUMENTS]: every command line (shadertune/cli/)."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
