@@ -322,8 +322,3 @@ class Backend(abc.ABC):
         if name == "fast":
             return self.default_config(problem)
         raise KeyError(f"backend {self.name!r} has no preset {name!r}")
-
-
-def template_names_hash(names: list[str]) -> str:
-    from ..core.templates import template_hash
-    return template_hash(*names)

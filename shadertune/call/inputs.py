@@ -101,11 +101,6 @@ class MatmulCall:
 
 
 # --- operands ----------------------------------------------------------------
-def is_device_array(x) -> bool:
-    """Whether x lives on a GPU (CuPy, PyTorch CUDA tensors, Numba, JAX, ...)."""
-    return describe_device(x) is not None
-
-
 def _device_dtype(info: ArrayInfo, name: str) -> np.dtype:
     """A device array's numpy dtype (bfloat16 and other types numpy lacks: TypeError)."""
     if info.shape is None:

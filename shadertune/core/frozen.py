@@ -2,10 +2,9 @@
 
 A frozen dataclass's generated __init__ sets each field through
 object.__setattr__ (its own __setattr__ refuses): about 1 us for ten fields,
-paid several times by every shadertune.matmul call (issue 16 item 4: host
-cost per call).  quick_init gives the class an __init__ of the same signature
-(fields in order, the same defaults) that fills the instance's __dict__ at
-once.  Everything else is the dataclass's: equality, hash, repr,
+paid several times by every shadertune.matmul call (a call's host cost).
+quick_init gives the class an __init__ of the same signature (fields in order,
+the same defaults) that fills the instance's __dict__ at once.  Everything else is the dataclass's: equality, hash, repr,
 dataclasses.replace, and setting an attribute afterwards still raises
 FrozenInstanceError.  Only for classes without __post_init__ or
 default_factory fields.

@@ -8,7 +8,6 @@ triangle for slow, wrong or failed configs.
 """
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 
@@ -85,8 +84,3 @@ def bottom_legend(fig, handles, labels, fontsize: int = 8) -> None:
     longest = max(len(str(t)) for t in labels) + 8
     ncols = max(1, min(len(labels), int(room // longest), 5))
     fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=fontsize, frameon=False)
-
-
-def span_decades(values: Sequence[float]) -> bool:
-    vals = [v for v in values if v and v > 0 and math.isfinite(v)]
-    return bool(vals) and max(vals) / min(vals) >= 10

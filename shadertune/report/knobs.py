@@ -99,9 +99,6 @@ class Knobs:
         p = self.points.get(self.key(config))
         return cell_of([p]) if p is not None else MISSING
 
-    def values_where(self, knob: str, **fixed) -> list:
-        return ordered(p.config.get(knob) for p in self.where(**fixed))
-
     # --- the two ways of holding the knobs a view does not show ------------------
 
     def slice(self, base: Mapping, knobs: Sequence[str], values: Sequence[Sequence]) -> dict:

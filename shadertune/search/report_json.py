@@ -1,4 +1,4 @@
-"""The JSON report of a search (issue 3, item 7); the report package reads it.
+"""The JSON report of a search; the report package reads it.
 
     {"schema": 1, "backend", "device": DeviceInfo.to_dict(), "strategy", "created",
      "problems": [{"M", "N", "K", "dtype", "trans_a", "trans_b", "space_size",

@@ -132,7 +132,7 @@ class CUDAKernel(Kernel):
 
     def _launch_constants(self) -> None:
         """What every launch passes, computed once (a call's host cost matters
-        for small products: issue 16 item 4)."""
+        for small products: notes/cuda.md)."""
         p, d = self.problem, self.d
         self._T = np.float32 if p.dtype == "float32" else np.float64
         self._mtiles = d.grid[1] // p.batch

@@ -46,7 +46,7 @@ WARPS_FOR_LATENCY = 16       # warps a unit needs to hide a stage's latency with
 # TFLOP/s), which 0.5 + 0.5 * 8 / (16 / 1.28) gives.
 DB_LATENCY_GAIN = 1.28
 PEAK_SHARE = 0.55            # the best share measured kernels approach
-# The knobs added after the constants above were measured (issue 39), at what their
+# The knobs added after the constants above were measured, at what their
 # instruction counts say until a GPU measures them (notes/gl-compute.md):
 # - a checked load costs about 4 instructions more than an unchecked one (compare,
 #   and, two selects) beside an FMA's one: clamp = 1 issues them only in a partial stage;
