@@ -182,23 +182,8 @@ def test_prune(tmp_path, capsys, gl_backend):
         {("fake", TH), ("gl", gl_backend.template_hash())}
 
 
-def test_a_store_in_a_folder_that_is_not_there_is_refused_and_no_folder_made(tmp_path, capsys):
-    db = tmp_path / "missing" / "x.sqlite"
-    for argv in (["--db", str(db), "import", "-"], ["best", "--db", str(db)]):
-        with pytest.raises(SystemExit) as e:
-            main(argv)
-        err = capsys.readouterr().err
-        assert e.value.code == 2 and f"the folder {db.parent} is not there" in err, err
-        assert err.count("\n") == 1 and not db.parent.exists()
 
-
-def test_import_sources_are_checked_before_the_store_is_made(tmp_path, capsys):
-    db = tmp_path / "s.sqlite"
-    for sources, text in ((["-", "-"], "standard input ('-') can be read once"),
-                          ([str(tmp_path / "none.jsonl")], "No such file or directory"),
-                          ([str(tmp_path)], "it is a folder")):
-        with pytest.raises(SystemExit) as e:
-            main(["--db", str(db), "import", *sources])
-        err = capsys.readouterr().err
-        assert e.value.code == 2 and text in err and err.count("\n") == 1, err
-        assert not db.exists()
+def test_prune_of_a_store_that_is_not_there_makes_none(tmp_path, capsys):
+    db = tmp_path / "none.sqlite"
+    code, _, err = run(capsys, "--db", db, "prune", "--status", "wrong")
+    assert code == 1 and f"store {db} does not exist" in err and not db.exists()

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
 
 from ..core import arguments as A
@@ -102,7 +101,7 @@ def common_parents(*adders) -> tuple[argparse.ArgumentParser, argparse.ArgumentP
 
 
 def add_db(p, default_of=lambda v: v) -> None:
-    p.add_argument("--db", metavar="PATH", type=store_file, default=default_of(None), help=DB_HELP)
+    p.add_argument("--db", metavar="PATH", default=default_of(None), help=DB_HELP)
 
 
 def add_backend(p, default_of=lambda v: v, *, default="gl") -> None:
@@ -184,30 +183,6 @@ def sizes(text: str) -> list[Problem]:
     return [size(t) for t in items]
 
 
-def store_file(text: str) -> str:
-    """An argparse type: --db PATH, a store whose folder is there (a tool makes the store
-    file, never the folders on its way: a folder that is not there is a path mistyped).
-    A leading ~ is expanded as the store's own reader does (store_location.user_path)."""
-    from ..core.store_location import user_path
-    from ..errors import ShadertuneError
-    if text == "":
-        return text                      # the default store (store_location.store_path)
-    try:
-        folder = user_path(text).absolute().parent
-    except ShadertuneError as e:
-        _bad(str(e))
-    try:
-        st = os.stat(folder)
-    except FileNotFoundError:
-        _bad(f"the folder {folder} is not there (make it first: a store is made in a folder "
-             f"that exists)")
-    except OSError as e:
-        _bad(f"cannot reach {folder}: {e.strerror or e}")
-    if not stat.S_ISDIR(st.st_mode):
-        _bad(f"{folder} is not a folder")
-    return text
-
-
 def status(text: str) -> str:
     if text not in STATUSES:
         _bad(f"unknown status {text!r}; expected one of {', '.join(STATUSES)}")
@@ -239,4 +214,4 @@ def path_exists(path) -> bool:
 __all__ = ["DB_HELP", "Parser", "SIZE_HELP", "add_backend", "add_db",
            "check_output", "common_parents", "days", "error_line", "fail",
            "integer", "non_negative", "number", "os_error_text", "path_exists", "positive", "prog", "seconds", "seed",
-           "size", "sizes", "status", "store_file", "tolerance", "tool_parser"]
+           "size", "sizes", "status", "tolerance", "tool_parser"]

@@ -238,23 +238,6 @@ class _BadArgument(Exception):
     pass
 
 
-def _check_sources(sources) -> None:
-    """import's sources, before the store is opened: each '-' (standard input, once) or
-    a file there is to read."""
-    if sources.count("-") > 1:
-        raise _BadArgument("standard input ('-') can be read once")
-    for src in sources:
-        if src == "-":
-            continue
-        try:
-            if not ca.path_exists(src):
-                raise _BadArgument(f"cannot read {src}: No such file or directory")
-        except OSError as e:
-            raise _BadArgument(f"cannot read {ca.os_error_text(e)}") from None
-        if os.path.isdir(src):
-            raise _BadArgument(f"cannot read {src}: it is a folder (a source is a store, .jsonl or .csv)")
-
-
 def cmd_check(path, wait: float) -> int:
     health = checks.check_store(path, wait=wait)
     for line in health.findings:
@@ -293,8 +276,6 @@ def main(argv=None) -> int:
         path = store_path(args.db)
         if args.command == "export":
             ca.check_output(args.output, protect=store_files(path))
-        if args.command == "import":
-            _check_sources(args.sources)
     except _BadArgument as e:
         parser.error(str(e))
     except (StoreError, OutputError) as e:
