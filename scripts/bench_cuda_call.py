@@ -10,9 +10,10 @@ rounds of 300 calls.
 
 steps    per size (n^3 float32) and operand kind (CuPy; PyTorch where installed):
            lane          matmul(A, B, config="default"): the steady path of a key
-                         (the launch means of $SHADERTUNE_CUDA_LAUNCH: kernels by default)
+                         launched as kernels (SHADERTUNE_CUDA_LAUNCH=kernels)
            lane_graphs   ... with SHADERTUNE_CUDA_LAUNCH=graphs (the keys learned again)
-           lane_out      ... out= a preallocated array
+           lane_out      the default launch means (graphs unless the variable says), out= a
+                         preallocated array
            lane_knobs    ... config= the default config as a dict of knobs
            lane_auto     ... config="auto", db= a store path holding the size's result
            regular       the same call on the regular path (the lane off): a key's first call
@@ -136,7 +137,7 @@ def section_steps(cp, sizes, out_dir, log) -> list:
                 from shadertune.backends.cuda.call import _external_stream, _torch_stream
                 st = _external_stream(cp, _torch_stream(0), 0)
                 pa, pb, po = A.data_ptr(), B.data_ptr(), O.data_ptr()
-            for means, suffix in ((None, ""), ("graphs", "_graphs")):
+            for means, suffix in (("kernels", ""), ("graphs", "_graphs")):
                 _means(means)
                 r["lane" + suffix] = host_us(cp, lambda: mm(A, B, backend="cuda", config="default"))
                 plan = plan_of()

@@ -123,8 +123,8 @@ def test_bad_arguments_stop_before_anything_runs(tmp_path, capsys, args, msg):
 
 
 @pytest.mark.parametrize("args, msg", [
-    (["--fix", "np=3"], "3 is not in its domain"),
-    (["--fix", "colour=red"], "unknown knob 'colour'"),
+    (["--fix", "np=3"], "--fix np: 3 is not in its domain"),
+    (["--fix", "colour=red"], "--fix names unknown knob 'colour'"),
     (["--size", "64", "--max-space", "10"], "--max-space 10"),
 ])
 def test_a_subspace_that_cannot_run_stops_before_any_store(gl, tmp_path, args, msg):

@@ -177,7 +177,7 @@ def test_the_launch_means_variable_is_checked(cp, monkeypatch):
     monkeypatch.setenv("SHADERTUNE_CUDA_LAUNCH", "graph")
     with pytest.raises(ValueError, match="SHADERTUNE_CUDA_LAUNCH='graph'"):
         graphs.wanted()
-    for v, want in (("graphs", True), ("kernels", False), ("", False)):
+    for v, want in (("graphs", True), ("kernels", False), ("", graphs.DEFAULT_MEANS == "graphs")):
         monkeypatch.setenv("SHADERTUNE_CUDA_LAUNCH", v)
         assert graphs.wanted() is want
     monkeypatch.delenv("SHADERTUNE_CUDA_LAUNCH")

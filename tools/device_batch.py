@@ -13,6 +13,7 @@ OUT/summary.txt says each job's exit status and seconds.
 """
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tarfile
@@ -50,7 +51,8 @@ def main(out: str, jobs_file: str) -> int:
                    SHADERTUNE_GL_DEVICE=str(0 if seen_one == 1 and all_ != 1 else gpu))
         env.update({k: str(v) for k, v in j.get("env", {}).items()})
         log = open(os.path.join(job_dir, "log.txt"), "w")
-        cmd = f"timeout -k 10 {int(j['timeout'])} bash -c {json.dumps(j['cmd'])}"
+        # shlex.quote: the job's own shell expands its variables ($f in a loop), not this one
+        cmd = f"timeout -k 10 {int(j['timeout'])} bash -c {shlex.quote(j['cmd'])}"
         p = subprocess.Popen(cmd, shell=True, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
         running.append((j, p, time.time(), log))

@@ -11,8 +11,8 @@ way (check_call -> prepare -> execute: every check, every decision), the lane
 keeps what it launched under that key (Express.learn); a later call with the
 same key is a lookup, the result's allocation by the caller's framework (its
 caching allocator) and the kernel's launches through parameter arrays of the
-key's own (driver.SteadyLaunch; or executable graphs of them where
-SHADERTUNE_CUDA_LAUNCH=graphs when the key is learned: graphs.py), on the stream
+key's own (executable graphs of them, graphs.py, unless SHADERTUNE_CUDA_LAUNCH=kernels
+when the key is learned: driver.SteadyLaunch), on the stream
 the regular path would use, and nothing else.  What each step costs:
 docs/cuda.md, "What a call costs".
 

@@ -42,15 +42,18 @@ import threading
 
 KEEP = 4       # executable graphs a GraphLaunch keeps (keys: addresses and constants)
 # How the express lane launches a key's kernels: "kernels" (cuLaunchKernel per
-# kernel, parameter arrays of the key's own) or "graphs" (this module).
+# kernel, parameter arrays of the key's own) or "graphs" (this module). Graphs are
+# the default: a graph launch costs a few us of host time whatever the number of
+# kernels, which puts a cached call's host cost below torch.matmul's on Hopper
+# (BENCHMARKS.md); where the driver refuses graphs the key launches as kernels.
 MEANS_VARIABLE = "SHADERTUNE_CUDA_LAUNCH"
 MEANS = ("kernels", "graphs")
-DEFAULT_MEANS = "kernels"
+DEFAULT_MEANS = "graphs"
 
 
 def wanted() -> bool:
     """Whether a call key learned now launches through graphs: $SHADERTUNE_CUDA_LAUNCH
-    ('kernels', the default, or 'graphs'); read when a key is learned, not per call."""
+    ('graphs', the default, or 'kernels'); read when a key is learned, not per call."""
     v = os.environ.get(MEANS_VARIABLE) or DEFAULT_MEANS
     if v not in MEANS:
         raise ValueError(f"{MEANS_VARIABLE}={v!r}: the express lane's launch means is 'kernels' or 'graphs'")

@@ -27,6 +27,7 @@ from .platform.objects import parking_framebuffer
 from .platform.pool import make_object
 from .platform.timing import ensure_clock, timed
 from .platform.transfer import Transfers
+from .platform.uninterrupted import uninterrupted
 
 
 def output_array(out, *shape: int) -> np.ndarray:
@@ -225,7 +226,8 @@ class BaseGLKernel(Kernel):
         covers (fragment rows, tile rows; all by default); returns where the result is."""
         if not self._loaded:
             raise RunError("no inputs loaded: call run() or load() first")
-        return self._execute(start, stop, src, rows)
+        with uninterrupted():        # a draw or dispatch may JIT-compile (llvmpipe's variants)
+            return self._execute(start, stop, src, rows)
 
     @abc.abstractmethod
     def _execute(self, start: int, stop: int | None, src: int, rows) -> int:

@@ -10,6 +10,7 @@ from . import glraw
 from .context import is_software_renderer
 from .egl_compat import is_compatibility_profile
 from .objects import parking_framebuffer
+from .uninterrupted import uninterrupted
 
 
 def float_targets_ok(ctx, targets: int) -> bool:
@@ -78,10 +79,11 @@ def compute_units(ctx, software: bool) -> int:
            "void main() { n = gl_SMCountNV; }\n")
     prog = buf = None
     try:
-        prog = ctx.compute_shader(src)
-        buf = ctx.buffer(reserve=4)
-        buf.bind_to_storage_buffer(0)
-        prog.run(1, 1, 1)
+        with uninterrupted():
+            prog = ctx.compute_shader(src)
+            buf = ctx.buffer(reserve=4)
+            buf.bind_to_storage_buffer(0)
+            prog.run(1, 1, 1)
         ctx.memory_barrier()
         n = int(np.frombuffer(buf.read(), np.uint32)[0])
         return n if n > 0 else _DEFAULT_COMPUTE_UNITS

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ....errors import ContextError
 from ....core.templates import read, render
 from .context import state_of
+from .uninterrupted import uninterrupted
 
 GROUP = 16                    # a work group is 16 x 16 invocations
 MAX_GROUPS = 4096             # per dimension: the programs stride over larger regions
@@ -125,7 +126,8 @@ def _program(ctx, name: str, **params):
     program = kept.get(source)
     if program is None:
         try:
-            program = ctx.compute_shader(source)
+            with uninterrupted():
+                program = ctx.compute_shader(source)
         except Exception as e:   # moderngl: a plain Exception with the compiler's log
             raise ContextError(f"GL arrays need compute shaders (GL 4.3), which this context "
                                f"could not compile: {str(e).strip()[:500]}") from None
@@ -160,7 +162,8 @@ def copy(ctx, src: Region, dst: Region, scale: float = 1.0) -> None:
     dst.buffer.bind_to_storage_buffer(1)
     _set(prog, u_rows=dst.rows, u_cols=dst.cols, u_so=src.offset, u_sr=src.sr, u_sc=src.sc,
          u_do=dst.offset, u_dr=dst.sr, u_dc=dst.sc, u_fill=False, u_value=0.0, u_scale=float(scale))
-    prog.run(*_groups(dst.cols, dst.rows))
+    with uninterrupted():
+        prog.run(*_groups(dst.cols, dst.rows))
     _barrier(ctx)
 
 
@@ -173,7 +176,8 @@ def fill(ctx, dst: Region, value: float) -> None:
     dst.buffer.bind_to_storage_buffer(1)
     _set(prog, u_rows=dst.rows, u_cols=dst.cols, u_so=0, u_sr=0, u_sc=0,
          u_do=dst.offset, u_dr=dst.sr, u_dc=dst.sc, u_fill=True, u_value=float(value), u_scale=1.0)
-    prog.run(*_groups(dst.cols, dst.rows))
+    with uninterrupted():
+        prog.run(*_groups(dst.cols, dst.rows))
     _barrier(ctx)
 
 
@@ -191,7 +195,8 @@ def pack(ctx, src: Region, dst, size: tuple[int, int], rh: int, cw: int, to_buff
         dst.bind_to_image(0, read=False, write=True)
     _set(prog, u_w=w, u_h=h, u_rh=rh, u_cw=cw, u_rows=src.rows, u_cols=src.cols,
          u_so=src.offset, u_sr=src.sr, u_sc=src.sc)
-    prog.run(*_groups(w, h))
+    with uninterrupted():
+        prog.run(*_groups(w, h))
     _barrier(ctx)
 
 
@@ -205,5 +210,6 @@ def unpack(ctx, src, size: tuple[int, int], origin: tuple[int, int], rh: int, cw
     dst.buffer.bind_to_storage_buffer(1)
     _set(prog, src=0, u_w=w, u_h=h, u_ox=origin[0], u_oy=origin[1], u_rh=rh, u_cw=cw,
          u_rows=dst.rows, u_cols=dst.cols, u_do=dst.offset, u_dr=dst.sr, u_dc=dst.sc)
-    prog.run(*_groups(w, h))
+    with uninterrupted():
+        prog.run(*_groups(w, h))
     _barrier(ctx)

@@ -24,6 +24,7 @@ import time
 
 from . import glraw
 from .context import software_renderer, state_of
+from .uninterrupted import uninterrupted
 
 IDLE_S = 0.5          # no work for this long: the clock may have fallen
 RAMP_S = 0.4          # back-to-back work that brings it up (0.3 s measured)
@@ -53,14 +54,16 @@ class ClockKeeper:
 
     def _heater(self):
         if self._program is None:
-            self._program = self.ctx.compute_shader(_HEATER)
+            with uninterrupted():
+                self._program = self.ctx.compute_shader(_HEATER)
             self._program["u_iters"].value = HEATER_ITERS
             self._sink = self.ctx.buffer(reserve=16)
         return self._program
 
     def _dispatch(self) -> None:
         self._sink.bind_to_storage_buffer(0)
-        self._program.run(512, 1, 1)
+        with uninterrupted():
+            self._program.run(512, 1, 1)
 
     def worked(self) -> None:
         """Work just finished (a timed run): the clock is up."""

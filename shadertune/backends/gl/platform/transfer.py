@@ -29,6 +29,7 @@ from . import glraw
 from .context import software_renderer
 from .objects import parking_framebuffer
 from .pool import nearest_texture
+from .uninterrupted import uninterrupted
 
 MODES = ("staged", "direct")
 # the packing passes GpuPacking draws (shaders/gl/pack/)
@@ -201,8 +202,9 @@ class GpuPacking:
 
     def _program(self, name: str):
         if name not in self._programs:
-            prog = self.ctx.program(vertex_shader=read("gl/fullscreen.vert"),
-                                    fragment_shader=read(f"gl/pack/{name}.frag"))
+            with uninterrupted():
+                prog = self.ctx.program(vertex_shader=read("gl/fullscreen.vert"),
+                                        fragment_shader=read(f"gl/pack/{name}.frag"))
             self._programs[name] = (prog, self.ctx.vertex_array(prog, []))
         return self._programs[name]
 
@@ -216,7 +218,8 @@ class GpuPacking:
             for k, v in uniforms.items():
                 prog[k].value = v
             fbo.use()
-            vao.render(vertices=3)
+            with uninterrupted():    # the first draw compiles the program's variant
+                vao.render(vertices=3)
         finally:
             parking_framebuffer(self.ctx).use()
             fbo.release()

@@ -1,4 +1,5 @@
-"""Driver calls that compile, run with Ctrl-C held back on the calling thread.
+"""Driver calls that compile (or may: a draw or dispatch), run with Ctrl-C held back on
+the calling thread.
 
 A SIGINT delivered to the thread while Mesa's llvmpipe compiles a program (LLVM's
 JIT under moderngl's ctx.program / compute_shader, or an assembly program string)
@@ -7,7 +8,11 @@ on llvmpipe 22.3.6 (3 of 87 here; 0 of 72 with the signal held back: notes/gl.md
 Blocking SIGINT on this thread for the length of the call leaves it pending (or lets
 the kernel hand it to another thread of the process, whose Python handler only sets
 a flag); Python raises KeyboardInterrupt as soon as the call returns.  A compile
-takes milliseconds to a second, so Ctrl-C waits at most that long.
+takes milliseconds to a second, so Ctrl-C waits at most that long.  llvmpipe also
+compiles at a program's first draw or dispatch in a new state (its shader variants),
+so every draw and dispatch the backend issues (a kernel's execute, the packing and
+copy programs, the clock heater) runs held back too.  Ctrl-C then waits at most one
+execution of a kernel (notes/gl.md, "Ctrl-C and the driver").
 """
 from __future__ import annotations
 
