@@ -110,6 +110,6 @@ def test_nothing_measured_is_said_apart_from_nothing_verified():
         return {"M": 4, "N": 4, "K": 4, "evaluated": evaluated, "best": best, "space_size": size}
     assert failure([entry(3, {"gflops": 1.0})]) is None
     assert failure([entry(0, None)]) == "nothing was measured within the time limit for 4x4x4 float32"
-    assert failure([entry(2, None)]) == ("no config passed verification for 4x4x4 (see the statuses "
+    assert failure([entry(2, None)]) == ("no config passed verification for 4x4x4 float32 (see the statuses "
                                          "in the store or --report)")
-    assert failure([entry(0, None, size=0)]) == "the space of 4x4x4 has no valid config"
+    assert failure([entry(0, None, size=0)]) == "the space of 4x4x4 float32 has no valid config"
