@@ -433,3 +433,20 @@ def test_a_space_fingerprint_follows_its_definition():
         Space({"x": (1, 2, 3)}, [below(3)]))]
     assert len(set(prints)) == len(prints)
     assert fingerprint(Space({"x": (1, 2, 3)}, ["x <= lim"], {"lim": 2})) == prints[0]
+
+
+def test_a_store_is_made_in_a_folder_that_is_there_and_only_the_default_folder_is_made(
+        tmp_path, monkeypatch):
+    """A mistyped --db path is refused with the folder it lacks, and nothing is made on
+    the way; the default location (a cache folder nobody named) is made when missing."""
+    missing = tmp_path / "no" / "such" / "t.sqlite"
+    with pytest.raises(StoreError, match="the folder .*no/such is not there"):
+        Store(missing)
+    assert not (tmp_path / "no").exists()
+    monkeypatch.setenv("SHADERTUNE_DB", str(missing))       # a path the user gave, by environment
+    with pytest.raises(StoreError, match="is not there"):
+        Store()
+    monkeypatch.delenv("SHADERTUNE_DB")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with Store() as s:
+        assert s.path.parent.is_dir() and str(s.path).startswith(str(tmp_path / "cache"))

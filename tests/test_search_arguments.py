@@ -25,6 +25,7 @@ P = Problem(4, 4, 4)
 def search(tmp_path, *args) -> int:
     """The search CLI's exit status (argparse's errors exit through SystemExit)."""
     try:
+        (tmp_path / "s").mkdir(exist_ok=True)
         return main(["--backend", "gl", "--size", "4", "--db", str(tmp_path / "s" / "t.sqlite"), "-q",
                      "--repeats", "1", "--warmup", "0", *args])
     except SystemExit as e:
@@ -47,7 +48,7 @@ def test_a_bad_fix_is_refused_before_the_store_is_opened(gl, tmp_path, capsys, f
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err.startswith("shadertune.search: error: ") and reason in err and err.count("\n") == 1
-    assert not (tmp_path / "s").exists()                          # no store, not even its folder
+    assert list((tmp_path / "s").iterdir()) == []                 # no store, no file beside it
 
 
 def test_tune_refuses_an_infinite_time_before_anything(tmp_path):

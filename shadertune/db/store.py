@@ -81,6 +81,10 @@ class Store:
         health check first (the store CLI's listings and export, which say on stderr
         that the store is damaged and show what can still be read)."""
         self.path = store_path(path)
+        # the folder is made only for the built-in default location (a cache folder the
+        # user never named); a folder missing on a path the user gave (an argument or
+        # $SHADERTUNE_DB) is a mistyped path, not one to make
+        self._makes_folder = (path is None or os.fspath(path) == "") and not os.environ.get("SHADERTUNE_DB")
         self.damaged_ok = damaged_ok
         self.damaged = False                      # the CLI found it damaged (a rescue export)
         self.version = schema.SCHEMA_VERSION      # the version of the rows read
@@ -121,7 +125,11 @@ class Store:
     # --- opening ----------------------------------------------------------
     def _open_writable(self, timeout: float) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self._makes_folder:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            elif not self.path.parent.is_dir():
+                raise StoreError(f"cannot open store {self.path}: the folder {self.path.parent} "
+                                 f"is not there (make it first, or give another path)")
             self.conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
         except (OSError, sqlite3.Error) as e:
             why = e.strerror if isinstance(e, OSError) and e.strerror else e
