@@ -92,7 +92,17 @@ def _default_place() -> pathlib.Path:
 
 def store_path(db=None) -> pathlib.Path:
     """The store `db` names (a path; None: the default store)."""
-    return default_path() if db is None or os.fspath(db) == "" else user_path(db)
+    return default_path() if _unnamed(db) else user_path(db)
+
+
+def names_default_place(db=None) -> bool:
+    """Whether `db` leaves the store to the built-in default place: no path given and
+    no $SHADERTUNE_DB (a cache folder the user never named, which a store may make)."""
+    return _unnamed(db) and not os.environ.get("SHADERTUNE_DB")
+
+
+def _unnamed(db) -> bool:
+    return db is None or os.fspath(db) == ""
 
 
 def store_files(path) -> list[pathlib.Path]:
@@ -115,5 +125,5 @@ def known_store_files() -> list[pathlib.Path]:
     return out
 
 
-__all__ = ["NoStoreLocation", "default_path", "home", "known_store_files", "store_files",
+__all__ = ["NoStoreLocation", "default_path", "home", "known_store_files", "names_default_place", "store_files",
            "store_path", "user_path"]

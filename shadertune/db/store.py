@@ -54,7 +54,7 @@ from ..core.verdict import DEFAULT_TOLERANCE
 from . import changes, check, schema
 from .canonical import canonical
 from .errors import StoreBusy, StoreError
-from .location import store_path
+from .location import names_default_place, store_path
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Store:
         # the folder is made only for the built-in default location (a cache folder the
         # user never named); a folder missing on a path the user gave (an argument or
         # $SHADERTUNE_DB) is a mistyped path, not one to make
-        self._makes_folder = (path is None or os.fspath(path) == "") and not os.environ.get("SHADERTUNE_DB")
+        self._makes_folder = names_default_place(path)
         self.damaged_ok = damaged_ok
         self.damaged = False                      # the CLI found it damaged (a rescue export)
         self.version = schema.SCHEMA_VERSION      # the version of the rows read

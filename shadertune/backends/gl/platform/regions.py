@@ -146,8 +146,13 @@ def _set(program, **values) -> None:
             u.value = value
 
 
-def _barrier(ctx) -> None:
-    ctx.memory_barrier()      # every kind: the next kernel, copy or read-back sees the stores
+def _dispatch(ctx, prog, w: int, h: int) -> None:
+    """Run `prog` over a w x h grid of elements (SIGINT held back: the first dispatch
+    compiles on llvmpipe), then a barrier of every kind: the next kernel, copy or
+    read-back sees its stores."""
+    with uninterrupted():
+        prog.run(*_groups(w, h))
+    ctx.memory_barrier()
 
 
 def copy(ctx, src: Region, dst: Region, scale: float = 1.0) -> None:
@@ -162,9 +167,7 @@ def copy(ctx, src: Region, dst: Region, scale: float = 1.0) -> None:
     dst.buffer.bind_to_storage_buffer(1)
     _set(prog, u_rows=dst.rows, u_cols=dst.cols, u_so=src.offset, u_sr=src.sr, u_sc=src.sc,
          u_do=dst.offset, u_dr=dst.sr, u_dc=dst.sc, u_fill=False, u_value=0.0, u_scale=float(scale))
-    with uninterrupted():
-        prog.run(*_groups(dst.cols, dst.rows))
-    _barrier(ctx)
+    _dispatch(ctx, prog, dst.cols, dst.rows)
 
 
 def fill(ctx, dst: Region, value: float) -> None:
@@ -176,9 +179,7 @@ def fill(ctx, dst: Region, value: float) -> None:
     dst.buffer.bind_to_storage_buffer(1)
     _set(prog, u_rows=dst.rows, u_cols=dst.cols, u_so=0, u_sr=0, u_sc=0,
          u_do=dst.offset, u_dr=dst.sr, u_dc=dst.sc, u_fill=True, u_value=float(value), u_scale=1.0)
-    with uninterrupted():
-        prog.run(*_groups(dst.cols, dst.rows))
-    _barrier(ctx)
+    _dispatch(ctx, prog, dst.cols, dst.rows)
 
 
 def pack(ctx, src: Region, dst, size: tuple[int, int], rh: int, cw: int, to_buffer: bool = False) -> None:
@@ -195,9 +196,7 @@ def pack(ctx, src: Region, dst, size: tuple[int, int], rh: int, cw: int, to_buff
         dst.bind_to_image(0, read=False, write=True)
     _set(prog, u_w=w, u_h=h, u_rh=rh, u_cw=cw, u_rows=src.rows, u_cols=src.cols,
          u_so=src.offset, u_sr=src.sr, u_sc=src.sc)
-    with uninterrupted():
-        prog.run(*_groups(w, h))
-    _barrier(ctx)
+    _dispatch(ctx, prog, w, h)
 
 
 def unpack(ctx, src, size: tuple[int, int], origin: tuple[int, int], rh: int, cw: int,
@@ -210,6 +209,4 @@ def unpack(ctx, src, size: tuple[int, int], origin: tuple[int, int], rh: int, cw
     dst.buffer.bind_to_storage_buffer(1)
     _set(prog, src=0, u_w=w, u_h=h, u_ox=origin[0], u_oy=origin[1], u_rh=rh, u_cw=cw,
          u_rows=dst.rows, u_cols=dst.cols, u_do=dst.offset, u_dr=dst.sr, u_dc=dst.sc)
-    with uninterrupted():
-        prog.run(*_groups(w, h))
-    _barrier(ctx)
+    _dispatch(ctx, prog, w, h)
