@@ -28,6 +28,7 @@ from .platform.pool import make_object
 from .platform.timing import ensure_clock, timed
 from .platform.transfer import Transfers
 from .platform.uninterrupted import uninterrupted
+from .platform.uniforms import set_uniform
 
 
 def output_array(out, *shape: int) -> np.ndarray:
@@ -218,7 +219,7 @@ class BaseGLKernel(Kernel):
         prog = self.program if program is None else program
         u = prog.get(name, None)          # a dict lookup ('name in prog' walks every member)
         if u is not None:
-            u.value = value
+            set_uniform(u, value)
 
     def execute(self, start: int = 0, stop: int | None = None, src: int = 0, rows=None) -> int:
         """Run passes start..stop-1 (all by default) reading partial sums from set `src`

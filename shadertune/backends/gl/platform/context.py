@@ -58,7 +58,8 @@ class ContextState:
     clock        the context's ClockKeeper (timing.py), made when timing first needs it
     programs     compiled compute programs by source, shared by the kernels of every
                  shape that renders the same source (compute_driver.py) and by the
-                 GPU copies of GL arrays (regions.py)
+                 GPU copies of GL arrays (regions.py, which also keys its own by
+                 template name and parameters)
     closed       True once the context is released (its thread ended): the GL arrays
                  made in it hold nothing any more (arrays.py)
     """

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ....errors import ContextError
 from ....core.templates import read, render
 from .context import state_of
+from .uniforms import set_uniform
 from .uninterrupted import uninterrupted
 
 GROUP = 16                    # a work group is 16 x 16 invocations
@@ -120,9 +121,14 @@ def contiguous_region(buffer, rows: int, cols: int, offset: int = 0) -> Region:
 
 # --- the programs ------------------------------------------------------------------
 def _program(ctx, name: str, **params):
-    """The context's compiled program of template `name` (kept with its compute programs)."""
-    source = render(name, **params) if name.endswith(".j2") else read(name)
+    """The context's compiled program of template `name` (kept with its compute programs,
+    by source, and by name and parameters: a cached call renders nothing)."""
     kept = state_of(ctx).programs
+    key = (name, tuple(sorted(params.items())))
+    program = kept.get(key)
+    if program is not None:
+        return program
+    source = render(name, **params) if name.endswith(".j2") else read(name)
     program = kept.get(source)
     if program is None:
         try:
@@ -132,6 +138,7 @@ def _program(ctx, name: str, **params):
             raise ContextError(f"GL arrays need compute shaders (GL 4.3), which this context "
                                f"could not compile: {str(e).strip()[:500]}") from None
         kept[source] = program
+    kept[key] = program
     return program
 
 
@@ -143,7 +150,7 @@ def _set(program, **values) -> None:
     for name, value in values.items():
         u = program.get(name, None)
         if u is not None:
-            u.value = value
+            set_uniform(u, value)
 
 
 def _dispatch(ctx, prog, w: int, h: int) -> None:
