@@ -33,24 +33,71 @@ def driver_programs(cache_dir: str) -> dict:
     """The machine code of every program in the driver's disk cache, by record hash (none
     where the driver keeps no such cache: Mesa's)."""
     found = {}
+    unpack = None
     for root, _, files in os.walk(cache_dir):
         for name in files:
             with open(os.path.join(root, name), "rb") as f:
                 data = f.read()
             at = data.find(ZSTD_MAGIC)
-            if at >= 0:
-                import zstandard
+            if at >= 0 and unpack is None:
+                unpack = zstd_frame_decoder()
             while at >= 0:
                 start, at = at, data.find(ZSTD_MAGIC, at + 4)
-                try:
-                    rec = zstandard.ZstdDecompressor().decompressobj().decompress(data[start:])
-                except zstandard.ZstdError:
+                rec = unpack(data[start:])
+                if rec is None:
                     continue
                 if rec[:4] == b"NVuc" and len(rec) > 0x50:
                     size = int.from_bytes(rec[0x44:0x48], "little")
                     off = int.from_bytes(rec[0x48:0x4c], "little")
                     found[hash(rec)] = rec[off:off + size]
     return found
+
+
+def zstd_frame_decoder():
+    """A function: bytes that start with a zstd frame -> that frame decompressed (bytes
+    after it ignored), or None where it does not decode.  The zstandard module where it is
+    installed, else the system's libzstd through ctypes (every Linux with apt or systemd
+    has it: the GPU machine has no zstandard wheel)."""
+    try:
+        import zstandard
+    except ImportError:
+        pass
+    else:
+        def with_module(data: bytes):
+            try:
+                return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+            except zstandard.ZstdError:
+                return None
+        return with_module
+    import ctypes
+    import ctypes.util
+    lib = ctypes.CDLL(ctypes.util.find_library("zstd") or "libzstd.so.1")
+    lib.ZSTD_findFrameCompressedSize.restype = ctypes.c_size_t
+    lib.ZSTD_findFrameCompressedSize.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
+    lib.ZSTD_getFrameContentSize.restype = ctypes.c_ulonglong
+    lib.ZSTD_getFrameContentSize.argtypes = (ctypes.c_char_p, ctypes.c_size_t)
+    lib.ZSTD_decompress.restype = ctypes.c_size_t
+    lib.ZSTD_decompress.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t)
+    lib.ZSTD_isError.restype = ctypes.c_uint
+    lib.ZSTD_isError.argtypes = (ctypes.c_size_t,)
+
+    def with_libzstd(data: bytes):
+        size = lib.ZSTD_findFrameCompressedSize(data, len(data))
+        if lib.ZSTD_isError(size):
+            return None
+        content = lib.ZSTD_getFrameContentSize(data, size)
+        if content == (1 << 64) - 2:                       # not a frame
+            return None
+        # a frame written by a stream need not say its size: grow the room until it fits
+        room = content if content < 1 << 30 else 16 * size
+        while room <= 1 << 30:
+            out = ctypes.create_string_buffer(max(1, room))
+            got = lib.ZSTD_decompress(out, room, data, size)
+            if not lib.ZSTD_isError(got):
+                return out.raw[:got]
+            room *= 4
+        return None
+    return with_libzstd
 
 
 def new_programs(cache_dir: str, build) -> list[bytes]:

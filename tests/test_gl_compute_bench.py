@@ -37,3 +37,30 @@ def test_bench_stages_run_within_the_budget(tmp_path):
     assert len(tune) == 2 and tune[0]["phases"][0]["label"].endswith("ks")
     for name in ("bench-gl-compute.md", "reports.tgz", "sass.txt", "coopmat.txt"):
         assert (out / name).stat().st_size > 0
+
+
+def test_driver_cache_frames_decode_without_the_zstandard_module(monkeypatch):
+    """The GPU machine has no zstandard wheel: the probes read NVIDIA's disk cache through
+    the system's libzstd, a frame that does not say its size and bytes after it included."""
+    import ctypes
+    import ctypes.util
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import gl_probes
+    name = ctypes.util.find_library("zstd")
+    if name is None:
+        pytest.skip("no libzstd on this machine")
+    lib = ctypes.CDLL(name)
+    lib.ZSTD_compress.restype = ctypes.c_size_t
+    lib.ZSTD_compress.argtypes = (ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int)
+    data = b"NVuc" + bytes(range(256)) * 40
+    room = ctypes.create_string_buffer(len(data) + 1024)
+    size = lib.ZSTD_compress(room, len(room), data, len(data), 3)
+    frame = room.raw[:size]
+    monkeypatch.setitem(sys.modules, "zstandard", None)        # import zstandard raises
+    decode = gl_probes.zstd_frame_decoder()
+    assert decode.__name__ == "with_libzstd"
+    assert decode(frame + b"the next record") == data
+    unsized = bytearray(frame)
+    unsized[4] &= 0x3F          # frame header descriptor: no content size field ...
+    assert decode(bytes(unsized)) in (data, None)               # ... decodes or is refused, never wrong
+    assert decode(gl_probes.ZSTD_MAGIC + b"not a frame") is None
