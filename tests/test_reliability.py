@@ -147,6 +147,22 @@ def test_3_a_negative_seed_is_refused_before_the_store_and_never_stored(tmp_path
     assert {s for s, _ in rows(db)} >= {"ok"} and {seed for _, seed in rows(db)} == {3}
 
 
+def test_3_inputs_past_the_available_memory_are_refused_before_allocating(tmp_path, monkeypatch):
+    """A machine that overcommits memory lets numpy allocate what it cannot hold (filling
+    it then pages the machine to a halt): the evaluator compares first."""
+    from shadertune.search import evaluate
+    from fake_backend import FakeBackend
+    p = Problem(512, 256, 128)
+    assert evaluate.inputs_bytes(p) == (512 * 128 + 128 * 256) * 12 + 512 * 256 * 8 + 512 * 128 * 8
+    monkeypatch.setattr(evaluate, "memory_available", lambda: evaluate.inputs_bytes(p) - 1)
+    with Store(tmp_path / "s.sqlite") as store:
+        with pytest.raises(shadertune.errors.ShadertuneError, match=r"need 0\.0 GiB"):
+            tune(FakeBackend(), p, budget=Budget(3), store=store)
+        assert store.count() == 0
+    monkeypatch.undo()
+    assert 0 < evaluate.memory_available() < 2 ** 50         # read from this (Linux) machine
+
+
 # --- 4. a full disk: no traceback, no partial file ------------------------------------------
 
 def test_4_export_and_plots_onto_a_full_disk_leave_nothing_partial(tmp_path, capsys):

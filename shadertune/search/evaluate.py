@@ -77,6 +77,32 @@ def make_inputs(problem: Problem, seed: int = 0):
     return A, B, ref
 
 
+def inputs_bytes(problem: Problem) -> int:
+    """Bytes make_inputs holds at its peak: A and B in their dtype and as float64, the
+    float64 reference, and the float64 draw of the larger operand."""
+    a_shape, b_shape = problem.stored_shapes
+    n_a, n_b = math.prod(a_shape), math.prod(b_shape)
+    n_c = problem.batch * problem.M * problem.N
+    item = np.dtype(problem.dtype).itemsize
+    return (n_a + n_b) * (item + 8) + n_c * 8 + max(n_a, n_b) * 8
+
+
+def memory_available() -> int | None:
+    """Bytes this machine can give without swapping (Linux's MemAvailable; else the free
+    pages), or None where neither is known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def _row_blocks(C: np.ndarray):
     step = max(1, (1 << 18) // max(1, C[0].size))
     return [slice(i, i + step) for i in range(0, C.shape[0], step)]
@@ -235,6 +261,13 @@ class Evaluator(RecordingEvaluator):
 
     @functools.cached_property
     def _inputs(self):
+        need, have = inputs_bytes(self.problem), memory_available()
+        if have is not None and need > have:
+            # refused before allocating: where the kernel overcommits memory, numpy's
+            # allocation succeeds and filling it pages the machine to a halt
+            raise InputsError(f"the inputs of {self.problem.label} and their float64 reference do "
+                              f"not fit in this machine's memory (they need {need / 2**30:.1f} GiB, "
+                              f"{have / 2**30:.1f} GiB is available)")
         try:
             A, B, ref = make_inputs(self.problem, self.seed)
         except MemoryError:
