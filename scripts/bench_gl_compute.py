@@ -826,9 +826,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     started = time.monotonic()
     os.makedirs(args.out, exist_ok=True)
+    # the sass stage's children write the driver's disk cache here (gl_probes.sass_of_configs)
     state = {"cache_dir": os.path.join(os.path.abspath(args.out), "glcache")}
-    if "sass" in args.stages:          # before the context: the driver then keeps its programs
-        gl_probes.use_disk_cache(state["cache_dir"])
     backend = GLBackend()
     dev = backend.device()
     print(f"GL device: {dev.renderer} | {dev.driver}", flush=True)

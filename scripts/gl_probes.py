@@ -164,25 +164,66 @@ def resident_warps(be, p, cfg, A, B) -> int | None:
 
 def sass_of_configs(be, p, configs, cache_dir) -> tuple[list[dict], str]:
     """The driver's machine code of each compute config at problem p: per config its
-    programs' summaries, and the disassembly text.  Each build gets a source of its own
-    (a comment) so the driver compiles it again where the run built it before."""
-    from shadertune.backends.gl.compute.codegen import compute_source, reduce_source
-    from shadertune.backends.gl.compute.driver import ComputeKernel
-    from shadertune.backends.gl.compute.layout import ComputeLayout
+    programs' summaries, and the disassembly text.  NVIDIA's driver writes its disk cache
+    when a process's context ends, not when a program is built: each config is built in a
+    child process of its own (python gl_probes.py build ...) with a fresh cache folder,
+    beside a child that only makes the backend; the programs the first holds and the
+    second does not are the config's.  `be` names nothing here (the children make their
+    own backend on the same GL device: SHADERTUNE_GL_DEVICE is inherited)."""
+    import json
+    import sys
     rows, text = [], []
-    for i, cfg in enumerate(configs):
-        L = ComputeLayout.plan(p, cfg)
-        src = compute_source(L, cfg) + f"\n// sass {i} {os.getpid()}\n"
 
-        def build():
-            k = ComputeKernel(be.ctx, p, cfg, L, src, reduce_source(L) if L.reduces else None,
-                              pool=be.pool, transfers=be.transfers)
-            be.ctx.finish()
-            k.release()
+    def child(folder, cfg) -> str:
+        cmd = [sys.executable, os.path.abspath(__file__), "build", folder, f"{p.M}x{p.N}x{p.K}",
+               json.dumps(None if cfg is None else dict(cfg))]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        return "" if r.returncode == 0 else (r.stdout + r.stderr)[-2000:]
+
+    base_dir = os.path.join(cache_dir, "backend-only")
+    failure = child(base_dir, None)
+    base = set(driver_programs(base_dir)) if not failure else set()
+    for i, cfg in enumerate(configs):
+        folder = os.path.join(cache_dir, f"config-{i}")
         row = {"config": dict(cfg), "programs": []}
-        for code in new_programs(cache_dir, build):
+        failure = child(folder, cfg)
+        if failure:
+            row["failure"] = failure
+        found = driver_programs(folder)
+        for h, code in sorted(found.items(), key=lambda kv: -len(kv[1])):
+            if h in base:
+                continue
             sass = disassemble(code)
             row["programs"].append(summary(sass))
             text.append(f"==== config {i}: {dict(cfg)}\n{sass}")
         rows.append(row)
     return rows, "".join(text)
+
+
+def _build_main(argv) -> int:
+    """python gl_probes.py build CACHE_DIR MxNxK CONFIG_JSON|null: make the GL backend with
+    the driver's disk cache in CACHE_DIR and, unless null, build the compute config at
+    M x N x K; the cache is written when this process ends."""
+    import json
+    import sys
+    folder, shape, cfg = argv
+    use_disk_cache(folder)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from shadertune.backends.gl import GLBackend
+    from shadertune.core.config import Config
+    from shadertune.core.problem import Problem
+    be = GLBackend()
+    be.device()
+    cfg = json.loads(cfg)
+    if cfg is not None:
+        M, N, K = map(int, shape.split("x"))
+        with be.build(Problem(M, N, K), Config(cfg)):
+            be.ctx.finish()
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:2] == ["build"]:
+        sys.exit(_build_main(sys.argv[2:]))
+    sys.exit("usage: gl_probes.py build CACHE_DIR MxNxK CONFIG_JSON|null")

@@ -169,9 +169,8 @@ def main(argv=None) -> int:
                     help="disassemble the driver's machine code of the first N timed configs")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    # the --sass children write the driver's disk cache here (gl_probes.sass_of_configs)
     cache_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "shadertune-glcache")
-    if args.sass:
-        gl_probes.use_disk_cache(cache_dir)
     be = GLBackend()
     dev = be.device()
     report = {"device": dev.to_dict()}
