@@ -313,6 +313,9 @@ class ComputeKernel(BaseGLKernel):
                 buf = a_buf if name == "A" else b_buf
                 if view_bufs.get(name) is not buf and not self._texture_shows(buf, vec):
                     return False
+            # the kernel's state as run_regions leaves it (what a later execute() runs on)
+            self._places = {"A": (a_buf, a0, lda), "B": (b_buf, b0, ldb), "C": (c_buf, c0, ldc)}
+            self._alpha, self._beta = alpha, beta
             old = hold_sigint()        # a dispatch may JIT-compile (uninterrupted.py)
             try:
                 try:
