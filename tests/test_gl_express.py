@@ -357,3 +357,21 @@ def test_threads_run_their_own_lanes_at_once(rng):
     (x0, h0, e0), (x1, h1, e1) = results[0], results[1]
     assert e0 != e1 and h0 == h1 == 7
     assert np.array_equal(x0, x1) and np.linalg.norm(x0 - want) <= 1e-5 * np.linalg.norm(want)
+
+
+@pytest.mark.parametrize("argv, lane_runs", [(["--sizes", "32", "--calls", "3"], None),
+                                             (["--sizes", "32", "--calls", "3", "--config", '{"family": "compute"}'],
+                                              "the express lane ran 6 of 6 calls")])
+def test_the_chain_profile_runs_and_says_what_the_lane_ran(argv, lane_runs, monkeypatch, capsys):
+    """tools/profile_gl_chain.py (the GPU batch's command, at a tiny size): a compute config's
+    chain runs on the lane; auto's (a fragment config on llvmpipe at 32) says how many did."""
+    import pathlib
+    import runpy
+    import sys
+    tool = pathlib.Path(__file__).resolve().parents[1] / "tools" / "profile_gl_chain.py"
+    monkeypatch.setattr(sys, "argv", [str(tool), *argv])
+    runpy.run_path(str(tool), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "n=32 plain: host" in out and "the express lane ran" in out
+    if lane_runs is not None:
+        assert lane_runs in out
