@@ -153,7 +153,8 @@ def door(backend: str | Backend = "gl", device_index: int | None = None) -> Door
         d = _shared.get(key)
         if d is not None:
             return d
-        d = getattr(_local, "doors", _NO_DOORS).get(key)
+        mine: dict[_DoorKey, Door] = getattr(_local, "doors", _NO_DOORS)
+        d = mine.get(key)
         if d is not None:
             return d
     if isinstance(backend, Backend):
