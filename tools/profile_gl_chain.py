@@ -4,7 +4,8 @@
 
 Per size: Y = A @ X on GL arrays as scripts/bench-gl-arrays' chain stage makes it (the
 config auto resolves to, or --config), the host microseconds a call without a profiler, then
-the profiler's top functions by own time over the same calls."""
+the profiler's top functions by own time over the same calls, and how many of the calls the
+express lane ran (backends/gl/express.py: a compute config whose places are in place)."""
 import argparse
 import cProfile
 import io
@@ -36,6 +37,8 @@ def main() -> None:
         for _ in range(3):
             shadertune.matmul(gA, X, out=Y, config=cfg)
         gl.home().enter().finish()
+        lane = api.door("gl").express
+        hits = getattr(lane, "hits", 0)
         for label in ("plain", "profiled"):
             prof = cProfile.Profile() if label == "profiled" else None
             t0 = time.perf_counter()
@@ -50,6 +53,7 @@ def main() -> None:
             gl.home().enter().finish()
             wall = time.perf_counter() - t0
             print(f"n={n} {label}: host {host / args.calls * 1e6:.0f} us/call, wall {wall / args.calls * 1e6:.0f} us/call")
+        print(f"n={n}: the express lane ran {getattr(lane, 'hits', 0) - hits} of {2 * args.calls} calls")
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(22)
         print(s.getvalue())

@@ -126,6 +126,7 @@ _by_instance: weakref.WeakSet[Door] = weakref.WeakSet()   # the Doors of Backend
 _local = threading.local()                           # .doors: this thread's Doors
 _lock = threading.Lock()
 _left_in_parent: list[Door] = []   # doors a forked child inherited: kept, never used or released
+_NO_DOORS: dict[_DoorKey, Door] = {}   # a thread's doors before its first (never written)
 
 
 def _thread_doors() -> dict[_DoorKey, Door]:
@@ -145,9 +146,15 @@ def _check_device_index(device_index: object) -> None:
 def door(backend: str | Backend = "gl", device_index: int | None = None) -> Door:
     """The Door for a backend name and device, or for a Backend instance."""
     # a backend shared by threads, asked for before (the common call): one dict
-    # lookup, no lock (a dict read is atomic; a new door is made under the lock)
+    # lookup, no lock (a dict read is atomic; a new door is made under the lock); a
+    # backend that serves one thread (GL), asked for before in this thread: its own dict
     if type(backend) is str and (device_index is None or type(device_index) is int):
-        d = _shared.get((backend, device_index))
+        key = (backend, device_index)
+        d = _shared.get(key)
+        if d is not None:
+            return d
+        mine: dict[_DoorKey, Door] = getattr(_local, "doors", _NO_DOORS)
+        d = mine.get(key)
         if d is not None:
             return d
     if isinstance(backend, Backend):

@@ -199,6 +199,11 @@ class GLBackend(Backend):
     def measure_ceilings(self, preset: str = "full") -> dict:
         return measure_gl(self.ctx, preset=preset)
 
+    def express_lane(self, door):
+        """matmul's lane for repeated calls on GL arrays (express.py)."""
+        from .express import Express
+        return Express(door)
+
     def run_call(self, call, plan):
         """Host arrays in float32, tiled under the texture limit; GL arrays on the GPU,
         read where they lie (calls.py, array_calls.py)."""

@@ -55,7 +55,11 @@ def run_call(backend, call, plan):
         ar = a.region()
         br = b.region().T if call.squeeze_b else b.region()
         cr = dest.region().T if (call.squeeze_b and not call.squeeze_a) else dest.region()
-        _gemm(backend, ctx, plan, ar, br, cr, call.alpha, call.beta, home, temps)
+        ran = _gemm(backend, ctx, plan, ar, br, cr, call.alpha, call.beta, home, temps)
+        if ran is not None and not temps and a.ndim == 2 and b.ndim == 2 and dest.ndim == 2:
+            # one kernel on the caller's arrays where they lie: what the express lane may
+            # repeat (express.py), with the config it ran
+            plan.repeat = ((home, ran[0], ar, br, cr), ran[1], plan.config(ran[0]))
         if out is None or isinstance(out, GLArray):
             glraw.flush()      # the GPU starts now, while the caller goes on (nothing waits)
             return dest
@@ -102,19 +106,20 @@ def _gl_operand(home, value, name: str, temps: list) -> GLArray:
     return up
 
 
-def _gemm(backend, ctx, plan, a, b, c, alpha: float, beta: float, home, temps: list) -> None:
+def _gemm(backend, ctx, plan, a, b, c, alpha: float, beta: float, home, temps: list):
     """c <- alpha * a @ b + beta * c on regions (c apart from a and b, else through a
-    temporary)."""
+    temporary); (problem, kernel) where one kernel ran on a, b and c themselves (a
+    copy made for it is in temps), else None."""
     M, K = a.rows, a.cols
     N = b.cols
     if M == 0 or N == 0:
-        return
+        return None
     if K == 0:                               # an empty sum: beta * C
         if beta == 0.0:
             regions.fill(ctx, c, 0.0)
         else:
             regions.copy(ctx, c, c, scale=beta)
-        return
+        return None
     a = _readable(ctx, a, home, temps)
     b = _readable(ctx, b, home, temps)
     if c.overlaps(a) or c.overlaps(b):        # numpy's a @= b: made apart, then copied in
@@ -125,8 +130,8 @@ def _gemm(backend, ctx, plan, a, b, c, alpha: float, beta: float, home, temps: l
             regions.copy(ctx, c, w)
         _products(backend, plan, a, b, w, alpha, beta)
         regions.copy(ctx, w, c)
-        return
-    _products(backend, plan, a, b, c, alpha, beta)
+        return None
+    return _products(backend, plan, a, b, c, alpha, beta)
 
 
 def _readable(ctx, r, home, temps: list):
@@ -140,16 +145,18 @@ def _readable(ctx, r, home, temps: list):
     return tmp.region()
 
 
-def _products(backend, plan, a, b, c, alpha: float, beta: float) -> None:
+def _products(backend, plan, a, b, c, alpha: float, beta: float):
     """The product in tiles under the device's limits (one tile where it fits); K tiles
-    add onto the running result (beta = 1 after the first)."""
+    add onto the running result (beta = 1 after the first).  (problem, kernel) where it
+    is one tile, else None."""
     ta, tb = a.layout()[0] == "T", b.layout()[0] == "T"
     M, K, N = a.rows, a.cols, b.cols
     limit = tile_limit(backend.device().limits)
     main = main_tile(M, N, K, limit, ta, tb)
     if (main.M, main.N, main.K) == (M, N, K):
-        plan.kernel(main).run_regions(a, b, c, alpha=alpha, beta=beta)
-        return
+        kern = plan.kernel(main)
+        kern.run_regions(a, b, c, alpha=alpha, beta=beta)
+        return main, kern
     for (m0, m1), (n0, n1) in itertools.product(tiles(M, main.M), tiles(N, main.N)):
         beta_k = beta
         for k0, k1 in tiles(K, main.K):
@@ -158,4 +165,5 @@ def _products(backend, plan, a, b, c, alpha: float, beta: float) -> None:
             kern.run_regions(a.sub(m0, m1, k0, k1), b.sub(k0, k1, n0, n1), c.sub(m0, m1, n0, n1),
                              alpha=alpha, beta=beta_k)
             beta_k = 1.0
+    return None
 

@@ -90,6 +90,7 @@ class BaseGLKernel(Kernel):
         self._beta = 0.0
         self._alpha = 1.0
         self.timing_source = None     # 'query' (GL timer) or 'wall' (finish-to-finish)
+        self.released = False         # release() ran: nothing may run it again (express.py asks)
         t0 = _time.perf_counter()
         self.program = self._compile(source)
         self._own(self.program)
@@ -150,6 +151,7 @@ class BaseGLKernel(Kernel):
         """Take the textures and buffers of the layout (with _take) and make the rest."""
 
     def release(self) -> None:
+        self.released = True
         if self._resources or self._textures:
             # moderngl re-binds the last used framebuffer when it makes the next
             # one; park on a framebuffer that outlives every kernel first.

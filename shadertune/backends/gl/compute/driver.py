@@ -36,13 +36,14 @@ from __future__ import annotations
 import numpy as np
 
 from ....core.config import Config
-from ....errors import BuildError, RunError
+from ....errors import BuildError, RunError, TooSlow
 from ....core.problem import Problem
 from ..kernel import BaseGLKernel, output_array
 from ..platform import glraw, regions
 from ..platform.context import state_of
 from ..platform.transfer import Transfers
-from ..platform.uninterrupted import uninterrupted
+from ..platform.uniforms import set_uniform, set_uniforms
+from ..platform.uninterrupted import hold_sigint, restore_sigmask, uninterrupted
 from .codegen import reduce_groups, reduce_uniforms, scale_groups, scale_source, scale_uniforms
 from .layout import ComputeLayout
 
@@ -72,6 +73,7 @@ class ComputeKernel(BaseGLKernel):
         # between stored rows); None: the kernel's own buffers (host operands, load())
         self._places: dict | None = None
         self._region_views: dict[str, int] = {}   # buffer textures over GL arrays' buffers
+        self._region_bufs: dict = {}              # the buffer each of those views (launcher)
         self._max_texels: int | None = None
         super().__init__(ctx, problem, config, layout, source, pool=pool, transfers=transfers)
 
@@ -203,6 +205,7 @@ class ComputeKernel(BaseGLKernel):
                 if view is None:
                     raise RunError("the driver could not make a buffer texture over a GL array")
                 self._region_views[name] = view
+                self._region_bufs[name] = place[0]
             places[name] = place
             self._tags[name] = None                   # the own buffer's contents are unknown now
         # atomic splits (kred = 1) scale and add into the kernel's own C, whole: a region
@@ -226,20 +229,135 @@ class ComputeKernel(BaseGLKernel):
         """(buffer, first vector, row stride in vectors) of a region the kernel can read or
         write where it lies (row-major, offset and leading dimension whole vectors), else
         None."""
-        lay = stored.layout()
-        if lay is None or lay[0] != "N" or stored.offset % vec or lay[1] % vec:
+        where = _vectors_of(stored, vec)
+        if where is None or (texture and not self._texture_shows(stored.buffer, vec)):
             return None
-        if texture:
-            if self._max_texels is None:
-                self._max_texels = glraw.get_integer(self.ctx, glraw.MAX_TEXTURE_BUFFER_SIZE) or 0
-            if stored.buffer.size // (4 * vec) > self._max_texels:
-                return None                           # past what a buffer texture shows
-        return stored.buffer, stored.offset // vec, lay[1] // vec
+        return (stored.buffer,) + where
+
+    def _texture_shows(self, buffer, vec: int) -> bool:
+        """Whether a buffer texture of `vec`-float texels shows all of `buffer`."""
+        if self._max_texels is None:
+            self._max_texels = glraw.get_integer(self.ctx, glraw.MAX_TEXTURE_BUFFER_SIZE) or 0
+        return buffer.size // (4 * vec) <= self._max_texels
 
     def _drop_region_views(self) -> None:
         for view in self._region_views.values():
             glraw.delete_texture(view)
         self._region_views.clear()
+        self._region_bufs.clear()
+
+    # --- a repeated call on GL arrays (matmul's express lane) ----------------------------
+    def launcher(self, a, b, c):
+        """run_regions(a, b, c, ...) again, on regions of the same geometry as these (shape,
+        offset, strides) in other buffers: a callable go(a_buf, b_buf, c_buf, alpha, beta)
+        that runs the same program with the same uniforms, bindings and barriers as
+        run_regions would, checks GL's error flag (RunError) and flushes; it answers False,
+        having done nothing, where a buffer texture cannot show a buffer given (the regular
+        path would copy that operand).  None where run_regions would copy anything for this
+        geometry (an operand or C that is not read or written in place, atomic splits)."""
+        L = self.layout
+        if L.kred or (a.rows, a.cols, b.rows, b.cols, c.rows, c.cols) != (L.M, L.K, L.K, L.N, L.M, L.N):
+            return None
+        where = (_vectors_of(a.T if L.trans_a else a, L.vec), _vectors_of(b.T if L.trans_b else b, L.vec),
+                 _vectors_of(c, L.c_vec))
+        if None in where:
+            return None
+        (a0, lda), (b0, ldb), (c0, ldc) = where
+        import moderngl
+        ssbo = moderngl.SHADER_STORAGE_BARRIER_BIT
+        ctx, prog, reducer, w_buf, vec = self.ctx, self.program, self.reducer, self.w_buf, L.vec
+        barrier = ctx.memory_barrier
+        flush = glraw.function("glFlush")
+        textures = tuple((name, unit) for name, unit, src in (("A", _UNIT_A, self.a_src), ("B", _UNIT_B, self.b_src))
+                         if src == "texture")
+        sa, sb = self._strides
+
+        def uniforms(program, pairs):
+            found = [(program.get(name, None), value) for name, value in pairs]
+            return [(u, v) for u, v in found if u is not None]
+
+        fixed = uniforms(prog, (("u_a0", a0), ("u_lda", lda), ("u_b0", b0), ("u_ldb", ldb), ("u_c0", c0),
+                                ("u_ldc", ldc), ("u_sa", sa), ("u_sb", sb), ("u_ty0", 0), ("M", L.M),
+                                ("N", L.N), ("K", L.K), ("u_ksplit", L.ksplit)))
+        u_alpha, u_beta = (prog.get(name, None) for name in ("u_alpha", "u_beta"))
+        groups = (L.tiles_n, L.tiles_m, L.batch * L.ks)
+        passes = []
+        for p in range(L.passes):
+            k0, k1 = L.pass_range(p)
+            reduce_step = None
+            if reducer is not None:
+                shape = {**reduce_uniforms(L), "u_c0": c0, "u_ldc": ldc}
+                reduce_step = (uniforms(reducer, (("u_first", p == 0), *shape.items())),
+                               [reducer.get(name, None) for name in ("u_alpha", "u_beta")])
+            passes.append((uniforms(prog, (("u_k0", k0), ("u_kend", k1), ("u_first", p == 0))), reduce_step))
+        reduce_grid = reduce_groups(L) + (1,) if reducer is not None else None
+        views, view_bufs = self._region_views, self._region_bufs
+
+        def view_over(name: str, buf) -> int:
+            """The buffer texture over `buf` (kept while the operand stays in that buffer)."""
+            view = views.get(name)
+            if view is not None and view_bufs.get(name) is buf:
+                return view
+            if view is not None:
+                glraw.delete_texture(view)
+                del views[name]
+            view_bufs.pop(name, None)
+            view = glraw.buffer_texture(ctx, buf.glo, vec)
+            if view is None:
+                raise RunError("the driver could not make a buffer texture over a GL array")
+            views[name], view_bufs[name] = view, buf
+            return view
+
+        def go(a_buf, b_buf, c_buf, alpha: float, beta: float) -> bool:
+            for name, _ in textures:         # a view kept over this very buffer showed all of it
+                buf = a_buf if name == "A" else b_buf
+                if view_bufs.get(name) is not buf and not self._texture_shows(buf, vec):
+                    return False
+            # the kernel's state as run_regions leaves it (what a later execute() runs on)
+            self._places = {"A": (a_buf, a0, lda), "B": (b_buf, b0, ldb), "C": (c_buf, c0, ldc)}
+            self._alpha, self._beta = alpha, beta
+            old = hold_sigint()        # a dispatch may JIT-compile (uninterrupted.py)
+            try:
+                try:
+                    a_buf.bind_to_storage_buffer(_BIND_A)
+                    b_buf.bind_to_storage_buffer(_BIND_B)
+                    c_buf.bind_to_storage_buffer(_BIND_C)
+                    if w_buf is not None:
+                        w_buf.bind_to_storage_buffer(_BIND_W)
+                    for name, unit in textures:
+                        glraw.bind_texture_unit(unit, view_over(name, a_buf if name == "A" else b_buf))
+                    set_uniforms(fixed)
+                    if u_alpha is not None:
+                        set_uniform(u_alpha, alpha)
+                    if u_beta is not None:
+                        set_uniform(u_beta, beta)
+                    for pass_uniforms, reduce_step in passes:
+                        set_uniforms(pass_uniforms)
+                        prog.run(*groups)
+                        barrier(ssbo)
+                        if reduce_step is not None:
+                            r_alpha, r_beta = reduce_step[1]
+                            set_uniforms(reduce_step[0])
+                            if r_alpha is not None:
+                                set_uniform(r_alpha, alpha)
+                            if r_beta is not None:
+                                set_uniform(r_beta, beta)
+                            reducer.run(*reduce_grid)
+                            barrier(ssbo)
+                    barrier()          # read-back, clears and the next uploads see every store
+                except (RunError, TooSlow):
+                    raise
+                except Exception as e:
+                    raise RunError(f"GL execution failed: {e}") from None
+                err = ctx.error
+            finally:
+                restore_sigmask(old)
+            if err != "GL_NO_ERROR":
+                raise RunError(f"GL error after execution: {err}")
+            if flush is not None:
+                flush()                # the GPU starts now, while the caller goes on
+            return True
+        return go
 
     def poison(self) -> None:
         """Fill C with NaN on the GPU: an element no invocation wrote cannot pass.  Only
@@ -328,3 +446,13 @@ class ComputeKernel(BaseGLKernel):
         out = output_array(out, *self.out_shape)
         self.transfers.read_buffer(self.c_buf, out)
         return out
+
+
+def _vectors_of(stored, vec: int):
+    """(first vector, row stride in vectors) of a region stored row-major with its offset
+    and leading dimension whole vectors of `vec` floats (a kernel reads or writes it where
+    it lies), else None."""
+    lay = stored.layout()
+    if lay is None or lay[0] != "N" or stored.offset % vec or lay[1] % vec:
+        return None
+    return stored.offset // vec, lay[1] // vec

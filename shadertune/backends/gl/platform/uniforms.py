@@ -20,3 +20,13 @@ def set_uniform(uniform, value) -> None:
         return
     uniform.value = value
     setattr(uniform, _LAST, value)
+
+
+def set_uniforms(pairs) -> None:
+    """set_uniform(u, v) for each (u, v) of `pairs`: one call for a list a caller keeps
+    (a kernel's repeated launch, compute/driver.py), the same skips."""
+    for uniform, value in pairs:
+        last = getattr(uniform, _LAST, _UNSET)
+        if last is _UNSET or type(last) is not type(value) or last != value:
+            uniform.value = value
+            setattr(uniform, _LAST, value)

@@ -16,6 +16,7 @@ execution of a kernel (notes/gl.md, "Ctrl-C and the driver").
 """
 from __future__ import annotations
 
+import _signal
 import contextlib
 import signal
 
@@ -35,4 +36,21 @@ def uninterrupted():
         mask(signal.SIG_SETMASK, old)
 
 
-__all__ = ["uninterrupted"]
+def hold_sigint():
+    """uninterrupted() as two plain calls for a hot path: the mask to give restore_sigmask
+    (None where the platform has no per-thread signal masks).  The C function itself
+    (signal.pthread_sigmask wraps it in Python and converts the sets)."""
+    return None if _MASK is None else _MASK(signal.SIG_BLOCK, _SIGINT)
+
+
+def restore_sigmask(old) -> None:
+    """Set the mask hold_sigint returned back (a pending Ctrl-C raises now)."""
+    if old is not None:
+        _MASK(signal.SIG_SETMASK, old)
+
+
+_MASK = getattr(_signal, "pthread_sigmask", None)
+_SIGINT = (signal.SIGINT,)
+
+
+__all__ = ["uninterrupted", "hold_sigint", "restore_sigmask"]
