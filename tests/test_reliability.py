@@ -432,6 +432,7 @@ def test_10_perfmodel_sample_refuses_a_negative_time_limit_and_seed(tmp_path, ca
 
 def test_10_a_cluster_worker_at_a_refused_address_says_so_at_once():
     import socket
+    pytest.importorskip("distributed", reason="the cluster extra (Dask distributed) is not installed")
     with socket.socket() as s:           # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
