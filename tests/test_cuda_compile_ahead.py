@@ -91,3 +91,23 @@ def test_a_config_that_fails_to_compile_is_reported_by_its_build(nvrtc):
         from shadertune.errors import BuildError
         with pytest.raises(BuildError, match="NVRTC failed"):
             compiler.compile_cubin(bad, be.arch())
+
+
+def test_a_search_that_ends_ends_the_compiles_still_running():
+    """Compiles running when a search ends are for configs it did not reach: their
+    processes end at once instead of taking the host's cores from the calls after it."""
+    import time
+    pool = compiler._pool_factory(2)
+    running = [pool.submit(time.sleep, 60) for _ in range(2)]
+    deadline = time.monotonic() + 60
+    while not all(f.running() for f in running) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    procs = list(pool._processes.values())
+    assert len(procs) == 2 and all(p.is_alive() for p in procs)
+    compiler._ahead_pool = pool
+    t0 = time.monotonic()
+    compiler.stop_ahead()
+    for p in procs:
+        p.join(10)
+    assert not any(p.is_alive() for p in procs) and time.monotonic() - t0 < 10
+    assert compiler._ahead_pool is None

@@ -168,11 +168,23 @@ def _wait_ahead(path: pathlib.Path) -> None:
 
 
 def stop_ahead() -> None:
-    """Cancel the compiles not started; the pool ends when the running ones are
-    done (they finish into the cache)."""
+    """Cancel the compiles not started and end the running ones: they were for configs
+    the search did not reach, and left running they take the host's cores from the
+    calls a user makes right after a tune (a cubin is written by rename: an ended
+    compile leaves at most a .tmp file beside the cache's cubins)."""
     global _ahead_pool
     with _ahead_lock:
         pool, _ahead_pool = _ahead_pool, None
         _ahead.clear()
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+    if pool is None:
+        return
+    end = getattr(pool, "terminate_workers", None)         # Python 3.14
+    if end is not None:
+        end()
+        return
+    # before shutdown, which lets go of them (a thread pool, tests' stand-in, has none)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
