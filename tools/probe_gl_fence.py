@@ -54,8 +54,8 @@ def main() -> int:
                 times[label] += k.time(repeats=args.repeats, warmup=3)
         med = {label: statistics.median(t) for label, t in times.items()}
         f, b = med["fenced"], med["barrier only"]
-        print(f"n={n} {dict(cfg)}: fenced {f:.4f} ms ({2 * n ** 3 / f / 1e9:.0f} GFLOP/s, err "
-              f"{kernels['fenced'][1]:.1e}), barrier only {b:.4f} ms ({2 * n ** 3 / b / 1e9:.0f} GFLOP/s, err "
+        print(f"n={n} {dict(cfg)}: fenced {f:.4f} ms ({2 * n ** 3 / f / 1e9:.1f} TFLOP/s, err "
+              f"{kernels['fenced'][1]:.1e}), barrier only {b:.4f} ms ({2 * n ** 3 / b / 1e9:.1f} TFLOP/s, err "
               f"{kernels['barrier only'][1]:.1e}): x{f / b:.3f}", flush=True)
         for k, _ in kernels.values():
             k.release()
