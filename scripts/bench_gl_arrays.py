@@ -2,7 +2,7 @@
 and the host's cost per call (a benchmark script, not a test).
 
     scripts/bench-gl-arrays OUT [--stages chain,lu,e2e,overhead] [--sizes 1024,2048,4096]
-        [--lu 2048,4096] [--block 256] [--chain 40] [--config auto] [--db STORE]
+        [--lu 2048,4096] [--block 256] [--chain 300] [--config auto] [--db STORE]
         [--timeout S]
 
 Stages (each in a process of its own, stopped after --timeout seconds; a stage that
@@ -220,7 +220,7 @@ def parse(argv):
     ap.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1024, 2048, 4096])
     ap.add_argument("--lu", type=lambda s: [int(x) for x in s.split(",")], default=[2048, 4096])
     ap.add_argument("--block", type=int, default=256)
-    ap.add_argument("--chain", type=int, default=40, help="products in a chain")
+    ap.add_argument("--chain", type=int, default=300, help="products in a chain")
     ap.add_argument("--config", default="auto")
     ap.add_argument("--db", default=None)
     ap.add_argument("--timeout", type=float, default=150.0, help="seconds a stage may run")
