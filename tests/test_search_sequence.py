@@ -86,5 +86,20 @@ def test_a_search_evaluates_what_it_did_before(name):
     assert order == json.loads(RECORD.read_text())[name]
 
 
+def test_the_strategy_cpu_profile_runs(tmp_path, monkeypatch, capsys):
+    """tools/profile_strategy_cpu.py (notes/cluster.md's measurement) at a small budget:
+    it reports each strategy's CPU per evaluation and writes the configs it evaluated."""
+    import runpy
+    tool = pathlib.Path(__file__).resolve().parents[1] / "tools" / "profile_strategy_cpu.py"
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setattr(sys, "argv", [str(tool), "--sizes", "4096x4096x64", "--budget", "6",
+                                      "--trace", str(trace)])
+    runpy.run_path(str(tool), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "strategy model: 6 evaluations" in out and "strategy phased: 6 evaluations" in out
+    assert "ms per evaluation" in out and "why_invalid" in out
+    assert len(trace.read_text().splitlines()) == 12
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     atomic.write_json(RECORD, {name: run_case(name)[0] for name in sorted(CASES)}, indent=0)
