@@ -38,23 +38,52 @@ def search(space: Space, evaluate, budget: Budget | None = None,
     options = options or SearchOptions()
     run = Tracker(evaluate, budget, canonical=space.canonical)
     try:
-        ranked = ranked_configs(space, options)
-        if ranked is None:
-            source = draws(space, random.Random(options.seed), skip=run.evaluated)
-            what = "random starts (no cost model)"
-        else:
-            source, what = iter(ranked), "model"
         start = space.phases.start_point if space.phases is not None else None
         lead = list(dict.fromkeys(space.canonical(c) for c in options.seeds if c in space))[:options.top]
         lead = lead or ([start] if start is not None else [])
+        starts = Starts(space, options, run)
+        source = iter(starts)
         first = lead + list(itertools.islice((c for c in source if c not in lead),
                                              options.top - len(lead)))
+        what = "model" if starts.by_model(lead) else "random starts (no cost model)"
         run.phase(f"{what}: top {len(first)}")
         run.many(first)
         improve(space, run, options, fresh_batches(source, options.batch, run))
     except BudgetExhausted:
         pass
     return run.results
+
+
+class Starts:
+    """The configs a search takes after its lead (the first batch's rest, then the
+    restarts): the model's ranking (ranked_configs), or without a model seeded random
+    draws.  The space is ranked when the first of them is asked for, not before:
+    ranking predicts every config of the space (a CUDA space: ~80,000, about a second
+    of CPU), and a search whose lead fills its first batch (a backend's candidate
+    list) may end before its first restart.  When it is ranked changes nothing in
+    what it yields."""
+
+    _UNRANKED = object()
+
+    def __init__(self, space: Space, options: SearchOptions, run: Tracker):
+        self.space, self.options, self.run = space, options, run
+        self.ranked = self._UNRANKED
+
+    def __iter__(self):
+        if self.ranked is self._UNRANKED:
+            self.ranked = ranked_configs(self.space, self.options)
+        if self.ranked is None:
+            yield from draws(self.space, random.Random(self.options.seed), skip=self.run.evaluated)
+        else:
+            yield from self.ranked
+
+    def by_model(self, lead: list[Config]) -> bool:
+        """Whether the configs come from a model's ranking.  Before the space is ranked
+        the model is asked about `lead` alone: a cost model that predicts nothing has
+        no model (SearchOptions.predict gives None)."""
+        if self.ranked is not self._UNRANKED:
+            return self.ranked is not None
+        return self.options.cost_model is not None and bool(lead) and self.options.predict(lead) is not None
 
 
 def ranked_configs(space: Space, options: SearchOptions) -> list[Config] | None:

@@ -21,6 +21,9 @@ from .tuning import candidates
 # ~5-15 us on the H100/H200 hosts) is a share of it that can change which config
 # runs fastest through matmul, and a search ranks by what matmul costs.
 CALL_TIMED_MS = 0.3
+# The candidate list a search asks for (SearchOptions.top): space() makes it with the
+# start point it takes from it.
+LISTED = 24
 
 
 class CUDABackend(Backend):
@@ -71,10 +74,12 @@ class CUDABackend(Backend):
             sp = make_space(problem, self.limits())
             # The searches start from the candidate list's first pick (the
             # model's, default_config): never from a walk of the knob product
-            # for the first valid point, which can take a whole budget.
-            first = candidates(problem, sp, self.limits(), 1)
-            if first:
-                sp.phases = sp.phases.starting_at(first[0])
+            # for the first valid point, which can take a whole budget.  The
+            # list a search times first is kept with it: ranking the kernels'
+            # lists is most of its cost, and any length leads with that pick.
+            listed = self._lists[(problem, LISTED)] = candidates(problem, sp, self.limits(), LISTED)
+            if listed:
+                sp.phases = sp.phases.starting_at(listed[0])
             self._spaces[problem] = sp
         return self._spaces[problem]
 
@@ -87,7 +92,7 @@ class CUDABackend(Backend):
         return list(got)
 
     def default_config(self, problem: Problem) -> Config:
-        start = self.space(problem).phases.start   # candidates(problem, 1)[0], set by space()
+        start = self.space(problem).phases.start   # candidates(problem)[0], set by space()
         if start is not None:
             return start
         for cfg in self.space(problem):   # tiny or odd shapes: any valid point
