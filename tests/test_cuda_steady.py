@@ -14,7 +14,8 @@ import pytest
 import fake_cupy
 import shadertune
 import shadertune.front.matmul as front
-from shadertune.backends.cuda import CUDABackend, capture, express
+from shadertune.backends import express_rules
+from shadertune.backends.cuda import CUDABackend, capture
 from shadertune.db import Store
 from shadertune.core.problem import Problem
 from shadertune.core.result import Result
@@ -48,7 +49,7 @@ def checks(monkeypatch):
 
 
 class Clock:
-    """express's time module, moved on by hand."""
+    """the express lanes' time module (backends/express_rules), moved on by hand."""
 
     def __init__(self):
         self.t = 1000.0
@@ -60,7 +61,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch):
     c = Clock()
-    monkeypatch.setattr(express, "time", c)
+    monkeypatch.setattr(express_rules, "time", c)     # the lanes' clock
     return c
 
 
@@ -128,7 +129,7 @@ def test_auto_asks_again_on_the_clock_after_a_commit_and_when_the_default_store_
     for _ in range(4):
         shadertune.matmul(A, B, backend=be, config="auto", db=str(db))
     assert len(checks) == 1 and asked == [] and be.built[-1].built_for == first    # learned; no store read
-    clock.t += express.RECHECK_S
+    clock.t += express_rules.RECHECK_S
     shadertune.matmul(A, B, backend=be, config="auto", db=str(db))
     assert len(asked) == 1 and len(checks) == 1                                    # the clock: asked once
     # another process's write (no commit counted here): seen once the clock runs out
@@ -140,7 +141,7 @@ def test_auto_asks_again_on_the_clock_after_a_commit_and_when_the_default_store_
     subprocess.run([sys.executable, "-c", code, str(db), second.key, be.template_hash()], check=True)
     shadertune.matmul(A, B, backend=be, config="auto", db=str(db))
     assert len(checks) == 1 and be.built[-1].built_for == first                    # within the clock
-    clock.t += express.RECHECK_S
+    clock.t += express_rules.RECHECK_S
     shadertune.matmul(A, B, backend=be, config="auto", db=str(db))
     assert len(checks) == 2 and be.built[-1].built_for == second                   # seen
     # a commit of this process: the next call asks at once
@@ -165,7 +166,7 @@ def test_a_config_named_outright_never_reads_the_store_on_the_lane(cp, rng, chec
     A = cp.asarray(rng.uniform(-1, 1, (16, 16)).astype("float32"))
     for _ in range(3):
         shadertune.matmul(A, A, backend=be, config="default")
-        clock.t += express.RECHECK_S             # the clock only marks the kernel used in the cache
+        clock.t += express_rules.RECHECK_S             # the clock only marks the kernel used in the cache
     assert len(checks) == 1
 
 

@@ -23,7 +23,7 @@ again each call, or the call takes the regular path:
   it drops; the lane marks it used in the cache on the recheck clock below);
 - config='auto': the selection must still name the kept config.  It is asked
   again (selection/chain.py: the store's stamp and change counter, the model file) on a
-  short clock (RECHECK_S), at once after a commit of this process to any store
+  short clock (express_rules.RECHECK_S), at once after a commit of this process to any store
   (the store's change counter, db/changes.py, which the door hands the lane:
   a tune() or Store.put here is seen by the next call) and, for the default store, when SHADERTUNE_DB, XDG_CACHE_HOME or HOME
   changed; another process's write is seen within RECHECK_S;
@@ -40,18 +40,15 @@ array's.
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
-import time
 
 from . import graphs
 from .api import _lock_of, check_not_forked
 from .call import _external_stream, _overlaps, _torch_stream, torch_alloc
+from ..express_rules import KEEP, selected_now, still_valid
 from .driver import _Enqueue
 
-KEEP = 256         # plans kept per door (the oldest dropped past it)
-RECHECK_S = 0.1    # auto's selection is asked again at most this long after the last time
 
 
 class _Plan:
@@ -63,18 +60,6 @@ class _Plan:
         for k, v in kw.items():
             setattr(self, k, v)
 
-
-def _env() -> tuple:
-    """What the default store's path is read from (db/location.py): compared, not
-    resolved, each auto call on the default store."""
-    data = getattr(os.environ, "_data", None)     # the mapping os.environ keeps (no decoding)
-    if type(data) is dict:
-        g = data.get
-        if os.name == "nt":
-            return g("SHADERTUNE_DB"), g("XDG_CACHE_HOME"), g("HOME")
-        return g(b"SHADERTUNE_DB"), g(b"XDG_CACHE_HOME"), g(b"HOME")
-    g = os.environ.get
-    return g("SHADERTUNE_DB"), g("XDG_CACHE_HOME"), g("HOME")
 
 
 class Express:
@@ -127,8 +112,7 @@ class Express:
             plan.torch_type = torch.Tensor
             plan.alloc = torch_alloc(plan.device_id)
         # the regular call selected its config just now
-        plan.generation, plan.env = self._changes.generation, _env() if db is None else None
-        plan.due = time.monotonic() + RECHECK_S
+        selected_now(plan, self._changes, db)
         with self._lock:
             try:
                 hash(key)
@@ -152,20 +136,7 @@ class Express:
         return run(A, B, out, config, alpha, beta, db)
 
     def _valid(self, plan: _Plan, db) -> bool:
-        """What the key does not prove, asked of this call (see the module): a few
-        compares, and the selection and the kernel cache on the clock."""
-        if getattr(plan.kernel, "released", False):
-            return False
-        if (plan.due > time.monotonic() and plan.generation == self._changes.generation
-                and (db is not None or not plan.auto or plan.env == _env())):
-            return True
-        if not self.door.kernels.touch(plan.kkey, plan.kernel):
-            return False
-        gen, env = self._changes.generation, _env() if db is None else None   # before the selection: a
-        if plan.auto and self.door.auto_config(plan.problem, db) != plan.config:   # commit meanwhile
-            return False                                                           # is seen next call
-        plan.generation, plan.env, plan.due = gen, env, time.monotonic() + RECHECK_S
-        return True
+        return still_valid(plan, self.door, self._changes, db)
 
     def _run_cupy(self, A, B, out, config, alpha: float, beta: float, db):
         da, dbb = A.data, B.data

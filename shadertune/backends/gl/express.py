@@ -41,13 +41,11 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
+from ..express_rules import KEEP, selected_now, still_valid
 from .platform.arrays import GLArray, empty
 from .platform.context import context_closed
 
-KEEP = 256         # plans kept per door (the oldest dropped past it)
-RECHECK_S = 0.1    # auto's selection is asked again at most this long after the last time
 
 
 class _Plan:
@@ -59,18 +57,6 @@ class _Plan:
         for k, v in kw.items():
             setattr(self, k, v)
 
-
-def _env() -> tuple:
-    """What the default store's path is read from (db/location.py): compared, not
-    resolved, each auto call on the default store."""
-    data = getattr(os.environ, "_data", None)     # the mapping os.environ keeps (no decoding)
-    if type(data) is dict:
-        g = data.get
-        if os.name == "nt":
-            return g("SHADERTUNE_DB"), g("XDG_CACHE_HOME"), g("HOME")
-        return g(b"SHADERTUNE_DB"), g(b"XDG_CACHE_HOME"), g(b"HOME")
-    g = os.environ.get
-    return g("SHADERTUNE_DB"), g("XDG_CACHE_HOME"), g("HOME")
 
 
 def _geometry(x: GLArray) -> tuple:
@@ -106,8 +92,8 @@ class Express:
         shape = (c.rows, c.cols)
         plan = _Plan(home=home, kkey=(problem, cfg), kernel=kernel, config=cfg, problem=problem, auto=auto,
                      go=go, shape=shape, pid=os.getpid(),
-                     generation=self._changes.generation, env=_env() if db is None else None,
-                     due=time.monotonic() + RECHECK_S)     # the regular call selected its config just now
+                     generation=-1, env=None, due=0.0)
+        selected_now(plan, self._changes, db)     # the regular call selected its config just now
         with self._lock:
             try:
                 hash(key)
@@ -167,20 +153,7 @@ class Express:
         return out if made is None else made
 
     def _valid(self, plan: _Plan, db) -> bool:
-        """What the key does not prove about the kernel and the config (see the module): a
-        flag, a few compares, and the selection and the kernel cache on the clock."""
-        if plan.kernel.released:
-            return False
-        if (plan.due > time.monotonic() and plan.generation == self._changes.generation
-                and (db is not None or not plan.auto or plan.env == _env())):
-            return True
-        if not self.door.kernels.touch(plan.kkey, plan.kernel):
-            return False
-        gen, env = self._changes.generation, _env() if db is None else None   # before the selection: a
-        if plan.auto and self.door.auto_config(plan.problem, db) != plan.config:   # commit meanwhile
-            return False                                                           # is seen next call
-        plan.generation, plan.env, plan.due = gen, env, time.monotonic() + RECHECK_S
-        return True
+        return still_valid(plan, self.door, self._changes, db)
 
 
 def _overlaps(out: GLArray, A: GLArray, B: GLArray) -> bool:
