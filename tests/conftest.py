@@ -31,3 +31,14 @@ def gl(gl_backend):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """How many matmul calls took the regular path (check_call runs once in each): the
+    express lanes' tests count the calls they did not take."""
+    import shadertune.front.matmul as front
+    n = []
+    real = front.check_call
+    monkeypatch.setattr(front, "check_call", lambda *a, **k: n.append(1) or real(*a, **k))
+    return n

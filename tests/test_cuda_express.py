@@ -19,15 +19,6 @@ from test_host_overhead import be, cp, entered  # noqa: F401  (fixtures: the CuP
 #                                                 backend, the device switches)
 
 
-@pytest.fixture
-def checks(monkeypatch):
-    """How many calls took the regular path (check_call runs once in each)."""
-    n = []
-    real = front.check_call
-    monkeypatch.setattr(front, "check_call", lambda *a, **k: n.append(1) or real(*a, **k))
-    return n
-
-
 def launches(be):
     return [c for k in be.built for c in k.calls]
 
@@ -180,8 +171,8 @@ def test_knob_configs_and_store_objects_take_the_lane(cp, rng, be, checks, tmp_p
 
 
 def test_the_lane_keeps_a_bounded_number_of_plans(cp, rng, be, checks, monkeypatch):
-    from shadertune.backends.cuda import express
-    monkeypatch.setattr(express, "KEEP", 3)
+    from shadertune.backends import express_rules
+    monkeypatch.setattr(express_rules, "KEEP", 3)          # every lane's bound
     arrays = [dev(cp, rng.uniform(-1, 1, (8, n))) for n in range(1, 6)]
     B = dev(cp, rng.uniform(-1, 1, (8, 8)))
     for a in arrays:

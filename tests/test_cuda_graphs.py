@@ -18,7 +18,7 @@ from shadertune.core.problem import Problem
 
 from test_cuda_call_host import _ref, fake_kernel
 from test_cuda_call_sequence import CASES
-from test_cuda_steady import Backend, checks  # noqa: F401  (fixture)
+from test_cuda_steady import Backend
 from test_host_overhead import cp  # noqa: F401  (fixture: the CuPy stand-in)
 
 

@@ -39,15 +39,6 @@ class Backend(CUDABackend):
         return k
 
 
-@pytest.fixture
-def checks(monkeypatch):
-    """How many calls took the regular path (check_call runs once in each)."""
-    n = []
-    real = front.check_call
-    monkeypatch.setattr(front, "check_call", lambda *a, **k: n.append(1) or real(*a, **k))
-    return n
-
-
 class Clock:
     """the express lanes' time module (backends/express_rules), moved on by hand."""
 

@@ -35,15 +35,6 @@ COMPUTE = {
 
 
 @pytest.fixture
-def checks(monkeypatch):
-    """How many calls took the regular path (check_call runs once in each)."""
-    n = []
-    real = front.check_call
-    monkeypatch.setattr(front, "check_call", lambda *a, **k: n.append(1) or real(*a, **k))
-    return n
-
-
-@pytest.fixture
 def lane():
     """This thread's GL lane, with no plans (a test's keys are its own)."""
     express = front.door("gl").express

@@ -5,6 +5,7 @@ call launches) are their backend's: backends/cuda/express.py, backends/gl/expres
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 KEEP = 256         # plans kept per door (the oldest dropped past it)
@@ -22,6 +23,49 @@ def default_store_env() -> tuple:
         return g(b"SHADERTUNE_DB"), g(b"XDG_CACHE_HOME"), g(b"HOME")
     g = os.environ.get
     return g("SHADERTUNE_DB"), g("XDG_CACHE_HOME"), g("HOME")
+
+
+class Plan:
+    """A learned call (a lane's subclass names its fields in __slots__)."""
+    __slots__ = ()
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+class Lane:
+    """What every lane keeps alike: its door, the plans it learned by call key (at most
+    KEEP, the oldest dropped), and the validity check of a plan before it is repeated."""
+
+    def __init__(self, door):
+        self.door = door
+        self.backend = door.backend
+        self._changes = door.changes    # db/changes.py (a layer above: the door hands it over)
+        self._plans: dict = {}
+        self._lock = threading.Lock()
+
+    def _keep(self, key, plan, db) -> bool:
+        """Keep `plan` under `key`, stamped as selected by the regular call that just ran;
+        False (nothing kept) where the key cannot be hashed (a dict config with an
+        unhashable value)."""
+        selected_now(plan, self._changes, db)
+        with self._lock:
+            try:
+                hash(key)
+            except TypeError:
+                return False
+            if len(self._plans) >= KEEP:
+                self._plans.pop(next(iter(self._plans)))
+            self._plans[key] = plan
+        return True
+
+    def forget(self) -> None:
+        with self._lock:
+            self._plans.clear()
+
+    def _valid(self, plan, db) -> bool:
+        return still_valid(plan, self.door, self._changes, db)
 
 
 def selected_now(plan, changes, db) -> None:

@@ -41,37 +41,26 @@ array's.
 from __future__ import annotations
 
 import sys
-import threading
 
 from . import graphs
 from .api import _lock_of, check_not_forked
 from .call import _external_stream, _overlaps, _torch_stream, torch_alloc
-from ..express_rules import KEEP, selected_now, still_valid
+from ..express_rules import Lane, Plan
 from .driver import _Enqueue
 
 
-
-class _Plan:
+class _Plan(Plan):
     """One learned call: what the regular path launched for its key."""
     __slots__ = ("kkey", "kernel", "config", "problem", "auto", "go", "shape", "dtype", "device_id",
                  "torch_dtype", "torch_device", "torch_type", "spans", "due", "generation", "env", "alloc")
 
-    def __init__(self, **kw):
-        for k, v in kw.items():
-            setattr(self, k, v)
 
-
-
-class Express:
+class Express(Lane):
     """The lane of one door (api.Door): learn() after a regular call, run() before one."""
 
     def __init__(self, door):
-        self.door = door
-        self.backend = door.backend
-        self._changes = door.changes    # db/changes.py (a layer above: the door hands it over)
-        self._plans: dict = {}
+        super().__init__(door)
         self._runs: dict = {}           # operand type -> the lane's run for that kind (learned)
-        self._lock = threading.Lock()
 
     # --- the regular path tells what it ran -------------------------------------
     def learn(self, A, B, out, config, db, call, launch, kernel, cfg, auto: bool) -> None:
@@ -103,29 +92,16 @@ class Express:
             go = _Enqueue(kernel, lay.a.stride, lay.b.stride, lay.problem.batch)
         plan = _Plan(kkey=(lay.problem, cfg), kernel=kernel, config=cfg, problem=lay.problem, auto=auto,
                      go=go, shape=lay.shape, dtype=lay.dtype, device_id=self.backend.device_id,
-                     torch_dtype=None, torch_device=None, torch_type=None, spans=lay.spans, due=0.0, generation=-1,
-                     env=None, alloc=None)
+                     torch_dtype=None, torch_device=None, torch_type=None, spans=lay.spans,
+                     alloc=None)
         if kind == "torch":
             torch = sys.modules["torch"]
             plan.torch_dtype = getattr(torch, lay.dtype.name)
             plan.torch_device = torch.device("cuda", plan.device_id)
             plan.torch_type = torch.Tensor
             plan.alloc = torch_alloc(plan.device_id)
-        # the regular call selected its config just now
-        selected_now(plan, self._changes, db)
-        with self._lock:
-            try:
-                hash(key)
-            except TypeError:            # a dict config with an unhashable value
-                return
+        if self._keep(key, plan, db):
             self._runs[type(A)] = run
-            if len(self._plans) >= KEEP:
-                self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = plan
-
-    def forget(self) -> None:
-        with self._lock:
-            self._plans.clear()
 
     # --- a call ----------------------------------------------------------------
     def run(self, A, B, out, config, alpha: float, beta: float, db):
@@ -135,8 +111,6 @@ class Express:
             return None
         return run(A, B, out, config, alpha, beta, db)
 
-    def _valid(self, plan: _Plan, db) -> bool:
-        return still_valid(plan, self.door, self._changes, db)
 
     def _run_cupy(self, A, B, out, config, alpha: float, beta: float, db):
         da, dbb = A.data, B.data

@@ -42,36 +42,26 @@ from __future__ import annotations
 import os
 import threading
 
-from ..express_rules import KEEP, selected_now, still_valid
+from ..express_rules import Lane, Plan
 from .platform.arrays import GLArray, empty
 from .platform.context import context_closed
 
 
-
-class _Plan:
+class _Plan(Plan):
     """One learned call: what the regular path ran for its key."""
     __slots__ = ("home", "kkey", "kernel", "config", "problem", "auto", "go", "shape", "pid", "due",
                  "generation", "env")
-
-    def __init__(self, **kw):
-        for k, v in kw.items():
-            setattr(self, k, v)
-
 
 
 def _geometry(x: GLArray) -> tuple:
     return x._shape, x._strides, x._offset
 
 
-class Express:
+class Express(Lane):
     """The lane of one door (front/matmul.Door): learn() after a regular call, run() before one."""
 
     def __init__(self, door):
-        self.door = door
-        self.backend = door.backend
-        self._changes = door.changes    # db/changes.py (a layer above: the door hands it over)
-        self._plans: dict = {}
-        self._lock = threading.Lock()
+        super().__init__(door)
         self.hits = 0                   # calls the lane ran (tests and profiles read it)
 
     # --- the regular path tells what it ran -------------------------------------
@@ -91,21 +81,8 @@ class Express:
         key = (config, db, _geometry(A), _geometry(B), None if out is None else _geometry(out))
         shape = (c.rows, c.cols)
         plan = _Plan(home=home, kkey=(problem, cfg), kernel=kernel, config=cfg, problem=problem, auto=auto,
-                     go=go, shape=shape, pid=os.getpid(),
-                     generation=-1, env=None, due=0.0)
-        selected_now(plan, self._changes, db)     # the regular call selected its config just now
-        with self._lock:
-            try:
-                hash(key)
-            except TypeError:            # a dict config with an unhashable value
-                return
-            if len(self._plans) >= KEEP:
-                self._plans.pop(next(iter(self._plans)))
-            self._plans[key] = plan
-
-    def forget(self) -> None:
-        with self._lock:
-            self._plans.clear()
+                     go=go, shape=shape, pid=os.getpid())
+        self._keep(key, plan, db)
 
     # --- a call ----------------------------------------------------------------
     def run(self, A, B, out, config, alpha: float, beta: float, db):
@@ -151,9 +128,6 @@ class Express:
             return None
         self.hits += 1
         return out if made is None else made
-
-    def _valid(self, plan: _Plan, db) -> bool:
-        return still_valid(plan, self.door, self._changes, db)
 
 
 def _overlaps(out: GLArray, A: GLArray, B: GLArray) -> bool:
