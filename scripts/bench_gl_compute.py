@@ -624,7 +624,7 @@ def stage_sass(args, backend, store, rows, reports, state):
     for cfg in (best, default):
         if cfg is not None and cfg not in configs:
             configs.append(cfg)
-    found, text = gl_probes.sass_of_configs(backend, p, configs, state["cache_dir"])
+    found, text = gl_probes.sass_of_configs(p, configs, state["cache_dir"])
     for row in found:
         rows.append({"stage": "sass", "shape": p.key, **row})
         print(json.dumps({"sass": row["programs"]}), flush=True)

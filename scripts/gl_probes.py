@@ -5,8 +5,9 @@ kernel keeps resident on an SM.  Not a test, not a library.
 The driver keeps compiled programs in its disk cache ($__GL_SHADER_DISK_CACHE_PATH,
 set before the context is made: use_disk_cache): zstd frames that hold an 'NVuc'
 record whose header says where its machine code lies (size at 0x44, offset at 0x48).
-A program that appears in the cache after a build is the build's; `nvdisasm -b SM90`
-(the CUDA toolkit) reads it.
+The driver writes the cache when the context's process ends: a config's programs are those
+the cache of a child process that built it holds beyond a child that only made the backend
+(sass_of_configs); `nvdisasm -b SM90` (the CUDA toolkit) reads them.
 """
 from __future__ import annotations
 
@@ -100,15 +101,6 @@ def zstd_frame_decoder():
     return with_libzstd
 
 
-def new_programs(cache_dir: str, build) -> list[bytes]:
-    """The programs `build()` (which compiles and finishes) adds to the disk cache.  A
-    program the context or the driver compiled before adds none: give the build a
-    source of its own (a comment) to have it compiled again."""
-    seen = set(driver_programs(cache_dir))
-    build()
-    return [code for h, code in driver_programs(cache_dir).items() if h not in seen]
-
-
 def disassemble(code: bytes) -> str:
     tool = shutil.which("nvdisasm")
     if tool is None:
@@ -162,14 +154,14 @@ def resident_warps(be, p, cfg, A, B) -> int | None:
         buf.release()
 
 
-def sass_of_configs(be, p, configs, cache_dir) -> tuple[list[dict], str]:
+def sass_of_configs(p, configs, cache_dir) -> tuple[list[dict], str]:
     """The driver's machine code of each compute config at problem p: per config its
     programs' summaries, and the disassembly text.  NVIDIA's driver writes its disk cache
     when a process's context ends, not when a program is built: each config is built in a
     child process of its own (python gl_probes.py build ...) with a fresh cache folder,
     beside a child that only makes the backend; the programs the first holds and the
-    second does not are the config's.  `be` names nothing here (the children make their
-    own backend on the same GL device: SHADERTUNE_GL_DEVICE is inherited)."""
+    second does not are the config's.  The children make their own backend on the GL
+    device SHADERTUNE_GL_DEVICE names (inherited), the caller's where it names none."""
     import json
     import sys
     rows, text = [], []

@@ -110,10 +110,10 @@ def resident_warps(be, p, cfg, A, B) -> int | None:
     return gl_probes.resident_warps(be, p, cfg, A, B)
 
 
-def driver_sass(be, p, configs, out_dir, cache_dir) -> list[dict]:
+def driver_sass(p, configs, out_dir, cache_dir) -> list[dict]:
     """The machine code NVIDIA's driver made for each config (gl_probes.py), disassembled
     into out_dir/sass.txt, with its highest register and its instruction mix."""
-    rows, text = gl_probes.sass_of_configs(be, p, configs, cache_dir)
+    rows, text = gl_probes.sass_of_configs(p, configs, cache_dir)
     for i, row in enumerate(rows):
         print("  sass", i, row["programs"], flush=True)
     write_text(os.path.join(out_dir, "sass.txt"), text)
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
         report["configs"] = rows
         if args.sass:
             cfgs = [default if m is None else default.replace(**m) for m in MOVES[:args.sass]]
-            report["sass"] = driver_sass(be, p, [c for c in cfgs if c in space], args.out, cache_dir)
+            report["sass"] = driver_sass(p, [c for c in cfgs if c in space], args.out, cache_dir)
         if args.cublas:
             ms = cublas_ms(n)
             report["cublas_ms"] = ms

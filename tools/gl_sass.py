@@ -22,7 +22,7 @@ def main(argv) -> int:
     out, shape, *configs = argv
     M, N, K = map(int, shape.split("x"))
     os.makedirs(out, exist_ok=True)
-    rows, text = gl_probes.sass_of_configs(None, Problem(M, N, K), [Config(json.loads(c)) for c in configs],
+    rows, text = gl_probes.sass_of_configs(Problem(M, N, K), [Config(json.loads(c)) for c in configs],
                                            os.path.join(os.path.abspath(out), "glcache"))
     write_text(os.path.join(out, "sass.txt"), text or "no program in the driver's disk cache\n")
     write_text(os.path.join(out, "sass.json"), json.dumps(rows, indent=1))

@@ -11,7 +11,6 @@ import json
 import time
 
 import moderngl
-import numpy as np
 
 from shadertune.backends.gl.platform import glraw
 
@@ -37,11 +36,8 @@ _error = moderngl.Context.error
 moderngl.Context.error = property(clocked("glGetError", _error.fget))
 glraw.flush = clocked("glFlush", glraw.flush)
 
-import shadertune  # noqa: E402
-import shadertune.gl as gl  # noqa: E402
-from shadertune.core.problem import Problem  # noqa: E402
+from profile_gl_chain import chain_operands, run_chain  # noqa: E402  (after the clocks: it imports shadertune)
 from shadertune.front import matmul as api  # noqa: E402
-from shadertune.front.requests import resolve  # noqa: E402
 
 
 def main() -> None:
@@ -54,21 +50,10 @@ def main() -> None:
     for n in map(int, args.sizes.split(",")):
         for text in args.config or ["auto"]:
             req = json.loads(text) if text.startswith("{") else text
-            cfg = dict(resolve(be, Problem(n, n, n), req))
-            A = (np.random.default_rng(n).uniform(-1, 1, (n, n)) * np.sqrt(3.0 / n)).astype(np.float32)
-            gA, X, Y = gl.asarray(A), gl.asarray(A), gl.empty((n, n))
-            for _ in range(5):
-                shadertune.matmul(gA, X, out=Y, config=cfg)
-            gl.home().enter().finish()
+            cfg, gA, X, Y = chain_operands(be, n, req, warmup=5)
             spent.clear()
             count.clear()
-            t0 = time.perf_counter()
-            for _ in range(args.calls):
-                shadertune.matmul(gA, X, out=Y, config=cfg)
-                X, Y = Y, X
-            host = time.perf_counter() - t0
-            gl.home().enter().finish()
-            wall = time.perf_counter() - t0
+            host, wall, X, Y = run_chain(cfg, gA, X, Y, args.calls)
             steps = ", ".join(f"{k} {spent[k] / args.calls / 1e3:.1f} us ({count[k] // args.calls}x)"
                               for k in sorted(spent, key=lambda k: -spent[k]))
             short = {k: cfg[k] for k in ("bm", "bn", "bk", "ks", "kred", "np", "db", "tm", "tn") if k in cfg}
