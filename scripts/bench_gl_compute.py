@@ -555,7 +555,11 @@ KNOB_MOVES = (("db=1", {"db": 1}), ("db=2", {"db": 2}), ("skew", {"skew": 1, "pa
               ("swz=8", {"swz": 8}), ("shuffle", {"shuffle": 1}), ("bk=8 db=1", {"bk": 8, "db": 1}),
               ("bk=8 db=2", {"bk": 8, "db": 2}), ("8x16 db=1", {"bn": 256, "tn": 16, "db": 1}),
               ("8x16 db=2", {"bn": 256, "tn": 16, "db": 2}), ("clamp+db=2", {"clamp": 1, "db": 2}),
-              ("clamp+skew", {"clamp": 1, "skew": 1, "pad": 0}))
+              ("clamp+skew", {"clamp": 1, "skew": 1, "pad": 0}),
+              # the slab loop: half the barriers a K (bk 32), and the operands read through
+              # textures (the driver's read-only path) instead of storage buffers
+              ("bk=32", {"bk": 32}), ("bk=32 db=1", {"bk": 32, "db": 1}),
+              ("B texture", {"b_src": "texture"}), ("A,B textures", {"a_src": "texture", "b_src": "texture"}))
 # at the other sizes: the new knobs alone, from the default
 KNOB_ALONE = ("db=2", "skew", "clamp", "swz=8", "shuffle")
 
