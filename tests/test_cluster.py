@@ -144,6 +144,19 @@ def test_a_batch_stops_starting_evaluations_when_told_and_returns_the_prefix(cli
     assert ev.measured == len(got)                          # nothing started is lost
 
 
+def test_neither_workers_nor_scheduler_poll_nvml(client):
+    # Dask's system monitor polls NVML on the event loops; where NVML answers slowly that
+    # delays every evaluation's dispatch and return (notes/cluster.md)
+    def nvml_state(dask_scheduler=None, dask_worker=None):
+        import dask
+        from distributed.diagnostics import nvml
+        return dask.config.get("distributed.diagnostics.nvml"), nvml.NVML_STATE.name
+    on_workers = client.run(nvml_state)
+    assert len(on_workers) == 2
+    for answer in [*on_workers.values(), client.run_on_scheduler(nvml_state)]:
+        assert answer[0] is False and answer[1] != "INITIALIZED", answer
+
+
 def test_the_backend_hooks_come_from_a_worker(client):
     from cluster_fakes import ModelKind
     from shadertune.cluster import RemoteBackend

@@ -42,6 +42,11 @@ DASK_CONFIG = {
     # A task whose worker died 3 times (allowed-failures + 1) fails with KilledWorker; the
     # coordinator records that config as run_failed instead of killing a fourth worker.
     "distributed.scheduler.allowed-failures": 2,
+    # Dask's system monitor asks NVML for every GPU's memory twice a second on the event
+    # loop of each worker and of the scheduler; on a machine whose NVML answers in 0.2-0.4 s
+    # that blocks the loops most of the time, and every evaluation's dispatch and return
+    # waits behind it.  The tuner reads nothing of those diagnostics.
+    "distributed.diagnostics.nvml": False,
 }
 
 INSTALL_HINT = "pip install 'shadertune[cluster]' (Dask distributed)"
