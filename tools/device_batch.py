@@ -9,7 +9,9 @@ in the repository root with CUDA_VISIBLE_DEVICES=<gpu> (CUDA_DEVICE_ORDER=PCI_BU
 SHADERTUNE_GL_DEVICE set to the EGL index of that GPU (0 where the driver's EGL already
 lists only the visible GPU, else <gpu>), JOB=OUT/<name> (a folder for its files) and its
 output in JOB/log.txt. At the end every JOB folder becomes OUT/<name>.tgz and
-OUT/summary.txt says each job's exit status and seconds.
+OUT/summary.txt says each job's exit status and seconds.  With "cpus": "slice" a job is held
+to its share of the host's cores (taskset: job i of n gets the i-th n-th), so that one job's
+compiles do not slow another's timed calls.
 """
 import json
 import os
@@ -53,6 +55,11 @@ def main(out: str, jobs_file: str) -> int:
         log = open(os.path.join(job_dir, "log.txt"), "w")
         # shlex.quote: the job's own shell expands its variables ($f in a loop), not this one
         cmd = f"timeout -k 10 {int(j['timeout'])} bash -c {shlex.quote(j['cmd'])}"
+        if j.get("cpus") == "slice":
+            cores = sorted(os.sched_getaffinity(0))
+            share = max(1, len(cores) // len(jobs))
+            mine = cores[jobs.index(j) * share:(jobs.index(j) + 1) * share] or cores
+            cmd = f"taskset -c {','.join(map(str, mine))} {cmd}"
         p = subprocess.Popen(cmd, shell=True, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
         running.append((j, p, time.time(), log))

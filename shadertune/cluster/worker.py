@@ -52,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from distributed import WorkerPlugin, get_worker
 
+from ..core.cpus import usable_cpus
 from ..backends.base import Backend, DeviceInfo
 from ..errors import ContextError, ShadertuneError
 from ..search.evaluate import Evaluator, _line
@@ -147,10 +148,7 @@ def compiles_ahead(backend: Backend) -> bool:
 
 def host_cpus() -> int:
     """The cores this process may run on (its affinity, else the machine's)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return usable_cpus()
 
 
 @dataclass(frozen=True)

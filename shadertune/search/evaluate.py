@@ -48,6 +48,7 @@ import numpy as np
 
 from ..core.arguments import check_measurement
 from ..core.config import Config
+from ..core.cpus import usable_cpus
 from ..errors import BuildError, ContextError, InvalidConfig, RunError, ShadertuneError, TooSlow
 from ..core.problem import Problem
 from ..core.result import COMPILE_FAILED, INVALID, OK, RUN_FAILED, SLOW, WRONG, Result
@@ -112,7 +113,7 @@ def _map_blocks(fn, blocks):
     """fn over row blocks, on threads when there are many (numpy lets go of the GIL)."""
     if len(blocks) < 8:
         return [fn(b) for b in blocks]
-    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+    with ThreadPoolExecutor(max_workers=min(8, usable_cpus())) as pool:
         return list(pool.map(fn, blocks))
 
 

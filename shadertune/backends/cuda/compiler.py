@@ -10,6 +10,7 @@ import tempfile
 import threading
 from concurrent.futures import CancelledError
 
+from ...core.cpus import usable_cpus
 from ...errors import BuildError
 from .device import import_cupy
 
@@ -96,7 +97,7 @@ def compile_many(sources: list[str], arch: str, workers: int | None = None) -> l
     todo = [s for s in dict.fromkeys(sources) if not _cubin_path(s, arch_for(s, arch)).exists()]
     errors = {}
     if todo:
-        workers = workers or min(len(todo), os.cpu_count() or 1)
+        workers = workers or min(len(todo), usable_cpus())
         # spawn, not fork: the parent may hold a CUDA context a child must not inherit
         with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
             for s, fut in [(s, ex.submit(_compile_quiet, s, arch)) for s in todo]:
@@ -147,7 +148,7 @@ def compile_ahead(sources: list[str], arch: str) -> None:
         if not todo:
             return
         if _ahead_pool is None:
-            _ahead_pool = _pool_factory(os.cpu_count() or 1)
+            _ahead_pool = _pool_factory(usable_cpus())
         for s, a, path in todo:
             _ahead[path] = _ahead_pool.submit(_compile_quiet, s, a)
 

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from ....core.cpus import usable_cpus
 from ...base import DeviceInfo
 from . import glraw
 from .context import is_software_renderer
@@ -71,7 +72,7 @@ def compute_units(ctx, software: bool) -> int:
         env = os.environ.get("LP_NUM_THREADS", "")
         if env.isdigit() and int(env) > 0:
             return int(env)
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return usable_cpus()
     if "GL_NV_shader_thread_group" not in set(ctx.extensions):
         return _DEFAULT_COMPUTE_UNITS
     src = ("#version 450 core\n#extension GL_NV_shader_thread_group : require\n"

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ....core.cpus import usable_cpus
 from ....core.templates import read
 from . import glraw
 from .context import software_renderer
@@ -51,7 +52,7 @@ def transfer_mode(ctx=None) -> str:
 def _executor() -> ThreadPoolExecutor:
     global _EXECUTOR
     if _EXECUTOR is None:
-        _EXECUTOR = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)),
+        _EXECUTOR = ThreadPoolExecutor(max_workers=min(8, usable_cpus()),
                                        thread_name_prefix="shadertune-copy")
     return _EXECUTOR
 
