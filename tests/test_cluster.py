@@ -157,6 +157,21 @@ def test_neither_workers_nor_scheduler_poll_nvml(client):
         assert answer[0] is False and answer[1] != "INITIALIZED", answer
 
 
+def test_each_evaluation_goes_to_an_idle_worker_the_one_idle_longest(client):
+    # the coordinator places evaluations itself (Dask's placement sent 123 of 128 to
+    # one of two GPUs): never a second one to a busy worker while another is idle
+    live_workers(client, 2)
+    (group,) = coordinator(client).groups.values()
+    first, second = group.acquire(), group.acquire()
+    assert {first, second} == set(group.live) and group.acquire() is None
+    group.release(second)
+    group.release(first)
+    assert group.acquire() == second                 # free longer than the other
+    assert group.acquire() == first and group.acquire() is None
+    group.release(first)
+    group.release(second)
+
+
 def test_the_backend_hooks_come_from_a_worker(client):
     from cluster_fakes import ModelKind
     from shadertune.cluster import RemoteBackend
@@ -285,8 +300,10 @@ def test_the_workers_share_a_table_evenly_while_it_compiles(client, control, tmp
         with lock:
             per_worker[worker] = per_worker.get(worker, 0) + 1
     # (evaluations of 0.15 s, mostly waiting like a GPU's: CPU contention on a loaded
-    # machine would otherwise make one worker process faster than the other)
-    (control / "compile-sleep").write_text("0.5")
+    # machine would otherwise make one worker process faster than the other; compile
+    # chunks of seconds on the workers' host threads, which Dask's placement counted
+    # into a worker's occupancy: a CUDA table split 123 / 5 on two H100s)
+    (control / "compile-sleep").write_text("2.0")
     (control / "build-sleep").write_text("0.15")
     try:
         table = tune_table(coordinator(client, MODEL), [P, P2], budget=Budget(20), repeats=2,

@@ -8,11 +8,15 @@ rows are those of its one device.  Two identical GPUs make one group (the
 evaluations split between them); two different GPUs make two groups, and each
 tunes the table for its own device.
 
-Flow control, not scheduling: a group lets at most as many evaluations be in
-flight as it has live workers (shared by the searches running on it), and Dask
-places each on an idle worker.  An evaluation therefore starts with the
-freshest racing bar, and a worker that dies holds at most the one evaluation
-it was running.
+Placement: a group hands each evaluation to a live worker with none in flight
+(shared by the searches running on it) and pins it there; an evaluation
+therefore starts with the freshest racing bar, no GPU idles while another has a
+queue, and a worker that dies holds at most the one evaluation it was running.
+Dask's own placement is not used for evaluations: it weighs the compile tasks a
+worker's host thread runs into its occupancy and sent 123 of a table's 128
+evaluations to one of two GPUs (notes/cluster.md).  A pinned evaluation whose
+worker died waits in Dask for that worker for good, so the evaluator sends it
+again itself and counts the deaths (evaluator.py).
 
 Faults, each reported through on_event as it happens:
 - a worker process that dies (killed, crashed): its nanny says how on the
@@ -83,23 +87,33 @@ class DeviceGroup:
         self.template_hash = status.template_hash
         self.backend = RemoteBackend(self)      # what tune() searches through
         self.live: dict[str, str] = {}           # address -> worker name
-        self._in_flight = 0
+        self._busy: set[str] = set()             # addresses with an evaluation in flight
+        self._freed: dict[str, float] = {}       # address -> when its last evaluation ended
         self._cond = threading.Condition()
 
-    # --- flow control -------------------------------------------------------
-    def acquire(self) -> bool:
-        """Take one evaluation slot if a live worker is free for it."""
+    # --- placement ------------------------------------------------------------
+    def acquire(self) -> str | None:
+        """The address of a live worker with no evaluation in flight, now taken for
+        one (the one idle longest), or None."""
         self.coordinator.refresh()
         with self._cond:
-            if self._in_flight < len(self.live):
-                self._in_flight += 1
-                return True
-            return False
+            idle = [a for a in self.live if a not in self._busy]
+            if not idle:
+                return None
+            addr = min(idle, key=lambda a: self._freed.get(a, 0.0))
+            self._busy.add(addr)
+            return addr
 
-    def release(self) -> None:
+    def release(self, addr: str) -> None:
         with self._cond:
-            self._in_flight -= 1
+            self._busy.discard(addr)
+            self._freed[addr] = time.monotonic()
             self._cond.notify_all()
+
+    def alive(self, addr: str) -> bool:
+        """Whether the worker at `addr` is still one of the group's (as of the last refresh)."""
+        with self._cond:
+            return addr in self.live
 
     def wait_for_slot(self, timeout: float) -> None:
         with self._cond:
@@ -212,6 +226,11 @@ class Coordinator:
             raise ContextError(f"no worker of the cluster serves backend {spec!r} (start them "
                                f"with: python -m shadertune.cluster worker ADDRESS --gpus 0,1 "
                                f"--backends {spec})")
+
+    @property
+    def scheduler_id(self) -> str | None:
+        """The id of the scheduler last reached (a new one after a restart)."""
+        return self._scheduler_id
 
     def check_cancelled(self) -> None:
         if self.cancelled.is_set():

@@ -15,9 +15,10 @@ another has a queue.  Where the backend compiles ahead, the batch compiles on th
 hosts' cores chunk by chunk (compiles.py) and a config is sent once its host
 compiled it: the GPUs time one chunk while the next compiles.
 
-Faults: a worker killed mid-evaluation costs that evaluation only: Dask runs it
-again on another worker, and after its worker died allowed-failures + 1 times
-(engine.DASK_CONFIG) it is recorded as run_failed with that reason.  A worker
+Faults: a worker killed mid-evaluation costs that evaluation only: the
+evaluator sees the worker leave its group, sends the evaluation again to
+another worker (it was pinned to the dead one: coordinator.py), and after
+KILLS_TO_FAIL deaths of its workers records it as run_failed with that reason.  A worker
 whose GPU context fails is excluded (Coordinator.exclude) and its evaluation
 goes to another worker.  An evaluation the cluster dropped because its
 scheduler was lost is sent again once the client has reconnected.
@@ -44,10 +45,14 @@ from ..core.result import RUN_FAILED, Result
 from ..search.evaluate import RecordingEvaluator, _line
 from .compiles import CompileAhead
 from .coordinator import DROPPED_TRIES, DeviceGroup
+from .engine import DASK_CONFIG
 from .futures import outcome
 from .worker import compile_task, evaluate_task
 
 _WAKE = object()                          # a compile chunk is done: look again
+# An evaluation whose worker died this often is recorded as run_failed instead of
+# killing another (Dask's own count for the tasks it places: allowed-failures + 1).
+KILLS_TO_FAIL = DASK_CONFIG["distributed.scheduler.allowed-failures"] + 1
 
 
 class ClusterEvaluator(RecordingEvaluator):
@@ -127,7 +132,8 @@ class ClusterEvaluator(RecordingEvaluator):
     def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None) -> None:
         client = self.group.coordinator.client
         finished: queue.Queue = queue.Queue()       # futures, put there as they finish
-        running: dict = {}                         # future -> (config, when sent)
+        running: dict = {}                         # future -> (config, when sent, worker, scheduler)
+        deaths: dict[Config, int] = {}             # config -> its workers that died under it
         order = {c: i for i, c in enumerate(todo)}
         plan = (CompileAhead(self.group, self.problem, todo, wake=lambda: finished.put(_WAKE))
                 if self.group.compiles and len(todo) > 1 else None)
@@ -143,13 +149,17 @@ class ClusterEvaluator(RecordingEvaluator):
                     todo.clear()                   # the ones started still finish
                     continue
                 ready = plan.ready() if plan is not None else len(order)
-                while todo and order[todo[0]] < ready and self.group.acquire():
+                while todo and order[todo[0]] < ready:
+                    addr = self.group.acquire()
+                    if addr is None:
+                        break
                     c = todo.popleft()
                     f = client.submit(evaluate_task, self.group.spec, self.search, self.problem, c,
                                       self.options, self._best_ms, pure=False,
                                       key=f"shadertune-eval-{uuid.uuid4().hex}",
+                                      workers=[addr], allow_other_workers=False,
                                       resources={self.group.resource: 1})
-                    running[f] = (c, time.perf_counter())
+                    running[f] = (c, time.perf_counter(), addr, self.group.coordinator.scheduler_id)
                     f.add_done_callback(arrived)
                 if not running:                    # every worker busy with other searches, or
                     starved_since = self.group.starving(starved_since)   # compiling, or none
@@ -159,20 +169,21 @@ class ClusterEvaluator(RecordingEvaluator):
                         self._wait(finished, 0.5)
                     continue
                 item = self._wait(finished, 0.5)
+                self.group.coordinator.refresh()
+                self._send_again_from_the_dead(running, todo, done, deaths)
                 if item is None:                   # still running, or waiting for a worker
-                    self.group.coordinator.refresh()
                     starved_since = self.group.starving(starved_since)
                     continue
-                if item is _WAKE:
+                if item is _WAKE or item not in running:   # (one sent again: its callback still fires)
                     continue
                 f = item
                 if f.status not in ("finished", "error", "cancelled"):
-                    # its result was lost with its worker before it reached us: Dask
-                    # computes it again, and the callback fires again when it is done
+                    # its result was lost with its worker before it reached us: sent
+                    # again once that worker is seen gone
                     f.add_done_callback(arrived)
                     continue
-                c, sent = running.pop(f)
-                self.group.release()
+                c, sent, addr, _ = running.pop(f)
+                self.group.release(addr)
                 r = self._outcome(f, c, sent)
                 if r is None:
                     dropped += 1
@@ -184,12 +195,38 @@ class ClusterEvaluator(RecordingEvaluator):
                 else:
                     done[c] = r
         finally:
-            for f in running:
+            for f, (_, _, addr, _) in running.items():
                 f.cancel()
-                self.group.release()
+                self.group.release(addr)
             if plan is not None:
                 plan.cancel()
                 self.timings["compile_s"] += plan.seconds
+
+    def _send_again_from_the_dead(self, running: dict, todo: deque, done: dict, deaths: dict) -> None:
+        """Evaluations pinned to a worker that left the group (Dask would keep them
+        waiting for it): cancelled and sent again, first in line; one whose workers
+        died KILLS_TO_FAIL times under it is recorded as run_failed instead.  One sent
+        before the scheduler was lost is sent again without a death counted (its
+        workers rejoin the new scheduler)."""
+        coord = self.group.coordinator
+        if not coord.connected:
+            return                  # the cluster's answers wait for the connection
+        for f, (c, _, addr, scheduler) in list(running.items()):
+            if f.done() or self.group.alive(addr):
+                continue
+            del running[f]
+            f.cancel()
+            self.group.release(addr)
+            if scheduler == coord.scheduler_id:
+                deaths[c] = deaths.get(c, 0) + 1
+            if deaths.get(c, 0) >= KILLS_TO_FAIL:
+                r = Result(self.backend.name, self.device, self.problem, c, RUN_FAILED,
+                           message=f"its worker died {deaths[c]} times while evaluating it "
+                                   f"(killed or crashed)")
+                self._record(r, None, None)
+                done[c] = r
+            else:
+                todo.appendleft(c)
 
     def _wait(self, finished: queue.Queue, timeout: float):
         try:
