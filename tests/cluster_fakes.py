@@ -45,6 +45,15 @@ def _sleep(name: str = "sleep") -> None:
         pass
 
 
+def predicted(problem, configs):
+    """A cost model: the fake's own cost surface, doubled (so that it is not the default
+    None, nor the measured times).  Appends 'N thread-name pid' to 'predicted'."""
+    if os.path.isdir(_control("")):
+        with open(_control("predicted"), "a") as f:
+            f.write(f"{len(configs)} {threading.current_thread().name} {os.getpid()}\n")
+    return [2 * cost_ms(c) for c in configs]
+
+
 class OneKind(FakeBackend):
     """Identical GPUs: every device_index has the same device key."""
 
@@ -94,12 +103,10 @@ class OneKind(FakeBackend):
                                 "end": time.monotonic(), "n": len(configs)}) + "\n")
 
     def predict_ms(self, problem, configs):
-        """A cost model: the fake's own cost surface, doubled (so that it is not the
-        default None, nor the measured times).  Appends 'N thread-name' to 'predicted'."""
-        if os.path.isdir(_control("")):
-            with open(_control("predicted"), "a") as f:
-                f.write(f"{len(configs)} {threading.current_thread().name}\n")
-        return [2 * cost_ms(c) for c in configs]
+        return predicted(problem, configs)
+
+    def host_predictor(self):
+        return predicted
 
 
 class ModelKind(OneKind):

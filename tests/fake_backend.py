@@ -53,6 +53,10 @@ def cost_ms(cfg) -> float:
     return c * 0.5 if is_wrong(cfg) or is_unwritten(cfg) else c   # traps look fastest
 
 
+def _predicted_all(problem, configs):
+    return [predicted_ms(c) for c in configs]
+
+
 def predicted_ms(cfg) -> float:
     """The fake's cost model: cost_ms off by a seeded log-normal factor per config."""
     return cost_ms(cfg) * math.exp(random.Random(Config(cfg).key).gauss(0.0, MODEL_NOISE))
@@ -155,6 +159,9 @@ class FakeBackend(Backend):
             return None
         self.predicted += len(configs)
         return [predicted_ms(c) for c in configs]
+
+    def host_predictor(self):
+        return _predicted_all if self.model else None
 
     def source(self, problem, config):
         return f"// fake kernel {config.key}"

@@ -225,10 +225,13 @@ def test_a_whole_space_goes_to_the_cost_model_by_index_not_in_the_graph(client, 
     odd = [Config(every[0], np=2000)] + every[:2000]
     assert group.backend.predict_ms(big, odd) == local.predict_ms(big, odd)
     assert group.backend.predict_ms(big, every[:5]) == local.predict_ms(big, every[:5])
-    # a long ranking is host work, beside the GPU thread; a short one goes where calls go
+    # a long ranking is host work, in the worker's ranking process (off the interpreter
+    # lock its GPU thread needs); a short one goes where calls go
     threads = [line.split() for line in (control / "predicted").read_text().splitlines()]
-    assert [(int(n), t.startswith("shadertune-gpu")) for n, t in threads] == \
+    assert [(int(n), t.startswith("shadertune-gpu")) for n, t, _ in threads] == \
         [(len(every), False), (len(sample), False), (len(odd), True), (5, True)]
+    (_, _, child), (_, _, again), (_, _, worker), _ = threads
+    assert child == again != worker
 
 
 def test_a_worker_that_enumerates_a_space_differently_refuses_to_guess():

@@ -265,6 +265,13 @@ class Backend(abc.ABC):
         """Predicted milliseconds of each config (a cost model), or None: no model."""
         return None
 
+    def host_predictor(self):
+        """A picklable function (problem, configs) -> predict_ms's answer that needs no
+        device (the model over the device's limits, read here), so that ranking a whole
+        space can run in another process: a cluster worker ranks in a child process,
+        off the interpreter lock its GPU thread needs.  None: predict_ms runs here only."""
+        return None
+
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
         """The bound that applies to `config` given measured `ceilings`:
         {'gflops', 'bound', ...}, or None where the backend has no model."""

@@ -46,7 +46,8 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
@@ -291,28 +292,26 @@ class BackendPlugin(WorkerPlugin):
             return self._lost(e)
 
     def _predict_at(self, problem, where):
-        """predict_ms of the configs at `where` (see configs_at), as a float array."""
+        """predict_ms of the configs at `where` (see configs_at), as a float array: in
+        the worker's ranking process where the backend offers a host predictor (the
+        enumeration and the model hold the interpreter lock for seconds on a large
+        space, and the GPU thread's evaluations would wait for it), else here."""
+        predictor = self.backend.host_predictor()
+        if predictor is not None:
+            import cloudpickle         # Dask's own pickler: spaces hold their rules' closures
+            payload = cloudpickle.dumps((predictor, self.backend.space(problem), problem, where,
+                                         self.worker_name))
+            try:
+                return ranking_process().submit(predict_at_in_child, payload).result()
+            except BrokenProcessPool:  # the child died (memory?): once more, here
+                _reset_ranking_process()
         pred = self.backend.predict_ms(problem, self.configs_at(problem, where))
         return None if pred is None else np.asarray(pred, dtype=np.float64)
 
     def configs_at(self, problem, where) -> list:
-        """The configs that `where` = (size, indices, samples) names in this worker's
-        enumeration of the problem's space (the coordinator's copy of the space
-        enumerates alike: same code, same device limits).  samples, (index, key)
-        pairs, check that; a space that enumerates differently here is an error,
-        never a wrong list."""
-        size, indices, samples = where
-        configs = self._enumerated.pop(problem, None)
-        if configs is None:
-            configs = self.backend.space(problem).configs()
-        self._enumerated[problem] = configs
-        while len(self._enumerated) > KEEP_ENUMERATED:
-            self._enumerated.popitem(last=False)
-        if len(configs) != size or any(configs[i].key != key for i, key in samples):
-            raise ShadertuneError(f"the space of {problem.key} enumerates differently on worker "
-                                  f"{self.worker_name} ({len(configs)} configs, the coordinator's "
-                                  f"{size})")
-        return [configs[i] for i in indices]
+        """The configs that `where` names in this worker's enumeration (configs_at)."""
+        return configs_at(self._enumerated, self.backend.space(problem), problem, where,
+                          self.worker_name)
 
     def precompile(self, problem, configs) -> dict:
         """Compile `configs` ahead on this host's cores (not on the GPU thread: the
@@ -372,6 +371,56 @@ def host_call_task(spec: str, method: str, problem, *args):
     if method not in HOST_CALLS:
         raise ValueError(f"{method!r} is not host work")
     return _plugin(spec).call(method, problem, *args)
+
+
+def configs_at(enumerated: OrderedDict, space, problem, where, worker_name) -> list:
+    """The configs that `where` = (size, indices, samples) names in this process's
+    enumeration of the problem's `space` (the coordinator's copy of the space
+    enumerates alike: same code, same device limits), the enumeration kept in
+    `enumerated` for KEEP_ENUMERATED problems.  samples, (index, key) pairs, check
+    that; a space that enumerates differently here is an error, never a wrong list."""
+    size, indices, samples = where
+    configs = enumerated.pop(problem, None)
+    if configs is None:
+        configs = space.configs()
+    enumerated[problem] = configs
+    while len(enumerated) > KEEP_ENUMERATED:
+        enumerated.popitem(last=False)
+    if len(configs) != size or any(configs[i].key != key for i, key in samples):
+        raise ShadertuneError(f"the space of {problem.key} enumerates differently on worker "
+                              f"{worker_name} ({len(configs)} configs, the coordinator's "
+                              f"{size})")
+    return [configs[i] for i in indices]
+
+
+# --- the worker's ranking process ----------------------------------------------------
+# One spawned child per worker process (spawned, not forked: the worker holds a GPU
+# context), started at the first ranking and kept: it enumerates spaces and runs the
+# backend's host predictor, keeping its own enumerations.
+
+_ranking: ProcessPoolExecutor | None = None
+_child_enumerated: OrderedDict = OrderedDict()     # in the child: problem -> configs
+
+
+def ranking_process() -> ProcessPoolExecutor:
+    global _ranking
+    if _ranking is None:
+        _ranking = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    return _ranking
+
+
+def _reset_ranking_process() -> None:
+    global _ranking
+    if _ranking is not None:
+        _ranking.shutdown(wait=False, cancel_futures=True)
+        _ranking = None
+
+
+def predict_at_in_child(payload: bytes):
+    import cloudpickle
+    predictor, space, problem, where, worker_name = cloudpickle.loads(payload)
+    pred = predictor(problem, configs_at(_child_enumerated, space, problem, where, worker_name))
+    return None if pred is None else np.asarray(pred, dtype=np.float64)
 
 
 def call_task(spec: str, method: str, problem, *args):

@@ -164,9 +164,13 @@ class CUDABackend(Backend):
 
     def predict_ms(self, problem: Problem, configs) -> list[float]:
         """The analytical model of tuning.py (cycles at the model's clock), in ms."""
-        from .tuning import CLOCK_HZ, model_cycles
-        lim = self.limits()
-        return [model_cycles(problem, c, lim) / CLOCK_HZ * 1e3 for c in configs]
+        from .tuning import model_ms
+        return model_ms(problem, configs, self.limits())
+
+    def host_predictor(self):
+        import functools
+        from .tuning import model_ms
+        return functools.partial(model_ms, limits=self.limits())
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:
         """min(FMA peak, DRAM bandwidth x the problem's intensity)."""

@@ -137,6 +137,11 @@ def _raw_dmma(problem: Problem, limits: dict):
     yield from dmma.raw_configs(problem, limits, _TILES, _tensor_core_configs)
 
 
+def model_ms(problem: Problem, configs, limits: dict) -> list[float]:
+    """model_cycles of each config at the model's clock, in milliseconds."""
+    return [model_cycles(problem, c, limits) / CLOCK_HZ * 1e3 for c in configs]
+
+
 def model_cycles(problem: Problem, c, limits: dict) -> float:
     # a plain dict: ranking a space reads ~20 knobs of each of ~10^5 configs
     c = {**KNOB_DEFAULTS, **(c.to_dict() if isinstance(c, Config) else c)}

@@ -180,6 +180,10 @@ class GLBackend(Backend):
         """The analytical cost model of every path (cost.py, compute/model.py)."""
         return predict_ms(problem, configs, self.device().limits)
 
+    def host_predictor(self):
+        import functools
+        return functools.partial(predict_ms, limits=dict(self.device().limits))
+
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
         """The default first, then the default shapes of the families of their own (the
         compute family's, where the device has it) ranked by the cost model: the configs
