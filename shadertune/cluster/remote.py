@@ -65,6 +65,14 @@ class RemoteBackend(Backend):
         pred = self.group.call("predict_at", problem, where, host=True)   # beside the GPU
         return None if pred is None else [float(p) for p in pred]
 
+    def host_predictor(self):
+        """The workers' host predictor (Backend.host_predictor), asked once: the search
+        ranks its space in a child process of the coordinator with it, so neither the
+        coordinator's interpreter nor a worker's holds the lock for it."""
+        if not hasattr(self, "_host_predictor"):
+            self._host_predictor = self.group.call("host_predictor", None)
+        return self._host_predictor
+
     def indices(self, problem: Problem, configs: Sequence[Config]):
         """(size of the enumerated space, the configs' indices in it, three (index, key)
         samples the worker checks its own enumeration with), or None when a config is

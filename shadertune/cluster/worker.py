@@ -285,7 +285,8 @@ class BackendPlugin(WorkerPlugin):
         b = self.backend
         fn = {"space": b.space, "default_config": b.default_config, "candidates": b.candidates,
               "predict_ms": b.predict_ms, "source": b.source, "precompile": b.precompile,
-              "predict_at": self._predict_at}[method]
+              "predict_at": self._predict_at,
+              "host_predictor": lambda _problem: b.host_predictor()}[method]
         try:
             return {"value": fn(problem, *args)}
         except ContextError as e:

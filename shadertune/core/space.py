@@ -395,6 +395,17 @@ class Space:
             self._size = len(self._valid) if self._valid is not None else self._count()
         return self._size
 
+    @property
+    def count_known(self) -> bool:
+        """Whether count() answers at once (counted, enumerated or noted before)."""
+        return self._size is not None or self._valid is not None
+
+    def note_count(self, n: int) -> None:
+        """The count made elsewhere (another process's enumeration of this same space),
+        kept as count() keeps its own."""
+        if self._size is None:
+            self._size = int(n)
+
     def _count(self) -> int:
         groups = self._independent_groups()
         if len(groups) == 1:

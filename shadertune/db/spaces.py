@@ -47,15 +47,15 @@ def fingerprint(space) -> str:
     return h.hexdigest()[:32]
 
 
-def space_sizes(store, backend, problem, space) -> tuple[int, int]:
+def space_sizes(store, backend, problem, space, count=len) -> tuple[int, int]:
     """(pruned size, full size) of `space`: from the store when counted before, else
-    counted (and kept there when the store is writable)."""
+    count(space) (and kept there when the store is writable)."""
     full = space.full_size
     if store is None:
-        return len(space), full
+        return count(space), full
     key = (backend.name, backend.device().key, backend.template_hash(), problem.key, fingerprint(space))
     size = store.cached_space_size(*key)
     if size is None:
-        size = len(space)
+        size = count(space)
         store.keep_space_size(*key, size, full)
     return size, full

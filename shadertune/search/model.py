@@ -31,6 +31,7 @@ from .budget import Budget, BudgetExhausted, Tracker
 from .local import fresh_batches, improve
 from .options import SearchOptions
 from .random_search import draws
+from .ranking import ranked, sampled
 
 
 def search(space: Space, evaluate, budget: Budget | None = None,
@@ -71,7 +72,10 @@ class Starts:
 
     def __iter__(self):
         if self.ranked is self._UNRANKED:
-            self.ranked = ranked_configs(self.space, self.options)
+            elsewhere = self.options.rank_elsewhere
+            self.ranked = elsewhere(self.space) if elsewhere is not None else None
+            if self.ranked is None:
+                self.ranked = ranked_configs(self.space, self.options)
         if self.ranked is None:
             yield from draws(self.space, random.Random(self.options.seed), skip=self.run.evaluated)
         else:
@@ -91,16 +95,6 @@ def ranked_configs(space: Space, options: SearchOptions) -> list[Config] | None:
     the module docstring); None without a cost model."""
     if options.cost_model is None:
         return None
-    configs = space.configs()
-    if len(configs) > options.rank_limit:
-        configs = random.Random(options.seed).sample(configs, options.rank_limit)
+    configs = sampled(space.configs(), options.rank_limit, options.seed)
     pred = options.predict(configs)
-    if pred is None:
-        return None
-    out, seen = [], set()
-    for i in sorted(range(len(configs)), key=lambda i: (pred[i], i)):
-        key = float(f"{pred[i]:.3g}")
-        if key not in seen:
-            seen.add(key)
-            out.append(configs[i])
-    return out
+    return None if pred is None else ranked(configs, pred)

@@ -30,6 +30,9 @@ class SearchOptions:
     patience: int = 3                   # restarts in a row without a gain before convergence
     min_gain: float = 0.01              # a smaller relative improvement is not a gain
     rank_limit: int = 200_000           # model: rank at most this many configs (a sample beyond)
+    # model: space -> its ranked list, or None (rank in process with cost_model); the
+    # same list ranked_configs makes, made elsewhere (search.ranking.child_ranker)
+    rank_elsewhere: Callable | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "seeds", tuple(Config(c) for c in self.seeds))

@@ -13,6 +13,8 @@ from ..core.result import Result
 from .budget import Budget
 from .evaluate import Evaluator, RecordingEvaluator
 from .options import SearchOptions
+from .ranking import child_ranker
+from .ranking import count as count_space
 from .registry import get_strategy
 from .report_json import problem_entry
 
@@ -59,8 +61,13 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     predict = cost_model.predict if cost_model is not None else backend.predict_ms
     # a slower model (the learned one: about 25,000 configs a second) ranks a smaller sample
     limit = {"rank_limit": cost_model.rank_limit} if cost_model is not None and cost_model.rank_limit else {}
+    # the backend's own model ranks a space in a child process where it offers one that
+    # travels (search/ranking.py); a learned model ranks here
+    elsewhere = child_ranker(problem, backend.host_predictor, seed, SearchOptions.rank_limit) \
+        if cost_model is None else None
     options = SearchOptions(seed=seed, cost_model=lambda configs: predict(problem, configs),
-                            seeds=backend.candidates(problem, SearchOptions.top), **limit)
+                            seeds=backend.candidates(problem, SearchOptions.top), rank_elsewhere=elsewhere,
+                            **limit)
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
     t0 = time.monotonic()
     with backend.search_session():
@@ -68,7 +75,7 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
     seconds = time.monotonic() - t0
     # The pruned size is counted (Space.count: no config made; the store keeps it):
     # after the search, so results start at once.
-    size, full = space_sizes(store, backend, problem, space)
+    size, full = space_sizes(store, backend, problem, space, count=count_space)
     entry = problem_entry(problem, results, space_size=size, full_space_size=full,
                           measured=evaluate.measured, cached=evaluate.cached, seconds=seconds,
                           stage_seconds=evaluate.stage_seconds,

@@ -1,0 +1,131 @@
+"""The model strategy's ranking of a whole space, in a child process where it can be.
+
+Ranking enumerates the pruned space and predicts every config (a CUDA space: 80,000 to
+280,000 configs, seconds of CPU a problem), all of it holding the interpreter lock that
+the other searches of a table, and a cluster coordinator's event loop, need to dispatch
+their evaluations.  Where the backend offers a host predictor (Backend.host_predictor: a
+picklable model over its device's limits) and cloudpickle is installed (Dask's pickler: a
+space carries its rules' closures), the ranking runs in a spawned process (spawned, not
+forked: the caller may hold a GPU context) and the search's thread waits for it without
+the lock.  The list is the one ranked() makes in process; a child that cannot rank (it
+died, the space did not pickle) leaves the ranking to the caller.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import random
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, Sequence
+
+from ..core.config import Config
+from ..core.cpus import usable_cpus
+
+# Children ranking at once (a table ranks its problems side by side), at most.
+MAX_CHILDREN = 4
+
+_pool: ProcessPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def ranked(configs: Sequence[Config], pred: Sequence[float]) -> list[Config]:
+    """`configs` by prediction, one per distinct prediction (3 significant digits): the
+    first of them in `configs`' order."""
+    out, seen = [], set()
+    for i in sorted(range(len(configs)), key=lambda i: (pred[i], i)):
+        key = float(f"{pred[i]:.3g}")
+        if key not in seen:
+            seen.add(key)
+            out.append(configs[i])
+    return out
+
+
+def sampled(configs: list[Config], limit: int, seed: int) -> list[Config]:
+    """At most `limit` configs: a seeded uniform sample beyond it."""
+    return random.Random(seed).sample(configs, limit) if len(configs) > limit else configs
+
+
+def child_ranker(problem, host_predictor: Callable, seed: int, limit: int) -> Callable | None:
+    """A function space -> its ranked list, made in a child process with the predictor
+    host_predictor() gives when the ranking is due (None: no child could rank, rank
+    here); None where cloudpickle is missing."""
+    try:
+        import cloudpickle
+    except ImportError:
+        return None
+
+    def rank(space) -> list[Config] | None:
+        predictor = host_predictor()
+        if predictor is None:
+            return None
+        try:
+            payload = cloudpickle.dumps((space, predictor, problem, seed, limit))
+            out, size = _children().submit(_rank_in_child, payload).result()
+        except Exception:       # pickling, a dead child, its error: the caller ranks
+            _forget_children()
+            return None
+        space.note_count(size)  # the report's pruned size, counted by the same walk
+        return out
+    return rank
+
+
+# A space whose knob product is at least this large is counted in a child (the walk
+# costs about a second on GL's spaces and CUDA's); a smaller one here, at once.
+CHILD_COUNT_FROM = 10 ** 7
+
+
+def count(space) -> int:
+    """len(space), in a child process where the walk is long and nothing counted it yet."""
+    if space.count_known or space.full_size < CHILD_COUNT_FROM:
+        return len(space)
+    n = child_count(space)
+    if n is None:
+        return len(space)
+    space.note_count(n)
+    return n
+
+
+def child_count(space) -> int | None:
+    """len(space), counted in a child process (None: it could not; count here)."""
+    try:
+        import cloudpickle
+        return _children().submit(_count_in_child, cloudpickle.dumps(space)).result()
+    except Exception:
+        _forget_children()
+        return None
+
+
+def _rank_in_child(payload: bytes) -> tuple[list[Config] | None, int]:
+    import cloudpickle
+    space, predictor, problem, seed, limit = cloudpickle.loads(payload)
+    every = space.configs()
+    configs = sampled(every, limit, seed)
+    pred = predictor(problem, configs)
+    if pred is None:
+        return None, len(every)
+    pred = [float(p) for p in pred]
+    if len(pred) != len(configs):
+        raise ValueError(f"the host predictor gave {len(pred)} predictions for {len(configs)} configs")
+    return ranked(configs, pred), len(every)
+
+
+def _count_in_child(payload: bytes) -> int:
+    import cloudpickle
+    return len(cloudpickle.loads(payload))
+
+
+def _children() -> ProcessPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(max(1, min(MAX_CHILDREN, usable_cpus())),
+                                        mp_context=multiprocessing.get_context("spawn"))
+        return _pool
+
+
+def _forget_children() -> None:
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            _pool.shutdown(wait=False, cancel_futures=True)
+            _pool = None
