@@ -3,8 +3,17 @@
 A thread of a test that raises fails that test: pytest reports such an exception as a
 PytestUnhandledThreadExceptionWarning, made an error here (children started through
 tests/subproc.py fail the same way)."""
+import os
+
 import numpy as np
 import pytest
+
+from shadertune.backends.gl.platform.shader_cache import private_shader_cache_env
+
+# each test process (and the children it starts) its own Mesa shader cache, set before any
+# GL display opens: two processes compiling one shader through a shared cache crashed
+# llvmpipe (shader_cache.py)
+os.environ.update(private_shader_cache_env("tests-" + os.environ.get("PYTEST_XDIST_WORKER", "main")))
 
 
 def pytest_configure(config):

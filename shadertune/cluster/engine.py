@@ -70,8 +70,12 @@ def worker_options(gpu: int, name: str, backends, host: str | None, env: dict | 
     """A Nanny's options for the worker of `gpu`: one thread, its GPU in its environment
     (with `env`: set again whenever the nanny restarts the worker), and a BackendPlugin
     for each of `backends` ('gl', 'cuda', module:Class), set up before it registers."""
+    from ..backends.gl.platform.shader_cache import private_shader_cache_env
     from .worker import BackendPlugin
-    return {"nthreads": WORKER_THREADS, "name": name, "env": {**(env or {}), GPU_ENV: str(gpu)},
+    # each worker its own Mesa shader cache: workers on one software renderer compile
+    # the same shaders at once (shader_cache.py)
+    env = {**private_shader_cache_env(f"worker-{name}"), **(env or {}), GPU_ENV: str(gpu)}
+    return {"nthreads": WORKER_THREADS, "name": name, "env": env,
             "host": host, "silence_logs": silence,
             "plugins": tuple(BackendPlugin(spec) for spec in backends)}
 

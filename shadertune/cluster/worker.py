@@ -57,6 +57,7 @@ from ..core.cpus import usable_cpus
 from ..backends.base import Backend, DeviceInfo
 from ..errors import ContextError, ShadertuneError
 from ..search.evaluate import Evaluator, _line
+from ..search.ranking import ignore_ctrl_c
 from .engine import GPU_ENV
 
 # constructor keyword that picks the GPU, per backend name
@@ -406,7 +407,8 @@ _child_enumerated: OrderedDict = OrderedDict()     # in the child: problem -> co
 def ranking_process() -> ProcessPoolExecutor:
     global _ranking
     if _ranking is None:
-        _ranking = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        _ranking = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=ignore_ctrl_c)
     return _ranking
 
 

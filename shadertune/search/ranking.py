@@ -69,9 +69,9 @@ def child_ranker(problem, host_predictor: Callable, seed: int, limit: int) -> Ca
     return rank
 
 
-# A space whose knob product is at least this large is counted in a child (the walk
-# costs about a second on GL's spaces and CUDA's); a smaller one here, at once.
-CHILD_COUNT_FROM = 10 ** 7
+# A space whose knob product is at least this large is counted in a child (CUDA's, 10^9
+# and more: seconds of walk); a smaller one here (GL's, ~2 x 10^8: half a second).
+CHILD_COUNT_FROM = 10 ** 9
 
 
 def count(space) -> int:
@@ -93,6 +93,13 @@ def child_count(space) -> int | None:
     except Exception:
         _forget_children()
         return None
+
+
+def ignore_ctrl_c() -> None:
+    """A child's Ctrl-C is its parent's to handle (a terminal sends it to the whole
+    process group): the parent stops its search and shuts the children down."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _rank_in_child(payload: bytes) -> tuple[list[Config] | None, int]:
@@ -119,7 +126,8 @@ def _children() -> ProcessPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(max(1, min(MAX_CHILDREN, usable_cpus())),
-                                        mp_context=multiprocessing.get_context("spawn"))
+                                        mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=ignore_ctrl_c)
         return _pool
 
 

@@ -37,6 +37,7 @@ import threading
 from ....core.optional import optional_import
 from ....errors import ContextError
 from .egl_compat import create_compat_context
+from .uninterrupted import uninterrupted
 
 _MESA_HINT = ("on Debian/Ubuntu: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 "
               "(Mesa llvmpipe renders without a GPU)")
@@ -356,7 +357,11 @@ def get_context(device_index: int | None = None, kind: str = "egl"):
     key = (kind, device_index)
     ctx = contexts.get(key)
     if ctx is None:
-        ctx = create_egl_context(device_index) if kind == "egl" else create_glfw_context()
+        # with Ctrl-C held back: the threads the driver starts now (llvmpipe's rasterizer
+        # and compiler queues) inherit a mask that blocks SIGINT, so the signal never
+        # lands inside driver code on one of them (uninterrupted.py)
+        with uninterrupted():
+            ctx = create_egl_context(device_index) if kind == "egl" else create_glfw_context()
         setattr(ctx, _STATE_ATTR, ContextState(owner=(os.getpid(), threading.get_ident())))
         contexts[key] = ctx
         # read the renderer now, while no work is in flight: the errors its probes
