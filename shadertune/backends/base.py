@@ -268,8 +268,8 @@ class Backend(abc.ABC):
     def host_predictor(self):
         """A picklable function (problem, configs) -> predict_ms's answer that needs no
         device (the model over the device's limits, read here), so that ranking a whole
-        space can run in another process: a cluster worker ranks in a child process,
-        off the interpreter lock its GPU thread needs.  None: predict_ms runs here only."""
+        space can run in another process (search/ranking.py), off the interpreter lock
+        the caller's other threads need.  None: predict_ms runs here only."""
         return None
 
     def roofline(self, problem: Problem, config, ceilings) -> dict | None:

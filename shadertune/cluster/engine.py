@@ -40,7 +40,9 @@ DASK_CONFIG = {
     # process may not have children.
     "distributed.worker.daemon": False,
     # A task whose worker died 3 times (allowed-failures + 1) fails with KilledWorker; the
-    # coordinator records that config as run_failed instead of killing a fourth worker.
+    # coordinator records that config as run_failed instead of killing a fourth worker
+    # (its pinned evaluations count their workers' deaths themselves, to the same number:
+    # evaluator.KILLS_TO_FAIL).
     "distributed.scheduler.allowed-failures": 2,
     # Dask's system monitor asks NVML for every GPU's memory twice a second on the event
     # loop of each worker and of the scheduler; on a machine whose NVML answers in 0.2-0.4 s

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 BY_INDEX_FROM = 1000
 
 
+_UNASKED = object()          # RemoteBackend.host_predictor before its one call
+
 class RemoteBackend(Backend):
     def __init__(self, group: "DeviceGroup"):
         self.group = group
@@ -38,6 +40,7 @@ class RemoteBackend(Backend):
         self.default_strategy = group.default_strategy
         self._spaces: dict = {}
         self._positions: dict = {}           # problem -> ({config: index}, configs)
+        self._host_predictor = _UNASKED
 
     def device(self):
         return self.group.device
@@ -69,7 +72,7 @@ class RemoteBackend(Backend):
         """The workers' host predictor (Backend.host_predictor), asked once: the search
         ranks its space in a child process of the coordinator with it, so neither the
         coordinator's interpreter nor a worker's holds the lock for it."""
-        if not hasattr(self, "_host_predictor"):
+        if self._host_predictor is _UNASKED:
             self._host_predictor = self.group.call("host_predictor", None)
         return self._host_predictor
 

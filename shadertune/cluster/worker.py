@@ -46,7 +46,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
@@ -57,7 +57,7 @@ from ..core.cpus import usable_cpus
 from ..backends.base import Backend, DeviceInfo
 from ..errors import ContextError, ShadertuneError
 from ..search.evaluate import Evaluator, _line
-from ..search.ranking import ignore_ctrl_c
+from ..search.ranking import children, forget_children
 from .engine import GPU_ENV
 
 # constructor keyword that picks the GPU, per backend name
@@ -146,11 +146,6 @@ def compiles_ahead(backend: Backend) -> bool:
     """Whether the backend compiles ahead (its precompile is its own, not the base's
     nothing): only then does the coordinator compile ahead on the hosts."""
     return type(backend).precompile is not Backend.precompile
-
-
-def host_cpus() -> int:
-    """The cores this process may run on (its affinity, else the machine's)."""
-    return usable_cpus()
 
 
 @dataclass(frozen=True)
@@ -242,7 +237,7 @@ class BackendPlugin(WorkerPlugin):
         return WorkerStatus(self.address, self.worker_name, self.gpu, True, self.backend_name,
                             self.default_strategy, self.device, self.template_hash,
                             self.resource if self.backend else None, self.error,
-                            host=socket.gethostname(), pid=os.getpid(), cpus=host_cpus(),
+                            host=socket.gethostname(), pid=os.getpid(), cpus=usable_cpus(),
                             compiles=bool(self.backend) and self.compiles,
                             open_seconds=self.open_seconds)
 
@@ -304,9 +299,9 @@ class BackendPlugin(WorkerPlugin):
             payload = cloudpickle.dumps((predictor, self.backend.space(problem), problem, where,
                                          self.worker_name))
             try:
-                return ranking_process().submit(predict_at_in_child, payload).result()
+                return children().submit(predict_at_in_child, payload).result()
             except BrokenProcessPool:  # the child died (memory?): once more, here
-                _reset_ranking_process()
+                forget_children()
         pred = self.backend.predict_ms(problem, self.configs_at(problem, where))
         return None if pred is None else np.asarray(pred, dtype=np.float64)
 
@@ -395,28 +390,9 @@ def configs_at(enumerated: OrderedDict, space, problem, where, worker_name) -> l
     return [configs[i] for i in indices]
 
 
-# --- the worker's ranking process ----------------------------------------------------
-# One spawned child per worker process (spawned, not forked: the worker holds a GPU
-# context), started at the first ranking and kept: it enumerates spaces and runs the
-# backend's host predictor, keeping its own enumerations.
-
-_ranking: ProcessPoolExecutor | None = None
-_child_enumerated: OrderedDict = OrderedDict()     # in the child: problem -> configs
-
-
-def ranking_process() -> ProcessPoolExecutor:
-    global _ranking
-    if _ranking is None:
-        _ranking = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=ignore_ctrl_c)
-    return _ranking
-
-
-def _reset_ranking_process() -> None:
-    global _ranking
-    if _ranking is not None:
-        _ranking.shutdown(wait=False, cancel_futures=True)
-        _ranking = None
+# A ranking in one of the search layer's children (search.ranking.children: spawned,
+# not forked, as the worker holds a GPU context), each keeping its own enumerations.
+_child_enumerated: OrderedDict = OrderedDict()     # in a child: problem -> configs
 
 
 def predict_at_in_child(payload: bytes):

@@ -31,7 +31,7 @@ from .budget import Budget, BudgetExhausted, Tracker
 from .local import fresh_batches, improve
 from .options import SearchOptions
 from .random_search import draws
-from .ranking import ranked, sampled
+from .ranking import rank_configs
 
 
 def search(space: Space, evaluate, budget: Budget | None = None,
@@ -95,6 +95,4 @@ def ranked_configs(space: Space, options: SearchOptions) -> list[Config] | None:
     the module docstring); None without a cost model."""
     if options.cost_model is None:
         return None
-    configs = sampled(space.configs(), options.rank_limit, options.seed)
-    pred = options.predict(configs)
-    return None if pred is None else ranked(configs, pred)
+    return rank_configs(space.configs(), options)

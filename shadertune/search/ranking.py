@@ -12,6 +12,7 @@ died, the space did not pickle) leaves the ranking to the caller.
 """
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import random
 import threading
@@ -20,6 +21,7 @@ from typing import Callable, Sequence
 
 from ..core.config import Config
 from ..core.cpus import usable_cpus
+from .options import SearchOptions
 
 # Children ranking at once (a table ranks its problems side by side), at most.
 MAX_CHILDREN = 4
@@ -45,6 +47,14 @@ def sampled(configs: list[Config], limit: int, seed: int) -> list[Config]:
     return random.Random(seed).sample(configs, limit) if len(configs) > limit else configs
 
 
+def rank_configs(configs: list[Config], options: SearchOptions) -> list[Config] | None:
+    """`configs` (options.rank_limit of them at most) ranked by options' cost model; None
+    where it predicts nothing."""
+    configs = sampled(configs, options.rank_limit, options.seed)
+    pred = options.predict(configs)
+    return None if pred is None else ranked(configs, pred)
+
+
 def child_ranker(problem, host_predictor: Callable, seed: int, limit: int) -> Callable | None:
     """A function space -> its ranked list, made in a child process with the predictor
     host_predictor() gives when the ranking is due (None: no child could rank, rank
@@ -60,9 +70,9 @@ def child_ranker(problem, host_predictor: Callable, seed: int, limit: int) -> Ca
             return None
         try:
             payload = cloudpickle.dumps((space, predictor, problem, seed, limit))
-            out, size = _children().submit(_rank_in_child, payload).result()
+            out, size = children().submit(_rank_in_child, payload).result()
         except Exception:       # pickling, a dead child, its error: the caller ranks
-            _forget_children()
+            forget_children()
             return None
         space.note_count(size)  # the report's pruned size, counted by the same walk
         return out
@@ -89,9 +99,9 @@ def child_count(space) -> int | None:
     """len(space), counted in a child process (None: it could not; count here)."""
     try:
         import cloudpickle
-        return _children().submit(_count_in_child, cloudpickle.dumps(space)).result()
+        return children().submit(_count_in_child, cloudpickle.dumps(space)).result()
     except Exception:
-        _forget_children()
+        forget_children()
         return None
 
 
@@ -106,14 +116,8 @@ def _rank_in_child(payload: bytes) -> tuple[list[Config] | None, int]:
     import cloudpickle
     space, predictor, problem, seed, limit = cloudpickle.loads(payload)
     every = space.configs()
-    configs = sampled(every, limit, seed)
-    pred = predictor(problem, configs)
-    if pred is None:
-        return None, len(every)
-    pred = [float(p) for p in pred]
-    if len(pred) != len(configs):
-        raise ValueError(f"the host predictor gave {len(pred)} predictions for {len(configs)} configs")
-    return ranked(configs, pred), len(every)
+    options = SearchOptions(seed=seed, rank_limit=limit, cost_model=functools.partial(predictor, problem))
+    return rank_configs(every, options), len(every)
 
 
 def _count_in_child(payload: bytes) -> int:
@@ -121,7 +125,9 @@ def _count_in_child(payload: bytes) -> int:
     return len(cloudpickle.loads(payload))
 
 
-def _children() -> ProcessPoolExecutor:
+def children() -> ProcessPoolExecutor:
+    """The spawned processes that rank and count (a cluster worker's rankings too),
+    started at the first use and kept."""
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -131,7 +137,9 @@ def _children() -> ProcessPoolExecutor:
         return _pool
 
 
-def _forget_children() -> None:
+def forget_children() -> None:
+    """Shut the children down (one died, or could not take a task): the next use starts
+    them again."""
     global _pool
     with _pool_lock:
         if _pool is not None:

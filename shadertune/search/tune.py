@@ -13,8 +13,7 @@ from ..core.result import Result
 from .budget import Budget
 from .evaluate import Evaluator, RecordingEvaluator
 from .options import SearchOptions
-from .ranking import child_ranker
-from .ranking import count as count_space
+from .ranking import child_ranker, count as count_space
 from .registry import get_strategy
 from .report_json import problem_entry
 
