@@ -500,6 +500,35 @@ def test_a_worker_killed_mid_evaluation_costs_only_that_evaluation(client, contr
         "another worker, and its nanny restarts it"), said
 
 
+def _workers_on_scheduler(dask_scheduler=None):
+    return list(dask_scheduler.workers)
+
+
+def test_a_value_lost_with_its_pinned_worker_before_the_fetch_gives_the_fetch_up(client):
+    # a task pinned to a worker (as every evaluation is) is finished, and its worker dies
+    # before the value is fetched: Dask would compute it again only there, so a plain
+    # result() waits for good; outcome() with give_up cancels it and says why
+    from shadertune.cluster.futures import outcome
+    live_workers(client, 2)
+    addr = sorted(client.run_on_scheduler(_workers_on_scheduler))[0]
+    pid = client.run(os.getpid, workers=[addr])[addr]
+    f = client.submit(sum, [1, 2, 3], pure=False, workers=[addr], allow_other_workers=False)
+    assert f.result() == 6                          # done; held on that worker
+    g = client.submit(sum, [4, 5], pure=False, workers=[addr], allow_other_workers=False)
+    deadline = time.monotonic() + 30
+    while g.status != "finished":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    got = []
+    t = threading.Thread(target=lambda: got.append(outcome(
+        g, 0.1, lambda: addr not in client.run_on_scheduler(_workers_on_scheduler))), daemon=True)
+    t.start()
+    t.join(60)
+    assert got == [("cancelled", "its value was lost with the worker that held it")]
+    live_workers(client, 2)                          # its nanny restarted it
+
+
 def test_a_config_that_kills_every_worker_it_runs_on_is_recorded_after_three_tries(
         client, control, tmp_path):
     live_workers(client, 2)

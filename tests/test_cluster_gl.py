@@ -116,6 +116,10 @@ def second_gpu() -> int:
         return 0
 
 
+def hosts_logs(where) -> str:
+    return "\n".join(f"--- {p.name}:\n{p.read_text()[-4000:]}" for p in sorted(where.glob("host*.log")))
+
+
 def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_restart(
         gl, tmp_path, capsys):
     b = second_gpu()
@@ -147,7 +151,8 @@ def test_a_gl_search_on_two_hosts_survives_a_killed_worker_and_a_scheduler_resta
         def until(what, done):
             while not done():
                 assert search.poll() is None, err.text()
-                assert time.monotonic() < deadline, f"waited in vain for {what}: {err.text()}"
+                assert time.monotonic() < deadline, \
+                    f"waited in vain for {what}: {err.text()}\n{hosts_logs(tmp_path)}"
                 time.sleep(0.05)
         until("4 results", lambda: len(stored(db)) >= 4)
         killed = pids[f"hostB-gpu{b}"]

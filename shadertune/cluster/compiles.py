@@ -22,6 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import Callable
 
+from .futures import FETCH_POLL_SECONDS, outcome
 from .worker import compile_task
 
 MIN_CHUNK = 8
@@ -73,11 +74,14 @@ class CompileAhead:
                 continue
             if not fut.done():
                 continue
-            if fut.status == "finished":
-                try:
-                    self.seconds += float(fut.result().get("seconds", 0.0))
-                except Exception:        # a result lost with its worker: the chunk counts as done
-                    pass
+            addrs = h["addrs"]
+
+            def lost() -> bool:          # its workers died before its value was fetched
+                self.group.coordinator.refresh()
+                return not any(self.group.alive(a) for a in addrs)
+            status, value = outcome(fut, FETCH_POLL_SECONDS, lost)
+            if status == "finished":     # (one lost with its workers: the chunk counts as done)
+                self.seconds += float(value.get("seconds", 0.0))
             h["done"] = h.pop("end")
             h["future"] = None
             self._next_chunk(host)

@@ -46,7 +46,7 @@ from ..search.evaluate import RecordingEvaluator, _line
 from .compiles import CompileAhead
 from .coordinator import DROPPED_TRIES, DeviceGroup
 from .engine import DASK_CONFIG
-from .futures import outcome
+from .futures import FETCH_POLL_SECONDS, outcome
 from .worker import compile_task, evaluate_task
 
 _WAKE = object()                          # a compile chunk is done: look again
@@ -184,7 +184,7 @@ class ClusterEvaluator(RecordingEvaluator):
                     continue
                 c, sent, addr, _ = running.pop(f)
                 self.group.release(addr)
-                r = self._outcome(f, c, sent)
+                r = self._outcome(f, c, sent, addr)
                 if r is None:
                     dropped += 1
                     if dropped > DROPPED_TRIES * max(1, len(order)):
@@ -234,9 +234,12 @@ class ClusterEvaluator(RecordingEvaluator):
         except queue.Empty:
             return None
 
-    def _outcome(self, f, config: Config, sent: float) -> Result | None:
+    def _outcome(self, f, config: Config, sent: float, addr: str) -> Result | None:
         """The Result of a finished future (written and noted), or None to evaluate again."""
-        status, value = outcome(f)
+        def lost() -> bool:          # its worker died before its value was fetched
+            self.group.coordinator.refresh()
+            return not self.group.alive(addr)
+        status, value = outcome(f, FETCH_POLL_SECONDS, lost)
         round_trip = time.perf_counter() - sent      # sent to its Result here (fetched too)
         if status == "finished":
             out = value
@@ -254,8 +257,8 @@ class ClusterEvaluator(RecordingEvaluator):
             self._record(out["result"], out["seconds"], out["worker"])
             return out["result"]
         if status == "cancelled":
-            # not by us (we cancel only what is left when the batch ends): the scheduler
-            # was lost; once the client is connected again the evaluation is sent again
+            # the scheduler was lost (once the client is connected again the evaluation
+            # is sent again), or the worker holding its value died before the fetch
             self.group.coordinator.check_cancelled()
             self.group.coordinator.await_connection()
             return None
