@@ -559,7 +559,10 @@ KNOB_MOVES = (("db=1", {"db": 1}), ("db=2", {"db": 2}), ("skew", {"skew": 1, "pa
               # the slab loop: half the barriers a K (bk 32), and the operands read through
               # textures (the driver's read-only path) instead of storage buffers
               ("bk=32", {"bk": 32}), ("bk=32 db=1", {"bk": 32, "db": 1}),
-              ("B texture", {"b_src": "texture"}), ("A,B textures", {"a_src": "texture", "b_src": "texture"}))
+              ("B texture", {"b_src": "texture"}), ("A,B textures", {"a_src": "texture", "b_src": "texture"}),
+              # the small gains alone (skew, B through a texture, swz 8) together
+              ("skew+B texture", {"skew": 1, "pad": 0, "b_src": "texture"}),
+              ("skew+B texture+swz=8", {"skew": 1, "pad": 0, "b_src": "texture", "swz": 8}))
 # at the other sizes: the new knobs alone, from the default
 KNOB_ALONE = ("db=2", "skew", "clamp", "swz=8", "shuffle")
 
