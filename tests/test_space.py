@@ -346,3 +346,30 @@ def test_a_branched_plan_walks_each_part_in_its_own_order():
     assert {(c["y"], c["shared"]) for c in seen if c["kind"] == "b"} >= {(20, "t"), (10, "u")}
     assert u.phases.for_config(seen[-1]).branch is None
     assert u.phases.start_point == seen[0]
+
+
+def test_admits_is_why_invalid_without_the_reason():
+    # positional, whole-config and declared mapping rules, one that raises, values off
+    # the domains, missing and unknown knobs: admits(dict) == (why_invalid is None)
+    @restriction(knobs=["c"])
+    def c_small(cfg):
+        return cfg["c"] < 2 or cfg["a"] != 4
+
+    s = space(restrictions=["a * c <= limit", lambda cfg: cfg["b"] != "y" or cfg["a"] > 1,
+                            c_small, "1 // (a - 2) >= -1"])
+    points = [dict(zip(s.knobs, v)) for v in itertools.product((1, 2, 4, 8), ("x", "y"), (1, 2))]
+    points += [{"a": 1, "b": "x"}, {"a": 1, "b": "x", "c": 1, "d": 0}]
+    verdicts = [s.admits(p) for p in points]
+    assert verdicts == [s.why_invalid(p) is None for p in points]
+    assert any(verdicts) and not all(verdicts)
+
+
+def test_the_cuda_space_admits_a_config_written_before_its_newest_knobs():
+    from shadertune.backends.cuda.device import DEFAULT_LIMITS
+    from shadertune.backends.cuda.space import make_space
+    p = Problem(300, 200, 100)
+    s = make_space(p, DEFAULT_LIMITS)
+    cfg = s.configs()[0].to_dict()
+    old = {k: v for k, v in cfg.items() if k not in ("SK", "PS", "AR")}
+    assert s.admits(cfg) and s.admits(old) == (s.why_invalid(old) is None)
+    assert not s.admits({**cfg, "BM": 7})

@@ -312,6 +312,30 @@ class Space:
     def __contains__(self, cfg: Mapping) -> bool:
         return self.why_invalid(cfg) is None
 
+    def admits(self, values: dict) -> bool:
+        """why_invalid(values) is None, for a plain dict of knob values, without the reason
+        and without building a Config (a ranker tests ~10^5 candidate points a problem,
+        most of them rejected)."""
+        if values.keys() != self._domain_sets.keys():
+            return False
+        for name, dom in self._domain_sets.items():
+            if values[name] not in dom:
+                return False
+        merged = {**values, **self.constants}
+        cfg = None
+        for rule in self._rules:
+            try:
+                if rule.takes_mapping:
+                    cfg = cfg if cfg is not None else Config(values)
+                    ok = rule.check_mapping(cfg)
+                else:
+                    ok = rule.check_values(merged)
+            except Exception:       # a restriction that cannot be evaluated rejects
+                return False
+            if not ok:
+                return False
+        return True
+
     # --- enumeration ----------------------------------------------------
     @property
     def full_size(self) -> int:

@@ -520,6 +520,9 @@ class CUDASpace(Space):
     def why_invalid(self, cfg):
         return super().why_invalid(complete(cfg if isinstance(cfg, Config) else Config(cfg)))
 
+    def admits(self, values: dict) -> bool:
+        return super().admits(complete(values))
+
 
 def make_space(problem: Problem, limits: dict) -> CUDASpace:
     consts = {"M": problem.M, "N": problem.N, "K": problem.K, "itemsize": problem.itemsize,

@@ -214,18 +214,17 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
 def _ranked(problem: Problem, space, limits: dict, raw) -> list:
     """(model cycles, config) of the valid configs of `raw`, best first."""
     seen, ranked = set(), []
-    domains = {k: set(v) for k, v in space.knobs.items()}
     for d in raw:
-        # most of the product lies outside the pruned domains (tiles larger than
-        # the problem): skip those before building a Config (3 s -> 0.5 s a list)
-        if any(v not in domains.get(k, (v,)) for k, v in d.items()):
+        # most of the product is invalid (tiles larger than the problem, splits the
+        # grid does not need): judged on the plain dict, a Config only for the rest
+        if not space.admits(d):
             continue
-        cfg = Config(d)
-        if cfg in seen:
+        items = tuple(sorted(d.items()))
+        if items in seen:
             continue
-        seen.add(cfg)
-        if space.why_invalid(cfg) is None:
-            ranked.append((model_cycles(problem, cfg, limits), cfg))
+        seen.add(items)
+        cfg = Config.from_sorted_items(items)
+        ranked.append((model_cycles(problem, cfg, limits), cfg))
     ranked.sort(key=lambda t: t[0])
     return ranked
 
