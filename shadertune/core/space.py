@@ -205,6 +205,7 @@ class Space:
             raise ValueError(f"constants shadow knobs: {sorted(clash)}")
         self.restrictions = list(restrictions)
         self._rules = [self._compile(r) for r in self.restrictions]
+        self._admit_order = tuple(self._rules)      # admits(): last rejecter first
         self._valid: list[Config] | None = None
         self._size: int | None = None
         self._walks: dict = {}
@@ -323,7 +324,10 @@ class Space:
                 return False
         merged = {**values, **self.constants}
         cfg = None
-        for rule in self._rules:
+        # the rules in the order of their last rejections (the verdict is their AND,
+        # whatever the order): a ranker's rejected points then fail at the first check
+        order = self._admit_order
+        for rule in order:
             try:
                 if rule.takes_mapping:
                     cfg = cfg if cfg is not None else Config(values)
@@ -331,8 +335,10 @@ class Space:
                 else:
                     ok = rule.check_values(merged)
             except Exception:       # a restriction that cannot be evaluated rejects
-                return False
+                ok = False
             if not ok:
+                if rule is not order[0]:
+                    self._admit_order = (rule,) + tuple(r for r in order if r is not rule)
                 return False
         return True
 
