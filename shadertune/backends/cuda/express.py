@@ -34,9 +34,12 @@ alpha and beta are launch constants (Python floats and ints; other types take
 the regular path, which converts them; beta != 0 needs `out`).  Anything else
 the key does not cover takes the regular path: a key never seen, another
 array kind, a dict config with a value that cannot be hashed, a path-like db
-other than pathlib's.  A DLPack object is imported (cupy.from_dlpack, no copy:
-its producer's stream handshake) every call, and the key is the imported
-array's.
+other than pathlib's.  A DLPack object's producer is asked for its capsule every
+call (__dlpack__ on the stream the kernel runs on: its stream handshake), and the
+capsule is read in place (dlpack_view.py), not imported into CuPy: the key is the
+one the imported CuPy array gives (its byte strides, dtype, base alignment and
+device), and a capsule the reader does not take (not CUDA or managed memory,
+another DLPack version, vector or bfloat16 elements) goes to the regular path.
 """
 from __future__ import annotations
 
