@@ -8,7 +8,8 @@ Every number is host microseconds per call with the GPU held busy (a spin
 kernel queued first, hold.py: no call waits for the device), the median of 5
 rounds of 300 calls.
 
-steps    per size (n^3 float32) and operand kind (CuPy; PyTorch where installed):
+steps    per size (n^3 float32) and operand kind (CuPy; PyTorch where installed; DLPack:
+         objects that are neither, over the tensors, else over the CuPy arrays):
            lane          matmul(A, B, config="default"): the steady path of a key
                          launched as kernels (SHADERTUNE_CUDA_LAUNCH=kernels)
            lane_graphs   ... with SHADERTUNE_CUDA_LAUNCH=graphs (the keys learned again)
@@ -25,6 +26,12 @@ steps    per size (n^3 float32) and operand kind (CuPy; PyTorch where installed)
            lane_python   lane - alloc - launches: the front door, the key, its lookup and checks
            recheck       what 'auto' runs on its clock (every 0.1 s): the selection's stamps
            torch_matmul, cupy_matmul   the frameworks' own call on the same operands
+         DLPack rows (no out=, no launches: the key's plan is the CuPy arrays'), and:
+           export        the two producers' __dlpack__(stream=, max_version=) alone: the
+                         protocol's handshake, paid every call whoever consumes
+           view          dlpack_view.view of both (the export and the capsules' reading: what
+                         the lane does per operand)
+           from_dlpack   cupy.from_dlpack of both (the lane's import before dlpack_view)
 launch   the launch means for three configs (the default of 64^3: pre-split pack + GEMM;
          K_G split + the reduce kernel; a pre-split pack + GEMM at 256^3, on sm_90), per call
          of the config's launches, each checked to give the RawKernel call's bits, in this
@@ -119,11 +126,20 @@ def section_steps(cp, sizes, out_dir, log) -> list:
         if torch is not None:
             tA, tB = torch.from_dlpack(cA), torch.from_dlpack(cB)
             kinds.append(("torch", tA, tB, torch.empty((n, n), device="cuda")))
+        dl = kinds[-1][1:3]
+        kinds.append(("dlpack", DLPackArray(dl[0]), DLPackArray(dl[1]), None))
         knobs = be.default_config(Problem(n, n, n)).to_dict()
         for kind, A, B, O in kinds:
             r = {"size": n, "operands": kind}
             mm = shadertune.matmul
             lane = door.express
+            if kind == "dlpack":
+                r["producer"] = "torch" if torch is not None else "cupy"
+                rows.append(_dlpack_steps(cp, r, A, B, lambda **k: mm(A, B, backend="cuda", **k), door,
+                                          knobs, store_path, torch, cA, cB))
+                log("steps     " + " ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                                            for k, v in rows[-1].items()))
+                continue
 
             def plan_of():
                 plans = [q for key, q in lane._plans.items() if key[0] == "default" and key[1] is None
@@ -177,6 +193,55 @@ def section_steps(cp, sizes, out_dir, log) -> list:
             log("steps     " + " ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
                                         for k, v in r.items() if k != "config"))
     return rows
+
+
+class DLPackArray:
+    """A CUDA DLPack object that is neither a CuPy array nor a tensor (a JAX array's
+    interface) over one of them: what 'dlpack' operands are (bench-shape-classes' too)."""
+
+    def __init__(self, x):
+        self._x, self.shape = x, tuple(x.shape)
+        self.dtype = str(x.dtype).removeprefix("torch.")
+
+    def __dlpack__(self, stream=None, **kw):
+        return self._x.__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self):
+        return self._x.__dlpack_device__()
+
+
+def _dlpack_steps(cp, r, A, B, call, door, knobs, store_path, torch, cA, cB) -> dict:
+    """A DLPack row of section_steps: the lane under both means, the regular path,
+    the producers' export, the lane's reading and CuPy's import, the frameworks'
+    matmul on the memory the objects export."""
+    from shadertune.backends.cuda.dlpack_view import MAX_VERSION, consumer_stream, view
+    for means, suffix in (("kernels", ""), ("graphs", "_graphs")):
+        _means(means)
+        r["lane" + suffix] = host_us(cp, lambda: call(config="default"))
+    _means(None)
+    r["lane_knobs"] = host_us(cp, lambda: call(config=knobs))
+    r["lane_auto"] = host_us(cp, lambda: call(config="auto", db=str(store_path)))
+    lane = door.express
+
+    def regular():
+        door.express = None
+        try:
+            return call(config="default")
+        finally:
+            door.express = lane
+    r["regular"] = host_us(cp, regular)
+    s = consumer_stream(cp)
+    r["export"] = host_us(cp, lambda: (A.__dlpack__(stream=s, max_version=MAX_VERSION),
+                                       B.__dlpack__(stream=s, max_version=MAX_VERSION)))
+    r["view"] = host_us(cp, lambda: (view(A, s), view(B, s)))
+    r["from_dlpack"] = host_us(cp, lambda: (cp.from_dlpack(A), cp.from_dlpack(B)))
+    n = A.shape[0]
+    r["alloc"] = host_us(cp, lambda: cp.ndarray((n, n), np.float32))
+    r["cupy_matmul"] = host_us(cp, lambda: cp.matmul(cA, cB))
+    if torch is not None:
+        tA, tB = torch.from_dlpack(cA), torch.from_dlpack(cB)
+        r["torch_matmul"] = host_us(cp, lambda: torch.matmul(tA, tB))
+    return r
 
 
 def libcuda():
@@ -392,11 +457,13 @@ def markdown(doc: dict) -> str:
     lines = [f"Device: {doc['device']}; {doc['date']}", "", f"Command: `{doc['command']}`", ""]
     if doc.get("steps"):
         keys = ["lane", "lane_graphs", "lane_out", "lane_knobs", "lane_auto", "regular", "alloc", "alloc_empty",
-                "launches", "launches_graphs", "lane_python", "recheck", "torch_matmul", "cupy_matmul"]
+                "launches", "launches_graphs", "lane_python", "recheck", "torch_matmul", "cupy_matmul",
+                "export", "view", "from_dlpack"]
         lines += ["Host us per call, the GPU held busy (median of 5 x 300 calls).", "",
                   "| size | operands | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
         for r in doc["steps"]:
-            lines.append(f"| {r['size']}^3 | {r['operands']} | " + " | ".join(
+            who = r["operands"] + (f" ({r['producer']})" if "producer" in r else "")
+            lines.append(f"| {r['size']}^3 | {who} | " + " | ".join(
                 "-" if r.get(k) is None else f"{r[k]:.2f}" for k in keys) + " |")
     if doc.get("launch"):
         names = NAMES

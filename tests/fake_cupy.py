@@ -16,6 +16,10 @@ current at the time, and every event recorded: tests compare the sequences two
 paths enqueue. Outside it nothing is kept (the host-overhead script times the
 stand-in's calls).
 
+DLPack as CuPy does it: an array exports a CUDA capsule (device 0) over its
+memory; from_dlpack asks a producer on the current stream, takes the capsule
+over and reads it (tests/dlpack_capsules.py).
+
 Stream capture as CUDA does it: between Stream.begin_capture() and
 end_capture() a FakeFunction launched on the stream is recorded, not run; the
 Graph end_capture() returns runs the recorded launches on every launch()
@@ -127,6 +131,18 @@ class ndarray(np.ndarray):
     def device(self):
         return types.SimpleNamespace(id=0)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A CuPy array's export: a CUDA capsule (device 0) over its memory,
+        versioned where max_version >= (1, 0) is asked."""
+        import dlpack_capsules
+        it = self.dtype.itemsize
+        return dlpack_capsules.capsule(self.ctypes.data, self.shape, self.dtype, tuple(s // it for s in self.strides),
+                                       versioned=max_version is not None and tuple(max_version) >= (1, 0),
+                                       keep=self)
+
+    def __dlpack_device__(self):
+        return 2, 0
+
 
 ndarray.__module__ = "cupy"
 
@@ -178,7 +194,14 @@ def asnumpy(x, stream=None):
 
 
 def from_dlpack(x):
-    return np.from_dlpack(x).view(ndarray)
+    """cupy.from_dlpack: the producer asked on the current stream (the legacy
+    default stream's 1 for the null stream), the capsule taken over (renamed,
+    its deleter called when the array goes: tests/dlpack_capsules.py)."""
+    import dlpack_capsules
+    ptr, shape, strides, dtype, _, owner = dlpack_capsules.from_dlpack(x, get_current_stream().ptr)
+    a = _from_address(ptr, shape, dtype, strides).view(ndarray)
+    a._dlpack_owner = owner
+    return a
 
 
 # --- cupy.cuda ---------------------------------------------------------------

@@ -184,8 +184,8 @@ def test_the_batch_plan_with_every_test_file():
 
 
 def test_the_steps_section_runs_under_both_launch_means(bc, cp, drivers, monkeypatch, tmp_path):
-    """section_steps on the stand-in (its timing replaced by one call each): every
-    step of a CuPy row, the lane's keys learned again under the graph means (a
+    """section_steps on the stand-in (its timing replaced by two calls each): every
+    step of a CuPy row and of a DLPack row (its second calls on the lane), the lane's keys learned again under the graph means (a
     graph made for them), the launch means set back after."""
     import os
     import types
@@ -208,13 +208,24 @@ def test_the_steps_section_runs_under_both_launch_means(bc, cp, drivers, monkeyp
     real_door, real_mm = front.door, shadertune.matmul
     monkeypatch.setattr(front, "door", lambda name, *a: real_door(be))
     monkeypatch.setattr(shadertune, "matmul", lambda *a, **k: real_mm(*a, **{**k, "backend": be}))
-    monkeypatch.setattr(bc, "host_us", lambda cp, fn, *a, **k: (fn(), 1.0)[1])
+    monkeypatch.setattr(bc, "host_us", lambda cp, fn, *a, **k: (fn(), fn(), 1.0)[2])
     monkeypatch.setattr(bc, "torch_mod", lambda: None)
     monkeypatch.delenv("SHADERTUNE_CUDA_LAUNCH", raising=False)
-    (row,) = bc.section_steps(cp, [16], tmp_path, [].append)
+    checks = []
+    real_check = front.check_call
+    monkeypatch.setattr(front, "check_call", lambda *a, **k: checks.append(a[0]) or real_check(*a, **k))
+    row, dl = bc.section_steps(cp, [16], tmp_path, [].append)
     for k in ("lane", "lane_graphs", "lane_out", "lane_knobs", "lane_auto", "regular", "alloc", "launches",
               "launches_graphs", "recheck", "cupy_matmul"):
         assert row[k] == 1.0, k
     assert row["graph_made"] is False and row["graph_made_graphs"] is True
+    # the DLPack row (objects over the CuPy arrays: no PyTorch here), its lane taken
+    for k in ("lane", "lane_graphs", "lane_knobs", "lane_auto", "regular", "export", "view", "from_dlpack",
+              "alloc", "cupy_matmul"):
+        assert dl[k] == 1.0, k
+    assert dl["operands"] == "dlpack" and dl["producer"] == "cupy" and "lane_out" not in dl
+    lane_calls = [a for a in checks if type(a) is bc.DLPackArray]
+    assert len(lane_calls) == 4 + 2  # the first of two calls under kernels, graphs, knobs, auto; regular's two
     assert "SHADERTUNE_CUDA_LAUNCH" not in os.environ
-    assert "| 16^3 | cupy | 1.00 | 1.00 |" in bc.markdown({"device": "d", "date": "d", "command": "c", "steps": [row]})
+    md = bc.markdown({"device": "d", "date": "d", "command": "c", "steps": [row, dl]})
+    assert "| 16^3 | cupy | 1.00 | 1.00 |" in md and "| 16^3 | dlpack (cupy) | 1.00 | 1.00 |" in md

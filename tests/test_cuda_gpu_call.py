@@ -248,6 +248,54 @@ def test_dlpack_objects_take_the_lane(be, monkeypatch):
     assert rel(outs[0], A.astype(np.float64) @ B) < TOL["float32"]
 
 
+@pytest.mark.parametrize("producer", ["cupy", "torch"])
+def test_the_dlpack_lane_reads_capsules_in_place(be, producer, means, monkeypatch):
+    """On the lane a DLPack call imports nothing (cupy.from_dlpack is not called):
+    each producer's __dlpack__ is asked every call with the stream cupy.from_dlpack
+    hands it (1 for CuPy's null stream, a stream's handle on it), its capsule read
+    (dlpack_view) and dropped after the launch (a CuPy producer's deleter gives
+    back the reference its export took: the array's count returns), the regular
+    path's bits, a transposed operand and a second stream included."""
+    import sys
+    import shadertune.front.matmul as front
+    from shadertune.backends.cuda.dlpack_view import consumer_stream
+    p = Problem(200, 72, 96, "float32", False, True)
+    A, B, dA, dB = _device_operands(producer, p, 8)
+
+    class DL:
+        def __init__(self, a):
+            self._a, self.shape = a, tuple(a.shape)
+            self.dtype = str(a.dtype).removeprefix("torch.")
+            self.streams = []
+
+        def __dlpack__(self, stream=None, **kw):
+            self.streams.append(stream)
+            return self._a.__dlpack__(stream=stream, **kw)
+
+        def __dlpack_device__(self):
+            return self._a.__dlpack_device__()
+    checked = []
+    real = front.check_call
+    monkeypatch.setattr(front, "check_call", lambda *a, **k: checked.append(1) or real(*a, **k))
+    lA, lB = DL(dA), DL(dB)
+    refs = sys.getrefcount(dA), sys.getrefcount(dB)
+    want = cupy.asnumpy(matmul(lA, lB))                          # the regular path: the key learned
+    assert rel(want, A.astype(np.float64) @ B.T) < TOL["float32"]
+    for s in (None, cupy.cuda.Stream(non_blocking=True)):       # (the key does not hold the stream)
+        with (s if s is not None else cupy.cuda.get_current_stream()):
+            lA.streams.clear()
+            with monkeypatch.context() as m:
+                m.setattr(cupy, "from_dlpack", lambda x: pytest.fail("imported on the lane"))
+                outs = [cupy.asnumpy(matmul(lA, lB)) for _ in range(3)]
+            assert lA.streams == [s.ptr if s is not None else 1] * 3 == [consumer_stream(cupy)] * 3
+        assert all(np.array_equal(o, want) for o in outs)
+    assert len(checked) == 1
+    if producer == "cupy":                       # every export's deleter ran
+        import gc
+        gc.collect()
+        assert (sys.getrefcount(dA), sys.getrefcount(dB)) == refs
+
+
 def test_matmul_in_torch_cuda_graph_replays_bit_equal(be, means):
     """matmul inside torch.cuda.graph (global capture mode: a host sync or a
     cudaMalloc outside PyTorch's pool would fail the capture; CuPy's pool is

@@ -226,10 +226,10 @@ class DLPackArray:
         self._a, self.shape, self.dtype = a, a.shape, a.dtype
 
     def __dlpack__(self, stream=None, **kw):
-        return np.asarray(self._a).__dlpack__(**kw)
+        return self._a.__dlpack__(stream=stream, **kw)
 
     def __dlpack_device__(self):
-        return 2, 0
+        return self._a.__dlpack_device__()
 
 
 def test_dlpack_objects_repeat_through_the_lane(cp, rng, checks):

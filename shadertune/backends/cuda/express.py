@@ -34,9 +34,12 @@ alpha and beta are launch constants (Python floats and ints; other types take
 the regular path, which converts them; beta != 0 needs `out`).  Anything else
 the key does not cover takes the regular path: a key never seen, another
 array kind, a dict config with a value that cannot be hashed, a path-like db
-other than pathlib's.  A DLPack object is imported (cupy.from_dlpack, no copy:
-its producer's stream handshake) every call, and the key is the imported
-array's.
+other than pathlib's.  A DLPack object's producer is asked for its capsule every
+call (__dlpack__ on the stream the kernel runs on: its stream handshake), and the
+capsule is read in place (dlpack_view.py), not imported into CuPy: the key is the
+one the imported CuPy array gives (its byte strides, dtype, base alignment and
+device), and a capsule the reader does not take (not CUDA or managed memory,
+another DLPack version, vector or bfloat16 elements) goes to the regular path.
 """
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ import sys
 from . import graphs
 from .api import _lock_of, check_not_forked
 from .call import _external_stream, _overlaps, _torch_stream, torch_alloc
+from .dlpack_view import DL_CUDA, DL_CUDA_MANAGED, consumer_stream, view
 from ..express_rules import Lane, Plan
 from .driver import _Enqueue
 
@@ -176,10 +180,49 @@ class Express(Lane):
         return out
 
     def _run_dlpack(self, A, B, out, config, alpha: float, beta: float, db):
+        """A call on two CUDA DLPack objects: each producer's __dlpack__ on the stream
+        the kernel runs on (the handshake, every call: dlpack_view), its capsule read
+        for the key the imported CuPy array gives (_run_cupy's), the launch on the
+        addresses read.  Any capsule this reader does not take (not CUDA memory, another
+        DLPack version, vector lanes, a dtype CuPy lacks) or a producer that raises goes
+        to the regular path, which imports through cupy.from_dlpack."""
         if out is not None:
             return None
+        check_not_forked()
         cp = sys.modules["cupy"]
-        return self._run_cupy(cp.from_dlpack(A), cp.from_dlpack(B), None, config, alpha, beta, db)
+        if cp.cuda.runtime.getDevice() != self.backend.device_id:   # the stream is the current device's
+            return None
+        stream = consumer_stream(cp)
+        try:
+            va, vb = view(A, stream), view(B, stream)
+        except Exception:    # noqa: BLE001 (the regular path asks again and says what went wrong)
+            return None
+        if va is None or vb is None:
+            return None
+        # the capsules (ca, cb) stay referenced until the launch is enqueued (dlpack_view)
+        ca, pa, sha, sta, dta, ta, ia = va
+        cb, pb, shb, stb, dtb, tb, ib = vb
+        if ta != DL_CUDA:
+            if ta != DL_CUDA_MANAGED:
+                return None
+            ia = cp.cuda.runtime.pointerGetAttributes(pa).device     # CuPy's device of managed memory
+        if tb != DL_CUDA:
+            if tb != DL_CUDA_MANAGED:
+                return None
+            ib = cp.cuda.runtime.pointerGetAttributes(pb).device
+        key = (config, db, sha, sta, dta, pa & 15, ia, shb, stb, dtb, pb & 15, ib)
+        try:
+            plan = self._plans.get(key)
+        except TypeError:                # a dict config with an unhashable value: never learned
+            return None
+        if plan is None or not self._valid(plan, db):
+            return None
+        with _lock_of(self.backend):
+            st = cp.cuda.get_current_stream()
+            out = cp.ndarray(plan.shape, plan.dtype)
+            plan.go(pa, pb, out.data.ptr, alpha, beta, st)
+        del ca, cb       # the producers' deleters run here, the launch enqueued
+        return out
 
 
 def _cupy_key(A, B, O, config, db):
