@@ -312,4 +312,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from shadertune.errors import ContextError
+    try:
+        sys.exit(main())
+    except ContextError as e:        # no CUDA device or no CuPy here: one line, no traceback
+        sys.exit(f"bench-cuda: error: {e}")

@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if not a.minutes > 0 or not a.seconds > 0:
         ap.error("--minutes and --seconds must be > 0")
-    out = pathlib.Path(a.out)
+    out = pathlib.Path(a.out).resolve()      # the steps run in the checkout, not here
     out.mkdir(parents=True, exist_ok=True)
     from shadertune.core.atomic import write_text
     t_end = time.monotonic() + 60 * a.minutes

@@ -700,6 +700,10 @@ def markdown(rows) -> str:
     shapes against their bounds; the sweep's and probes' verdicts."""
     out = ["| stage | shape / what | strategy | evals | tune s | ours GFLOP/s | cuBLAS GFLOP/s | ratio |",
            "|---|---|---|---:|---:|---:|---:|---:|"]
+    # a stage's own row (skipped, stopped at its limit, failed) measured nothing: it is
+    # said under the tables, never read as a measurement in them
+    status = [r for r in rows if r.get("skipped") or r.get("timed_out") or r.get("failed")]
+    rows = [r for r in rows if not (r.get("skipped") or r.get("timed_out") or r.get("failed"))]
     for r in rows:
         if r["stage"] in ("tune", "retime"):
             cub = gflops(shape(r["shape"].split(":")[0]), r["cublas_ms"]) if r.get("cublas_ms") else None
@@ -749,8 +753,8 @@ def markdown(rows) -> str:
                            f"{prog['ffma_per_lds']}, memory ops {prog['memory_ops']}, ops {prog['ops']}")
         elif r["stage"] == "coopmat":
             out.append(f"\ncoopmat: {r.get('status')}; {r.get('verdict')}; linked: {r.get('linked')}")
-        elif r.get("skipped") or r.get("timed_out") or r.get("failed"):
-            out.append(f"\nstage {r['stage']}: {r.get('skipped') or r.get('timed_out') or r.get('failed')}")
+    for r in status:
+        out.append(f"\nstage {r['stage']}: {r.get('skipped') or r.get('timed_out') or r.get('failed')}")
     return "\n".join(out) + "\n"
 
 

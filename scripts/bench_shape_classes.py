@@ -647,4 +647,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from shadertune.errors import ContextError
+    try:
+        sys.exit(main())
+    except ContextError as e:        # no CUDA device or no CuPy here: one line, no traceback
+        sys.exit(f"bench-shape-classes: error: {e}")

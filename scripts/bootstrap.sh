@@ -5,8 +5,11 @@
 #    needs: none for the demo (BOOTSTRAP_FOR=demo), `test` for the tests; SHADERTUNE_EXTRAS
 #    (comma-separated, e.g. test,cuda) overrides the choice.
 # A venv made for the tests serves the demo as it is; one made for the demo gets only the
-# tests' extra requirements added. Afterwards $PY is the venv's python.
+# tests' extra requirements added. Afterwards $PY is the venv's python, the working folder
+# the repository root, and $CALLER_DIR the folder the caller ran the script from (where the
+# user's relative paths point).
 set -euo pipefail
+CALLER_DIR=$PWD
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 BOOTSTRAP_FOR=${BOOTSTRAP_FOR:-test}
@@ -89,4 +92,4 @@ EOF
     for extra in "${missing[@]}"; do touch "$stamp-$extra"; done
   fi
 fi
-export PY
+export PY CALLER_DIR

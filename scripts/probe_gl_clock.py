@@ -13,6 +13,7 @@ this script joins.)
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -42,7 +43,10 @@ def clocks() -> str:
 
 
 def main(argv=None) -> int:
-    out = (argv or sys.argv[1:])[0]
+    ap = argparse.ArgumentParser(prog="scripts/probe-gl-clock", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", metavar="OUT_DIR", help="folder for drift.json and ramp.json")
+    out = ap.parse_args(argv).out
     os.makedirs(out, exist_ok=True)
     be = GLBackend()
     n = 4096

@@ -258,6 +258,7 @@ def main(argv=None):
     ap.add_argument("--grid-seconds", type=float, default=110.0)
     ap.add_argument("--stages", default="correct,ceilings,grid,big,transfer,e2e,tune")
     args = ap.parse_args(argv)
+    args.out = os.path.abspath(args.out)     # the e2e and tune stages run in the checkout
     os.makedirs(args.out, exist_ok=True)
     stages = args.stages.split(",")
     be = GLBackend()

@@ -126,7 +126,9 @@ def search_quality(a, strategy: str, seed: int, extra=()) -> None:
     with open(out / "commands.sh", "a") as f:
         f.write(shown + "\n")
     print("$ " + shown, flush=True)
-    rc = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    # in the caller's folder, where the paths in `cmd` (--out's) and PYTHONPATH point:
+    # search-quality puts the checkout on its own path
+    rc = subprocess.run(cmd, env=env).returncode
     if rc:
         raise SystemExit(f"study: error: scripts/search-quality exited with status {rc}")
 

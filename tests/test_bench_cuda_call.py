@@ -139,6 +139,7 @@ def test_the_batch_runs_its_steps_in_order_within_its_limit(tmp_path, monkeypatc
     monkeypatch.setattr(batch.time, "monotonic", lambda: now[0])
 
     def step(name, argv, out, timeout, log):
+        assert out.is_absolute()          # the steps run in the checkout, not where --out was given
         ran.append((name, argv, timeout))
         # the files so far are on disk before each step starts
         if len(ran) > 1:
@@ -162,7 +163,8 @@ def test_the_batch_runs_its_steps_in_order_within_its_limit(tmp_path, monkeypatc
     ran.clear()
     now[0] = 0.0
     monkeypatch.setitem(batch.PLAN_S, "env", 10 ** 4)
-    batch.main(["--out", str(tmp_path / "c"), "--minutes", "1"])
+    monkeypatch.chdir(tmp_path)
+    batch.main(["--out", "c", "--minutes", "1"])          # a relative --out: here, not in the checkout
     doc = json.loads((tmp_path / "c" / "batch.json").read_text())
     assert [s["rc"] for s in doc["steps"]][1:] == ["skipped"] * 5
     # one real step: its log, its exit code, a limit that stops it

@@ -124,3 +124,15 @@ def test_the_demo_runs_to_completion_at_a_tiny_size(tmp_path):
     assert "tuned    16: 3 configs" in r.stdout and "error    : " in r.stdout and db.exists()
     r = run_python(None, "-m", "shadertune", "demo", "--sizes", "16x8x8")
     assert r.returncode == 2 and r.stderr.startswith("shadertune.demo: error: --sizes: the demo tunes squares")
+
+
+def test_the_demo_on_an_unusable_store_fails_with_1_in_one_line(tmp_path, capsys):
+    """The work failed (the store is no store), the arguments were right: exit 1, as in
+    every tool (it was 2)."""
+    from shadertune.cli.demo import main
+    db = tmp_path / "t.sqlite"
+    db.write_bytes(b"junk" * 1000)
+    assert main(["--sizes", "16", "--budget", "1", "--db", str(db)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("shadertune.demo: error: ") and "not a usable shadertune store" in err
+    assert err.count("\n") == 1 and db.read_bytes() == b"junk" * 1000

@@ -64,3 +64,20 @@ def test_driver_cache_frames_decode_without_the_zstandard_module(monkeypatch):
     unsized[4] &= 0x3F          # frame header descriptor: no content size field ...
     assert decode(bytes(unsized)) in (data, None)               # ... decodes or is refused, never wrong
     assert decode(gl_probes.ZSTD_MAGIC + b"not a frame") is None
+
+
+def test_the_tables_say_a_stage_that_measured_nothing_and_keep_the_rest():
+    """A stage skipped for want of budget, stopped at its limit or failed is a row without
+    a shape: the tables leave it out and name it under them (markdown raised KeyError on
+    it, after every stage, and the run's Markdown and reports were lost)."""
+    from script_module import load_script
+    bench = load_script("bench-gl-compute")
+    measured = {"stage": "knobs", "shape": "64x64x64:float32:NN", "base": "default", "move": "base",
+                "gflops": 12.0, "verified": True}
+    status = [{"stage": name, key: f"{key} here"} for name, key in
+              (("tune", "skipped"), ("retime", "timed_out"), ("compare", "failed"), ("client", "skipped"),
+               ("knobs", "timed_out"), ("skinny", "failed"), ("sweep", "skipped"))]
+    text = bench.markdown([measured, *status])
+    assert "| 64x64x64 | default | base | 12 |" in text
+    for row in status:
+        assert f"stage {row['stage']}: {next(v for k, v in row.items() if k != 'stage')}" in text

@@ -311,10 +311,12 @@ def test_train_cli_makes_no_store(tmp_path, capsys):
 def test_train_cli_reports_validation(store, capsys, tmp_path):
     out = tmp_path / "v.json"
     assert perfmodel_main(["train", "--backend", "fake_backend:FakeBackend", "--db", str(store.path),
-                           "--folds", "3", "--json", str(out)]) == 0
+                           "--folds", "2", "--json", str(out), "--compare"]) == 0
     text = capsys.readouterr().out
-    assert "held-out problems (8, 3-fold): top-1 at" in text and "saved to" in text
-    assert json.loads(out.read_text())["validation"]["problems"] == 8
+    assert "held-out problems (8, 2-fold): top-1 at" in text and "saved to" in text
+    assert text.startswith("| learner ")                 # --compare (docs/perfmodel.md): every learner first
+    doc = json.loads(out.read_text())
+    assert doc["validation"]["problems"] == 8 and len(doc["compare"]) > 1
 
 
 # --- the learned model as a search's cost model ------------------------------------

@@ -430,6 +430,32 @@ def test_10_perfmodel_sample_refuses_a_negative_time_limit_and_seed(tmp_path, ca
     assert not db.exists()
 
 
+def test_10_perfmodel_refuses_a_dtype_the_backend_does_not_compute(tmp_path, capsys):
+    from shadertune.cli.perfmodel import main
+    db = tmp_path / "s.sqlite"
+    for argv in (["sample", "--problems", "1"], ["explain", "--size", "16"]):
+        assert exits(main, [*argv, "--backend", "gl", "--dtype", "float64", "--db", str(db)]) == 2
+        one_line(capsys.readouterr().err, "--dtype float64: the gl backend computes in float32 only",
+                 tool="shadertune.perfmodel")
+    assert not db.exists()
+
+
+def test_10_perfmodel_sample_into_a_read_only_store_is_one_line_before_any_work(shared_dir, capsys):
+    """It went on to train (an AttributeError traceback) instead of saying the store is
+    read-only."""
+    from shadertune.cli.perfmodel import main
+    db = shared_dir / "s.sqlite"
+    assert search(db, "--size", "8") == 0
+    os.chmod(db, 0o444)
+    before = rows(db)
+    with as_another_user():              # file modes bind (root ignores them)
+        assert main(["sample", "--backend", FAKE, "--db", str(db), "--problems", "1",
+                     "--configs", "1", "--max-size", "16", "-q"]) == 1
+    one_line(capsys.readouterr().err, f"store {db} is read-only", "pass a writable --db",
+             tool="shadertune.perfmodel")
+    assert rows(db) == before
+
+
 def test_10_a_cluster_worker_at_a_refused_address_says_so_at_once():
     import socket
     pytest.importorskip("distributed", reason="the cluster extra (Dask distributed) is not installed")

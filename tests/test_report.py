@@ -389,6 +389,21 @@ def test_cli_roofline_tiny_says_when_it_is_no_roofline(tmp_path, capsys):
     assert ("% of roofline" in report.show(report.load(GL), saved)) is not software
 
 
+def test_cli_roofline_without_the_device_is_a_failure_not_a_bad_argument(tmp_path, capsys):
+    """No CuPy for --backend cuda: exit 1 (as a missing matplotlib), not 2, and no file."""
+    pytest.importorskip("shadertune.backends.cuda")
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed here")
+    except ImportError:
+        pass
+    out = tmp_path / "c.json"
+    assert main(["roofline", "--preset", "tiny", "--backend", "cuda", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("shadertune.report: error: cannot measure cuda ceilings: ") and err.count("\n") == 1
+    assert not out.exists()
+
+
 def test_report_package_imports_without_matplotlib():
     code = ("import sys, shadertune.report as r; r.show(r.load(sys.argv[1])); "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported eagerly'")

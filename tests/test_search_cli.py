@@ -88,6 +88,9 @@ def test_sizes_table_and_transposes(tmp_path, capsys):
     (["--size", "8", "--sizes", "8,16"], "exactly one of"),
     (["--m", "8", "--n", "8"], "go together"),
     (["--size", "0"], "positive"),
+    (["--size=-4"], "sizes must be positive, got '-4'"),
+    (["--sizes", "8,8x-2x8"], "sizes must be positive, got '8x-2x8'"),
+    (["--size", "8", "--backend", "vulkan"], "argument --backend: unknown backend 'vulkan'"),
     (["--sizes", "8,x"], "size must be"),
     (["--size", "8", "--strategy", "beam"], "invalid choice"),
     (["--size", "8", "--budget", "0"], "at least 1"),
@@ -103,12 +106,22 @@ def test_bad_arguments_fail_in_one_line(tmp_path, capsys, args, text):
 @pytest.mark.parametrize("backend, text", [
     ("fake_backend:NoContextBackend", "no GL context"),
     ("no_such_module:X", "cannot load backend"),
-    ("vulkan", "unknown backend"),
 ])
 def test_failures_exit_non_zero_with_one_line(tmp_path, capsys, backend, text):
     assert main(["--backend", backend, "--size", "8", "--db", str(tmp_path / "t.sqlite")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("shadertune.search: error: ") and text in err and err.count("\n") == 1
+
+
+def test_a_dtype_the_backend_does_not_compute_is_an_argument_error(tmp_path, capsys):
+    """GL computes in float32 only: --dtype float64 is refused before the device or the
+    store is touched (it was a search that opened the store, started and stopped, exit 1)."""
+    db = tmp_path / "t.sqlite"
+    with pytest.raises(SystemExit) as e:
+        main(["--backend", "gl", "--size", "8", "--dtype", "float64", "--db", str(db)])
+    assert e.value.code == 2 and not db.exists()
+    assert capsys.readouterr().err == ("shadertune.search: error: --dtype float64: the gl backend "
+                                       "computes in float32 only\n")
 
 
 def test_unusable_store_fails_in_one_line(tmp_path, capsys):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from ..core import arguments as A
@@ -105,7 +106,7 @@ def add_db(p, default_of=lambda v: v) -> None:
 
 
 def add_backend(p, default_of=lambda v: v, *, default="gl") -> None:
-    p.add_argument("--backend", default=default_of(default),
+    p.add_argument("--backend", type=backend_name, default=default_of(default),
                    help=f"'gl', 'cuda', or module:Class of another backend (default {default})")
 
 
@@ -166,11 +167,14 @@ days = number(minimum=0.0, what="a number of days >= 0")
 
 def size(text: str) -> Problem:
     """An argparse type: one problem size (see SIZE_HELP; M,N,K too); float32, no transposes."""
+    numbers = re.split(r"[,x]", str(text).strip())
+    if all(re.fullmatch(r"\s*[+-]?\d+\s*", n) for n in numbers) and min(map(int, numbers)) < 1:
+        _bad(f"sizes must be positive, got {text!r}")      # -4 as 0 is: not Problem's wording
     try:
         p = Problem.parse(text)
     except (TypeError, ValueError) as e:
         _bad(str(e))
-    if min(p.M, p.N, p.K) < 1:
+    if min(p.M, p.N, p.K, p.batch) < 1:
         _bad(f"sizes must be positive, got {text!r}")
     return p
 
@@ -181,6 +185,38 @@ def sizes(text: str) -> list[Problem]:
     if not items:
         _bad("needs at least one size")
     return [size(t) for t in items]
+
+
+def backend_name(text: str) -> str:
+    """An argparse type: --backend, a registered backend's name or module:Class (that one
+    is checked when it loads: an import can fail for reasons no argument check sees)."""
+    from ..backends import available
+    name = str(text).strip()
+    if ":" in name:
+        module, _, cls = name.partition(":")
+        if not module or not cls:
+            _bad(f"expected a backend name or module:Class, got {text!r}")
+        return name
+    if name not in available():
+        _bad(f"unknown backend {name!r}; expected one of {', '.join(available())}, or "
+             f"module:Class of another backend")
+    return name
+
+
+def check_dtype(backend: str, dtype: str) -> None:
+    """ValueError when the registered backend `backend` computes no `dtype` (its class's
+    `dtypes`, read without a device): an argument error, said before the store is opened
+    rather than found by the search.  A module:Class backend says so itself."""
+    from ..backends import backend_class
+    if ":" in backend:
+        return
+    try:
+        dtypes = backend_class(backend).dtypes
+    except (ImportError, ValueError):
+        return                           # left to load_backend, which names the reason
+    if dtype not in dtypes:
+        raise ValueError(f"--dtype {dtype}: the {backend} backend computes in "
+                         f"{' and '.join(dtypes)} only")
 
 
 def status(text: str) -> str:
@@ -211,7 +247,7 @@ def path_exists(path) -> bool:
     return True
 
 
-__all__ = ["DB_HELP", "Parser", "SIZE_HELP", "add_backend", "add_db",
-           "check_output", "common_parents", "days", "error_line", "fail",
+__all__ = ["DB_HELP", "Parser", "SIZE_HELP", "add_backend", "add_db", "backend_name",
+           "check_dtype", "check_output", "common_parents", "days", "error_line", "fail",
            "integer", "non_negative", "number", "os_error_text", "path_exists", "positive", "prog", "seconds", "seed",
            "size", "sizes", "status", "tolerance", "tool_parser"]

@@ -35,12 +35,15 @@ def main(argv=None) -> int:
     from ..front import matmul as api
     from ..errors import ShadertuneError
     from ..core.problem import Problem
+    from ..db.location import store_path
+    try:
+        path = store_path(args.db)          # no store location: an argument error, before the device
+    except (ShadertuneError, ValueError) as e:
+        p.error(str(e))
     try:
         from ..db import Store
-        from ..db.location import store_path
         from ..perfmodel.tuning_run import TuningRun
         from ..search import Budget
-        path = store_path(args.db)          # no store location: an argument error, before the device
         backend = api.backend("gl")
         dev = backend.device()
         software = bool(dev.limits.get("software_renderer"))
@@ -77,11 +80,17 @@ def main(argv=None) -> int:
         clock = "GL timer" if getattr(kern, "timing_source", None) == "query" else "wall clock around glFinish"
         print(f"speed    : {2 * n ** 3 / ms / 1e6:.2f} GFLOP/s ({ms:.3f} ms, {clock}, median of 5)")
         print(f"error    : {err:.2e} relative to numpy float64")
-        return 0 if err <= 1e-5 else 1
+        if err > 1e-5:
+            return ca.fail("demo", f"the tuned kernel's error {err:.2e} is over 1e-5")
+        return 0
+    # the work failed (no GL context, an unusable store): 1, as in every tool; bad
+    # arguments were refused above with 2
+    except KeyboardInterrupt:
+        return ca.fail("demo", "interrupted; results measured so far are in the store", 130)
     except (ShadertuneError, ValueError) as e:
-        return ca.fail("demo", e, 2)
+        return ca.fail("demo", e, 1)
     except OSError as e:
-        return ca.fail("demo", ca.os_error_text(e), 2)
+        return ca.fail("demo", ca.os_error_text(e), 1)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,8 @@ def main(argv=None) -> int:
     if a.command == "sample" and a.max_size < a.min_size:
         parser.error("--max-size must be at least --min-size")
     try:
+        if a.command in ("sample", "explain"):
+            ca.check_dtype(a.backend, a.dtype)
         check_environment(a.backend)
         path = store_path(a.db)
         if a.command == "train":
@@ -126,8 +128,9 @@ def main(argv=None) -> int:
         if a.command == "train" and not ca.path_exists(path):
             return _fail(f"no store at {path} (python -m {PROG} sample ... makes one)")
         with Store(path, readonly=True if a.command == "train" else None) as store:
-            if a.command == "sample" and not store.readonly:
-                store.check_health()     # never sample into a damaged store
+            if a.command == "sample":
+                store.require_writable()     # a shared store: refused before anything is measured
+                store.check_health()         # never sample into a damaged store
                 return _sample(a, backend, store)
             return _train(a, backend, store)
     except KeyboardInterrupt:

@@ -30,7 +30,8 @@ into place); a device node, a folder where a file is asked for, or one of the
 inputs is refused.
 
 exit status: 0; 2 with one line 'shadertune.report: error: <reason>' on stderr for
-bad arguments and unreadable or invalid inputs; 1 when an output cannot be written, or
+bad arguments and unreadable or invalid inputs; 1 when an output cannot be written,
+when roofline finds no device to measure (no GPU context, CuPy missing for cuda), or
 when matplotlib (pip install 'shadertune[plot]'), which --plot, landscape and trajectory
 need, is not installed: checked after the arguments and before any work.
 """
@@ -232,9 +233,9 @@ def main(argv=None) -> int:
         return args.fn(args)
     except BrokenPipeError:             # `... | head`: the reader left; nothing to report
         return 0
-    except PlotsUnavailable as e:       # a missing optional package is no bad argument
+    except (PlotsUnavailable, ContextError) as e:   # a missing package or device is no bad argument
         return ca.fail(TOOL, e, 1)
-    except (ReportError, rl.CeilingsError, ContextError) as e:
+    except (ReportError, rl.CeilingsError) as e:
         return ca.fail(TOOL, e, 2)
     except RecursionError:
         return ca.fail(TOOL, "the input is nested too deeply to process", 2)

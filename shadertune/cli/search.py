@@ -165,8 +165,8 @@ def problems_from(args, parser) -> list[Problem]:
 
 def check_arguments(args, parser) -> None:
     """What the parser's types cannot see, checked before the store is opened: the
-    environment the backend reads, and that --report may be written (not a device
-    node, a folder, or the store's own files)."""
+    dtype against the backend's, the environment the backend reads, and that --report
+    may be written (not a device node, a folder, or the store's own files)."""
     from ..db.location import store_files, store_path
     from ..search.restrict import parse_fix
     try:
@@ -174,6 +174,7 @@ def check_arguments(args, parser) -> None:
             raise ValueError("--fix narrows a search on this machine; it does not reach a "
                              "cluster's workers (leave out --workers / --gpus / --cluster)")
         args.fix = parse_fix(args.fix) if args.fix else None      # a knob fixed twice: both
+        ca.check_dtype(args.backend, args.dtype)
         check_environment(args.backend)
         store = store_path(args.db)
         if args.report:

@@ -340,11 +340,16 @@ class Store:
             check.ensure_healthy(self.conn, self.path)
             self._healthy = True
 
-    def _write(self, fn) -> None:
+    def require_writable(self) -> None:
+        """StoreError naming the way out when this store was opened read-only (a shared
+        store): what every write says, for a tool to say before its work starts."""
         if self.readonly:
             raise StoreError(f"store {self.path} is read-only (a shared store?): nothing can be "
                              f"written to it; pass a writable --db (python -m shadertune.db import "
                              f"{self.path} --db YOURS copies its results)")
+
+    def _write(self, fn) -> None:
+        self.require_writable()
         self.check_health()
         c = self.conn
         try:
