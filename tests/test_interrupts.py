@@ -45,9 +45,13 @@ def _interrupted_twice(tmp_path, gap: float, n: int):
     db, report = tmp_path / f"s{n}.sqlite", tmp_path / f"r{n}.json"
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))   # a bar, 120 wide
+    # the search gets a Mesa shader cache of its own: in full cold runs its compile crashed
+    # llvmpipe (SIGSEGV in ctx.program) in most runs when it shared its test process's cache,
+    # never in 16 runs alone with a fresh cache, loaded or not (notes/gl.md)
     child = popen_python(None, "-m", "shadertune.search", "--backend", "gl", "--size", "32",
                          "--budget", "5000", "--repeats", "1", "--db", db, "--report", report,
-                         stdout=slave, stderr=slave, stdin=slave)
+                         stdout=slave, stderr=slave, stdin=slave,
+                         env={"MESA_SHADER_CACHE_DIR": str(tmp_path / f"mesa{n}")})
     os.close(slave)
     try:
         deadline = time.monotonic() + 120
