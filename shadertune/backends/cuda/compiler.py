@@ -188,4 +188,6 @@ def stop_ahead() -> None:
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         if proc.is_alive():
-            proc.terminate()
+            # SIGKILL: a child inherits its spawning thread's blocked and ignored signals,
+            # and a SIGTERM left some running for good in full test runs
+            proc.kill()
