@@ -74,12 +74,8 @@ class CompileAhead:
                 continue
             if not fut.done():
                 continue
-            addrs = h["addrs"]
-
-            def lost() -> bool:          # its workers died before its value was fetched
-                self.group.coordinator.refresh()
-                return not any(self.group.alive(a) for a in addrs)
-            status, value = outcome(fut, FETCH_POLL_SECONDS, lost)
+            addrs = h["addrs"]           # (its workers died before its value was fetched: given up)
+            status, value = outcome(fut, FETCH_POLL_SECONDS, lambda: self.group.gone(addrs))
             if status == "finished":     # (one lost with its workers: the chunk counts as done)
                 self.seconds += float(value.get("seconds", 0.0))
             h["done"] = h.pop("end")

@@ -115,6 +115,12 @@ class DeviceGroup:
         with self._cond:
             return addr in self.live
 
+    def gone(self, addrs) -> bool:
+        """Whether none of the workers at `addrs` is one of the group's any more (the
+        list of live workers refreshed first): a fetch of a value they held gives up."""
+        self.coordinator.refresh()
+        return not any(self.alive(a) for a in addrs)
+
     def wait_for_slot(self, timeout: float) -> None:
         with self._cond:
             self._cond.wait(timeout)

@@ -236,10 +236,8 @@ class ClusterEvaluator(RecordingEvaluator):
 
     def _outcome(self, f, config: Config, sent: float, addr: str) -> Result | None:
         """The Result of a finished future (written and noted), or None to evaluate again."""
-        def lost() -> bool:          # its worker died before its value was fetched
-            self.group.coordinator.refresh()
-            return not self.group.alive(addr)
-        status, value = outcome(f, FETCH_POLL_SECONDS, lost)
+        # its worker died before its value was fetched: given up, evaluated again
+        status, value = outcome(f, FETCH_POLL_SECONDS, lambda: self.group.gone((addr,)))
         round_trip = time.perf_counter() - sent      # sent to its Result here (fetched too)
         if status == "finished":
             out = value
