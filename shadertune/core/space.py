@@ -292,23 +292,21 @@ class Space:
         """None if `cfg` is a valid point, else a one-line reason (naming the rule)."""
         cfg = cfg if isinstance(cfg, Config) else Config(cfg)
         values = cfg.to_dict()                  # plain dict: the rules read it many times
-        if values.keys() != self._domain_sets.keys():
+        why = self._rejection(values, self._rules, cfg)
+        if why is None:
+            return None
+        if why[0] == "keys":
             missing = set(self.knobs) - set(values)
             if missing:
                 return f"missing knobs: {sorted(missing)}"
             return f"unknown knobs: {sorted(set(values) - set(self.knobs))}"
-        for name, dom in self._domain_sets.items():
-            if values[name] not in dom:
-                return f"{name}={values[name]!r} not in {list(self.knobs[name])}"
-        values.update(self.constants)
-        for rule in self._rules:
-            try:
-                ok = rule.check_mapping(cfg) if rule.takes_mapping else rule.check_values(values)
-            except Exception as e:  # a restriction that cannot be evaluated rejects
-                return f"restriction {_describe(rule.source)} failed: {e}"
-            if not ok:
-                return f"restriction {_describe(rule.source)} not met"
-        return None
+        if why[0] == "domain":
+            name = why[1]
+            return f"{name}={values[name]!r} not in {list(self.knobs[name])}"
+        _, rule, error = why
+        if error is not None:
+            return f"restriction {_describe(rule.source)} failed: {error}"
+        return f"restriction {_describe(rule.source)} not met"
 
     def __contains__(self, cfg: Mapping) -> bool:
         return self.why_invalid(cfg) is None
@@ -317,30 +315,39 @@ class Space:
         """why_invalid(values) is None, for a plain dict of knob values, without the reason
         and without building a Config (a ranker tests ~10^5 candidate points a problem,
         most of them rejected)."""
-        if values.keys() != self._domain_sets.keys():
-            return False
-        for name, dom in self._domain_sets.items():
-            if values[name] not in dom:
-                return False
-        merged = {**values, **self.constants}
-        cfg = None
         # the rules in the order of their last rejections (the verdict is their AND,
         # whatever the order): a ranker's rejected points then fail at the first check
         order = self._admit_order
-        for rule in order:
+        why = self._rejection(values, order, None)
+        if why is None:
+            return True
+        if why[0] == "rule" and why[1] is not order[0]:
+            self._admit_order = (why[1],) + tuple(r for r in order if r is not why[1])
+        return False
+
+    def _rejection(self, values: dict, rules, cfg: Config | None):
+        """The first reason `values` (knob values by name) is not a point of the space,
+        trying `rules` in that order: ("keys",) (knobs missing or unknown), ("domain",
+        knob), ("rule", rule, the exception it raised or None); None for a valid point.
+        cfg: `values` as a Config for the rules that take one (made here when needed)."""
+        if values.keys() != self._domain_sets.keys():
+            return ("keys",)
+        for name, dom in self._domain_sets.items():
+            if values[name] not in dom:
+                return ("domain", name)
+        merged = {**values, **self.constants}
+        for rule in rules:
             try:
                 if rule.takes_mapping:
                     cfg = cfg if cfg is not None else Config(values)
                     ok = rule.check_mapping(cfg)
                 else:
                     ok = rule.check_values(merged)
-            except Exception:       # a restriction that cannot be evaluated rejects
-                ok = False
+            except Exception as e:  # a restriction that cannot be evaluated rejects
+                return ("rule", rule, e)
             if not ok:
-                if rule is not order[0]:
-                    self._admit_order = (rule,) + tuple(r for r in order if r is not rule)
-                return False
-        return True
+                return ("rule", rule, None)
+        return None
 
     # --- enumeration ----------------------------------------------------
     @property
