@@ -223,20 +223,27 @@ def test_the_lane_gives_the_regular_paths_bits(be, kind, means, monkeypatch, cap
         assert "CUDA graphs given up" not in caplog.text, caplog.text
 
 
+class DL:
+    """A CUDA DLPack object that is neither a CuPy array nor a torch tensor (a JAX
+    array, say), over either; the streams its __dlpack__ was asked for."""
+
+    def __init__(self, a):
+        self._a, self.shape = a, tuple(a.shape)
+        self.dtype = str(a.dtype).removeprefix("torch.")
+        self.streams = []
+
+    def __dlpack__(self, stream=None, **kw):
+        self.streams.append(stream)
+        return self._a.__dlpack__(stream=stream, **kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
 def test_dlpack_objects_take_the_lane(be, monkeypatch):
-    """CUDA DLPack objects (not CuPy arrays) repeat through the lane: imported
-    every call (cupy.from_dlpack, no copy), the same bits as the regular path."""
+    """CUDA DLPack objects (not CuPy arrays) repeat through the lane: their capsules
+    read every call (dlpack_view, no copy), the same bits as the regular path."""
     import shadertune.front.matmul as front
-
-    class DL:
-        def __init__(self, a):
-            self._a, self.shape, self.dtype = a, a.shape, a.dtype
-
-        def __dlpack__(self, stream=None, **kw):
-            return self._a.__dlpack__(stream=stream, **kw)
-
-        def __dlpack_device__(self):
-            return self._a.__dlpack_device__()
     checked = []
     real = front.check_call
     monkeypatch.setattr(front, "check_call", lambda *a, **k: checked.append(1) or real(*a, **k))
@@ -261,19 +268,6 @@ def test_the_dlpack_lane_reads_capsules_in_place(be, producer, means, monkeypatc
     from shadertune.backends.cuda.dlpack_view import consumer_stream
     p = Problem(200, 72, 96, "float32", False, True)
     A, B, dA, dB = _device_operands(producer, p, 8)
-
-    class DL:
-        def __init__(self, a):
-            self._a, self.shape = a, tuple(a.shape)
-            self.dtype = str(a.dtype).removeprefix("torch.")
-            self.streams = []
-
-        def __dlpack__(self, stream=None, **kw):
-            self.streams.append(stream)
-            return self._a.__dlpack__(stream=stream, **kw)
-
-        def __dlpack_device__(self):
-            return self._a.__dlpack_device__()
     checked = []
     real = front.check_call
     monkeypatch.setattr(front, "check_call", lambda *a, **k: checked.append(1) or real(*a, **k))
