@@ -41,3 +41,30 @@ def test_a_child_that_cannot_rank_leaves_the_ranking_here():
     # a predictor that fails in the child (its error comes back): the caller ranks
     broken = ranking.child_ranker(p, lambda: (lambda problem, configs: 1 / 0), 0, 10)
     assert broken(be.space(p)) is None
+
+
+def test_the_child_starts_ranking_when_the_search_begins(monkeypatch):
+    """The ranking is sent to the child before the first evaluation and waited for only
+    when the search first needs a ranked config: the child ranks while configs are timed."""
+    events = []
+    real_start = ranking.ChildRanker.start
+
+    def start(self, space):
+        events.append("start")
+        wait = real_start(self, space)
+
+        def waited():
+            events.append("wait")
+            return wait()
+        return waited
+    monkeypatch.setattr(ranking.ChildRanker, "start", start)
+
+    class Listed(FakeBackend):      # a candidate list that fills the first batch, as CUDA's does
+        def candidates(self, problem, n):
+            return self.space(problem).configs()[:n]
+    p = Problem(16, 16, 96)
+    out = tune(Listed(model=True), p, strategy="model", budget=Budget(200), repeats=2,
+               on_result=lambda *a: events.append("result"))
+    assert out["results"]
+    assert events[0] == "start" and events.count("start") == 1
+    assert "wait" in events and events.index("wait") > events.index("result")

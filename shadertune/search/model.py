@@ -58,22 +58,29 @@ def search(space: Space, evaluate, budget: Budget | None = None,
 class Starts:
     """The configs a search takes after its lead (the first batch's rest, then the
     restarts): the model's ranking (ranked_configs), or without a model seeded random
-    draws.  The space is ranked when the first of them is asked for, not before:
-    ranking predicts every config of the space (a CUDA space: ~80,000, about a second
-    of CPU), and a search whose lead fills its first batch (a backend's candidate
-    list) may end before its first restart.  When it is ranked changes nothing in
-    what it yields."""
+    draws.  Ranking predicts every config of the space (a CUDA space: ~80,000, seconds
+    of CPU).  Where a child process ranks (options.rank_elsewhere), the ranking starts
+    with the search and the child ranks while the first batch and the first climb are
+    timed; here, the space is ranked when the first of its configs is asked for, not
+    before (a search whose lead fills its first batch may end before its first
+    restart).  When it is ranked changes nothing in what it yields."""
 
     _UNRANKED = object()
 
     def __init__(self, space: Space, options: SearchOptions, run: Tracker):
         self.space, self.options, self.run = space, options, run
         self.ranked = self._UNRANKED
+        elsewhere = options.rank_elsewhere
+        start = getattr(elsewhere, "start", None)
+        self._pending = start(space) if start is not None else None
 
     def __iter__(self):
         if self.ranked is self._UNRANKED:
             elsewhere = self.options.rank_elsewhere
-            self.ranked = elsewhere(self.space) if elsewhere is not None else None
+            if self._pending is not None:
+                self.ranked = self._pending()
+            else:
+                self.ranked = elsewhere(self.space) if elsewhere is not None else None
             if self.ranked is None:
                 self.ranked = ranked_configs(self.space, self.options)
         if self.ranked is None:

@@ -31,7 +31,8 @@ class SearchOptions:
     min_gain: float = 0.01              # a smaller relative improvement is not a gain
     rank_limit: int = 200_000           # model: rank at most this many configs (a sample beyond)
     # model: space -> its ranked list, or None (rank in process with cost_model); the
-    # same list ranked_configs makes, made elsewhere (search.ranking.child_ranker)
+    # same list ranked_configs makes, made elsewhere (search.ranking.ChildRanker; where it
+    # has start(space) -> wait(), the search starts it as it begins)
     rank_elsewhere: Callable | None = None
 
     def __post_init__(self):

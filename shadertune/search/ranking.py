@@ -55,28 +55,53 @@ def rank_configs(configs: list[Config], options: SearchOptions) -> list[Config] 
     return None if pred is None else ranked(configs, pred)
 
 
-def child_ranker(problem, host_predictor: Callable, seed: int, limit: int) -> Callable | None:
-    """A function space -> its ranked list, made in a child process with the predictor
-    host_predictor() gives when the ranking is due (None: no child could rank, rank
-    here); None where cloudpickle is missing."""
+def child_ranker(problem, host_predictor: Callable, seed: int, limit: int) -> "ChildRanker | None":
+    """A ChildRanker of `problem`'s spaces with the predictor host_predictor() gives
+    when a ranking starts; None where cloudpickle is missing."""
     try:
-        import cloudpickle
+        import cloudpickle  # noqa: F401
     except ImportError:
         return None
+    return ChildRanker(problem, host_predictor, seed, limit)
 
-    def rank(space) -> list[Config] | None:
-        predictor = host_predictor()
+
+class ChildRanker:
+    """Ranks a space in a child process.  start(space) sends the ranking off and returns
+    wait(), which gives the ranked list (None: no child could rank, rank here); a search
+    starts it when it begins, so the child ranks while the first evaluations run.
+    ranker(space) is start(space)()."""
+
+    def __init__(self, problem, host_predictor: Callable, seed: int, limit: int):
+        self.problem, self.host_predictor, self.seed, self.limit = problem, host_predictor, seed, limit
+
+    def start(self, space) -> Callable[[], list[Config] | None]:
+        import cloudpickle
+        predictor = self.host_predictor()
         if predictor is None:
-            return None
+            return lambda: None
         try:
-            payload = cloudpickle.dumps((space, predictor, problem, seed, limit))
-            out, size = children().submit(_rank_in_child, payload).result()
-        except Exception:       # pickling, a dead child, its error: the caller ranks
+            payload = cloudpickle.dumps((space, predictor, self.problem, self.seed, self.limit))
+            fut = children().submit(_rank_in_child, payload)
+        except Exception:       # pickling, a broken pool: the caller ranks
             forget_children()
-            return None
-        space.note_count(size)  # the report's pruned size, counted by the same walk
-        return out
-    return rank
+            return lambda: None
+        answer: list = []
+
+        def wait() -> list[Config] | None:
+            if not answer:
+                try:
+                    out, size = fut.result()
+                except Exception:       # a dead child, its error: the caller ranks
+                    forget_children()
+                    out = None
+                else:
+                    space.note_count(size)  # the report's pruned size, counted by the same walk
+                answer.append(out)
+            return answer[0]
+        return wait
+
+    def __call__(self, space) -> list[Config] | None:
+        return self.start(space)()
 
 
 # A space whose knob product is at least this large is counted in a child (CUDA's, 10^9
