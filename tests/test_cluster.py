@@ -157,19 +157,29 @@ def test_neither_workers_nor_scheduler_poll_nvml(client):
         assert answer[0] is False and answer[1] != "INITIALIZED", answer
 
 
-def test_each_evaluation_goes_to_an_idle_worker_the_one_idle_longest(client):
+def test_each_evaluation_goes_to_the_worker_with_the_fewest_in_flight_the_one_idle_longest(client):
     # the coordinator places evaluations itself (Dask's placement sent 123 of 128 to
-    # one of two GPUs): never a second one to a busy worker while another is idle
+    # one of two GPUs): never a second one to a worker while another is idle, and at
+    # most EVALUATIONS_PER_WORKER (2: one running, one queued behind it) to any
+    from shadertune.cluster.coordinator import EVALUATIONS_PER_WORKER
+    assert EVALUATIONS_PER_WORKER == 2
     live_workers(client, 2)
     (group,) = coordinator(client).groups.values()
     first, second = group.acquire(), group.acquire()
-    assert {first, second} == set(group.live) and group.acquire() is None
-    group.release(second)
-    group.release(first)
-    assert group.acquire() == second                 # free longer than the other
+    assert {first, second} == set(group.live)
+    third, fourth = group.acquire(), group.acquire()
+    assert {third, fourth} == set(group.live) and group.acquire() is None
+    for a in (second, second, first):
+        group.release(a)
+    assert group.acquire() == second                 # none in flight (first: one)
+    assert group.acquire() == second                 # one each: second was freed first
     assert group.acquire() == first and group.acquire() is None
-    group.release(first)
     group.release(second)
+    group.release(first)
+    assert group.acquire() == second                 # one each: second was freed first
+    assert group.acquire() == first and group.acquire() is None
+    for a in (first, first, second, second):
+        group.release(a)
 
 
 def test_the_backend_hooks_come_from_a_worker(client):
@@ -540,15 +550,19 @@ def test_a_config_that_kills_every_worker_it_runs_on_is_recorded_after_three_tri
     try:
         with Store(tmp_path / "t.sqlite") as store:
             ev = ClusterEvaluator(group, P, store=store, repeats=2)
-            (dead,) = ev.many([deadly])                  # alone: no other evaluation shares its fate
+            # beside it, evaluations queued behind it on its worker die with it: they are
+            # sent again, and its deaths are counted against it alone
+            beside = [Config(base, np=n) for n in (26, 28, 30)]
+            dead, *others = ev.many([deadly, *beside])
             after = ev.many([base, Config(base, np=24)])  # the search goes on
     finally:
         (control / "crash").unlink()
     assert dead.status == "run_failed"
     assert dead.message == "its worker died 3 times while evaluating it (killed or crashed)"
+    assert [r.status for r in others] == ["ok"] * 3
     assert [r.status for r in after] == ["ok", "ok"]
     assert {r.config: r.status for r in rows(tmp_path / "t.sqlite")} == \
-        {deadly: "run_failed", base: "ok", Config(base, np=24): "ok"}
+        {deadly: "run_failed", base: "ok", Config(base, np=24): "ok", **{c: "ok" for c in beside}}
     live_workers(client, 2)
 
 
@@ -723,3 +737,31 @@ def test_ctrl_c_on_a_cluster_table_reports_its_problems_in_progress_as_incomplet
     assert [e.get("incomplete") for e in doc["problems"]] == [True, True]
     for e, pr in zip(doc["problems"], (P, P2)):               # what the store holds, no more
         assert e["evaluated"] == len(rows(db, problem=pr)) < 40
+
+
+def test_a_dead_workers_death_counts_against_the_evaluation_it_ran_not_the_one_queued():
+    # two evaluations in flight on a worker that died: the first sent (the one it ran)
+    # counts a death; the one queued behind it is sent again with none, both first in
+    # line in the order they were sent
+    from collections import deque
+    from types import SimpleNamespace
+    from shadertune.cluster.evaluator import ClusterEvaluator
+
+    class Fut:
+        def done(self):
+            return False
+
+        def cancel(self):
+            pass
+    released = []
+    group = SimpleNamespace(coordinator=SimpleNamespace(connected=True, scheduler_id="s"),
+                            alive=lambda addr: addr != "dead", release=released.append)
+    me = SimpleNamespace(group=group)
+    ran, queued, elsewhere = Config(np=1), Config(np=2), Config(np=3)
+    running = {Fut(): (queued, 2.0, "dead", "s"), Fut(): (ran, 1.0, "dead", "s"),
+               Fut(): (elsewhere, 0.5, "live", "s")}
+    todo, deaths = deque([Config(np=4)]), {}
+    ClusterEvaluator._send_again_from_the_dead(me, running, todo, {}, deaths)
+    assert deaths == {ran: 1}
+    assert list(todo) == [ran, queued, Config(np=4)] and released == ["dead", "dead"]
+    assert [e[0] for e in running.values()] == [elsewhere]

@@ -10,8 +10,9 @@ from the store.  The racing bar (best median so far) is this search's on this
 device: every evaluation carries the bar known when it starts.
 
 Per-evaluation scheduling: each config of a batch is one Dask task, sent when a
-worker of the group is free (Coordinator's flow control), so no GPU idles while
-another has a queue.  Where the backend compiles ahead, the batch compiles on the
+worker of the group has room (coordinator.EVALUATIONS_PER_WORKER: the one it runs and
+one queued behind it), so no GPU idles while another has a queue, nor while a result
+and the next config travel.  Where the backend compiles ahead, the batch compiles on the
 hosts' cores chunk by chunk (compiles.py) and a config is sent once its host
 compiled it: the GPUs time one chunk while the next compiles.
 
@@ -205,19 +206,24 @@ class ClusterEvaluator(RecordingEvaluator):
     def _send_again_from_the_dead(self, running: dict, todo: deque, done: dict, deaths: dict) -> None:
         """Evaluations pinned to a worker that left the group (Dask would keep them
         waiting for it): cancelled and sent again, first in line; one whose workers
-        died KILLS_TO_FAIL times under it is recorded as run_failed instead.  One sent
-        before the scheduler was lost is sent again without a death counted (its
-        workers rejoin the new scheduler)."""
+        died KILLS_TO_FAIL times under it is recorded as run_failed instead.  A death
+        counts against the evaluation the worker was running, the first sent of its
+        evaluations in flight (it runs them in the order sent), not the one queued
+        behind it.  One sent before the scheduler was lost is sent again without a
+        death counted (its workers rejoin the new scheduler)."""
         coord = self.group.coordinator
         if not coord.connected:
             return                  # the cluster's answers wait for the connection
-        for f, (c, _, addr, scheduler) in list(running.items()):
-            if f.done() or self.group.alive(addr):
-                continue
+        lost = [(f, entry) for f, entry in running.items()
+                if not f.done() and not self.group.alive(entry[2])]
+        first_sent: dict[str, float] = {}
+        for _, (_, sent, addr, _) in lost:
+            first_sent[addr] = min(sent, first_sent.get(addr, sent))
+        for f, (c, sent, addr, scheduler) in sorted(lost, key=lambda x: x[1][1], reverse=True):
             del running[f]
             f.cancel()
             self.group.release(addr)
-            if scheduler == coord.scheduler_id:
+            if scheduler == coord.scheduler_id and sent == first_sent[addr]:
                 deaths[c] = deaths.get(c, 0) + 1
             if deaths.get(c, 0) >= KILLS_TO_FAIL:
                 r = Result(self.backend.name, self.device, self.problem, c, RUN_FAILED,
