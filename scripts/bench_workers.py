@@ -186,7 +186,10 @@ def run_job(coord, problems, budget: Budget, *, strategy, repeats, store_path, s
                      "best_ms": b["median_ms"] if b else None,
                      "best_gflops": b["gflops"] if b else None,
                      "times": {_key(r["config"]): r["median_ms"] for r in e["results"]
-                               if r["status"] == "ok"}})
+                               if r["status"] == "ok"},
+                     # the workers' seconds per stage of an evaluation (build, verify, time, ...):
+                     # where worker time goes when it grows with the worker count
+                     "stage_seconds": e.get("stage_seconds", {})})
     order = {p.key: i for i, p in enumerate(problems)}
     rows.sort(key=lambda r: order[r["problem"]])
     measured = sum(per_worker.values())
