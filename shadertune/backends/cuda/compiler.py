@@ -187,7 +187,8 @@ def stop_ahead() -> None:
     procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
-        if proc.is_alive():
-            # SIGKILL: a child inherits its spawning thread's blocked and ignored signals,
-            # and a SIGTERM left some running for good in full test runs
-            proc.kill()
+        # SIGKILL: a child inherits its spawning thread's blocked and ignored signals, and
+        # a SIGTERM left some running for good in full test runs.  Sent without asking
+        # is_alive() first (a child another thread of the process reaped reads as alive
+        # for good; one gone already is skipped by kill itself)
+        proc.kill()
