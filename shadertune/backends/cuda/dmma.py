@@ -152,6 +152,12 @@ def raw_configs(problem: Problem, limits: dict, tiles, tensor_core_configs):
 FULL_REUSE = 64 * 32 / (64 + 32)
 # m16n8k4 against k8, both pipelined, on the probe's tiles: 0.88-0.97x.
 K4_EFFICIENCY = 0.93
+# The reuse term's exponent: a warp tile of lower reuse loses less than in
+# proportion where several blocks share an SM. 64 x 64 blocks of 32 x 32 warps
+# (reuse 0.75 of 64 x 32's) ran at 0.87-0.88 of 128 x 64 blocks' rate at 1500^3
+# and 3000^3 once the waves are counted (0.75 ** 0.5 = 0.87); the exponent was
+# chosen on the stores' training problems (notes/cuda.md, session 18).
+REUSE_EXPONENT = 0.5
 # Resident warps an SM needs for the model's full rate: 4 (one 128 x 64 block of 2 x 2
 # warps ran 1000^3 at 47 TFLOP/s, 70% of the H200's FP64 peak, alone on each SM, and two
 # such blocks an SM through a K_G split were slower; notes/cuda.md, session 13).
@@ -169,7 +175,7 @@ def efficiency(c, d, warps: int, block_reuse: float, extra: int = 0) -> float:
     resident warps and the block's reuse."""
     reuse = c["WM"] * c["WN"] / (c["WM"] + c["WN"])
     shape = 1.0 if config_mma_k(c, d, extra) != 4 else K4_EFFICIENCY
-    return min(1.0, reuse / FULL_REUSE) * shape * min(1.0, warps / FULL_WARPS) * min(1.0, block_reuse / 32.0)
+    return min(1.0, reuse / FULL_REUSE) ** REUSE_EXPONENT * shape * min(1.0, warps / FULL_WARPS) * min(1.0, block_reuse / 32.0)
 
 
 def params(c, d, extra: int) -> dict:

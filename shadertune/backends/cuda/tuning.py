@@ -115,10 +115,16 @@ SK_MARGIN = 1.15
 SK_MARGIN_DMMA = 1.3
 # A launch's fixed cost (the grid's start and drain), the K_G reduce kernel's launch
 # (KR = 0), and the in-launch reduction's fixed cost (KR = 1: a fence, the count, one
-# more L2 round trip before the last block reads the partials), in cycles.
+# more L2 round trip before the last block reads the partials), in cycles. The two
+# reductions are set from the measured stores: the same config with the reduce kernel
+# ran 0.86x the time of the in-launch reduction (geometric mean of 293 pairs on 21
+# H200 problems, faster on every one: a call on the express lane or a graph launches
+# the reduce kernel without a host gap), so the reduce kernel's launch is cheaper and
+# the in-launch reduction dearer than first guessed; a launch under 3000 cycles made the
+# DMMA kernel split 1000^3, measured 1.17x slower (notes/cuda.md, session 18).
 LAUNCH_CYCLES = 4000
-REDUCE_LAUNCH = 6000
-KR_CYCLES = 1500
+REDUCE_LAUNCH = 3000
+KR_CYCLES = 8000
 SK_VARIANTS = 3       # shapes of a candidate list that bring their stream-K twin
 
 
