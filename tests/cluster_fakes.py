@@ -93,14 +93,14 @@ class OneKind(FakeBackend):
         _sleep()
         return super().source(problem, config)
 
-    def precompile(self, problem, configs, *, wait=False):
+    def precompile(self, problem, configs):
         start = time.monotonic()
         _sleep("compile-sleep")
         with open(_control("precompiled"), "a") as f:
             f.writelines(f"{c.key}\n" for c in configs)
         with open(_control("chunks"), "a") as f:
             f.write(json.dumps({"thread": threading.current_thread().name, "start": start,
-                                "end": time.monotonic(), "n": len(configs), "wait": wait}) + "\n")
+                                "end": time.monotonic(), "n": len(configs)}) + "\n")
 
     def predict_ms(self, problem, configs):
         return predicted(problem, configs)

@@ -281,9 +281,6 @@ def test_a_batch_compiles_beside_the_gpus_chunk_by_chunk_while_they_time(client,
     assert chunks[0]["n"] == 2 and len(chunks) > 2
     assert all(ch["n"] <= max(MIN_CHUNK, cores) for ch in chunks[1:])
     assert not any(ch["thread"].startswith("shadertune-gpu") for ch in chunks)
-    # each chunk compiled to the end before it came back: the other worker of the host
-    # builds from the cache, never waiting for a compile in this worker's process
-    assert all(ch["wait"] is True for ch in chunks)
     builds = [line.split() for line in (control / "builds").read_text().splitlines()]
     assert all(thread.startswith("shadertune-gpu") for _, thread in builds)
     # the GPUs started on the first chunk while the later ones compiled

@@ -125,23 +125,3 @@ def _running(pid: int) -> bool:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
-
-def test_in_a_search_precompile_with_wait_returns_once_every_cubin_is_cached(nvrtc):
-    # a cluster worker compiles ahead for the other workers of its host: their builds
-    # find a cubin in the cache or compile it again, so precompile(wait=True) returns
-    # only when every compile it started (in this process's pool) is done
-    be = CUDABackend()
-    p = Problem(64, 48, 80)
-    cfgs = be.candidates(p, 4)
-    srcs = [codegen.source(p, c) for c in cfgs]
-    paths = [compiler._cubin_path(s, compiler.arch_for(s, be.arch())) for s in srcs]
-    with be.search_session():
-        done = threading.Event()
-        t = threading.Thread(target=lambda: (be.precompile(p, cfgs, wait=True), done.set()))
-        t.start()
-        assert not done.wait(0.5)                   # the pool's compiles are held back
-        assert [q.exists() for q in paths] == [True, False, False, False]
-        GatedPool.last.gate.set()
-        t.join(30)
-        assert done.is_set() and all(q.exists() for q in paths)
-    assert sorted(nvrtc.compiled) == sorted(srcs)   # each compiled once

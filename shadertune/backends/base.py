@@ -250,14 +250,11 @@ class Backend(abc.ABC):
         """Context manager around one search; nothing to hold by default."""
         return contextlib.nullcontext()
 
-    def precompile(self, problem: Problem, configs: Sequence[Config], *, wait: bool = False) -> None:
+    def precompile(self, problem: Problem, configs: Sequence[Config]) -> None:
         """Build `configs` ahead (e.g. in parallel) so that build() finds them ready.
 
-        A backend may start the builds and return (a search's build in this process
-        waits for its own); with `wait` it returns once every build is done where any
-        process of this host finds it (a cluster worker compiles ahead for the other
-        workers of its host).  A config that cannot compile says so when it is built;
-        by default nothing is built ahead."""
+        A config that cannot compile says so when it is built; by default nothing
+        is built ahead."""
 
     def candidates(self, problem: Problem, n: int = 24) -> list[Config]:
         """Up to `n` configs a search should time first, best first; by default the

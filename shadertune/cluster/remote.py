@@ -97,7 +97,7 @@ class RemoteBackend(Backend):
     def source(self, problem: Problem, config) -> str:
         return self.group.call("source", problem, Config(config))
 
-    def precompile(self, problem: Problem, configs: Sequence[Config], *, wait: bool = False) -> None:
+    def precompile(self, problem: Problem, configs: Sequence[Config]) -> None:
         self.group.call("precompile", problem, [Config(c) for c in configs])
 
     def build(self, problem: Problem, config):

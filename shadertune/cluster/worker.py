@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import multiprocessing
 import os
 import signal
@@ -320,13 +319,7 @@ class BackendPlugin(WorkerPlugin):
         if backend is None:
             return {"seconds": 0.0, "error": self.error}
         try:
-            # done before it returns: the coordinator sends a config to any worker of this
-            # host once its chunk is back (compiles.py), and another worker's build does
-            # not wait for a compile this process started
-            if _takes_wait(backend.precompile):
-                backend.precompile(problem, configs, wait=True)
-            else:                # a backend of the older contract (module:Class)
-                backend.precompile(problem, configs)
+            backend.precompile(problem, configs)
             error = None
         except Exception as e:
             error = _line(e, typed=True)
@@ -342,13 +335,6 @@ class BackendPlugin(WorkerPlugin):
                 > KEEP_INPUT_BYTES:
             self._evaluators.popitem(last=False)
         return ev
-
-
-def _takes_wait(method) -> bool:
-    try:
-        return "wait" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _held_bytes(ev: Evaluator) -> int:

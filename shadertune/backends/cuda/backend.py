@@ -130,15 +130,12 @@ class CUDABackend(Backend):
             t = self._call_timed[problem] = self.predict_ms(problem, [self.default_config(problem)])[0] < CALL_TIMED_MS
         return t
 
-    def precompile(self, problem: Problem, configs, *, wait: bool = False) -> None:
+    def precompile(self, problem: Problem, configs) -> None:
         """Compile `configs` ahead. In a search (search_session): the first (a search's
         first batch leads with default_config) here and now, the rest started in
         processes, so that the first evaluation waits for its own compile alone and
-        later builds for theirs (compiler.compile_ahead); with `wait`, returning once
-        all of them are in the host's cubin cache (a build waits for a compile this
-        process started, never for another process's: a cluster worker compiling
-        for the other workers of its host waits); outside a search, all of them in
-        parallel before returning."""
+        later builds for theirs (compiler.compile_ahead); outside a search, all of
+        them in parallel before returning."""
         if not self._sessions:
             self.precompile_many([(problem, c) for c in configs])
             return
@@ -147,11 +144,10 @@ class CUDABackend(Backend):
         if not srcs:
             return
         compile_ahead(srcs[1:], self.arch())
-        for src in srcs if wait else srcs[:1]:
-            try:
-                compile_cubin(src, self.arch())   # (waits for a compile started ahead)
-            except Exception:     # noqa: BLE001 (its build() reports it, as the evaluator records)
-                pass
+        try:
+            compile_cubin(srcs[0], self.arch())
+        except Exception:         # noqa: BLE001 (its build() reports it, as the evaluator records)
+            pass
 
     @contextlib.contextmanager
     def search_session(self):
