@@ -1,6 +1,8 @@
 """NVRTC compilation to a cubin, with an on-disk cache keyed by the source
 hash, the architecture, the options and the NVRTC version (so a new toolkit
-recompiles).  Safe to call from several processes: files land atomically."""
+recompiles).  Safe to call from several processes: files land atomically, and a
+compile in progress is marked in the cache (compile_marks.py), so that another
+process's build of the same kernel waits for it instead of compiling it again."""
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +14,7 @@ from concurrent.futures import CancelledError
 
 from ...core.cpus import usable_cpus
 from ...errors import BuildError
+from . import compile_marks
 from .device import import_cupy
 
 # No fast-math: plain IEEE fp32/fp64 FMA, like cuBLAS with TF32 off.
@@ -66,26 +69,39 @@ def compile_cubin(source: str, arch: str, name: str = "st_gemm.cu") -> pathlib.P
     return _compiled(source, arch, path, name)
 
 
-def _compiled(source: str, arch: str, path: pathlib.Path, name: str = "st_gemm.cu") -> pathlib.Path:
-    """compile_cubin's compile (no wait for one started ahead: a pool's worker runs it)."""
+def _compiled(source: str, arch: str, path: pathlib.Path, name: str = "st_gemm.cu",
+              owned: bool = False) -> pathlib.Path:
+    """compile_cubin's compile (no wait for one started ahead: a pool's worker runs it).
+    A compile another live process has marked is waited for, not repeated; `owned`: the
+    caller marked this compile already (compile_ahead, for its pool)."""
     if path.exists():
         return path
-    nvrtc = import_cupy().cuda.nvrtc
-    prog = nvrtc.createProgram(source, name, [], [])
+    mine = owned or compile_marks.claim(path)
+    if not mine:
+        compile_marks.await_other(path)
+        if path.exists():
+            return path
+        mine = compile_marks.claim(path)   # the other failed or died: compiled here, its error said
     try:
+        nvrtc = import_cupy().cuda.nvrtc
+        prog = nvrtc.createProgram(source, name, [], [])
         try:
-            nvrtc.compileProgram(prog, list(_options(arch)))
-        except nvrtc.NVRTCError as e:
-            log = nvrtc.getProgramLog(prog)
-            raise BuildError(f"NVRTC failed ({e}):\n{log}", source=source) from None
-        cubin = nvrtc.getCUBIN(prog)
+            try:
+                nvrtc.compileProgram(prog, list(_options(arch)))
+            except nvrtc.NVRTCError as e:
+                log = nvrtc.getProgramLog(prog)
+                raise BuildError(f"NVRTC failed ({e}):\n{log}", source=source) from None
+            cubin = nvrtc.getCUBIN(prog)
+        finally:
+            nvrtc.destroyProgram(prog)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(cubin)
+        os.replace(tmp, path)
     finally:
-        nvrtc.destroyProgram(prog)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(cubin)
-    os.replace(tmp, path)
+        if mine:
+            compile_marks.release(path)
     return path
 
 
@@ -105,10 +121,10 @@ def compile_many(sources: list[str], arch: str, workers: int | None = None) -> l
     return [errors.get(s) for s in sources]
 
 
-def _compile_quiet(source: str, arch: str):
+def _compile_quiet(source: str, arch: str, owned: bool = False):
     try:
         a = arch_for(source, arch)
-        _compiled(source, a, _cubin_path(source, a))
+        _compiled(source, a, _cubin_path(source, a), owned=owned)
         return None
     except BaseException as e:  # returned, not raised: one bad source must not stop the rest
         return BuildError(str(e))
@@ -120,7 +136,9 @@ def _compile_quiet(source: str, arch: str):
 # and then builds and times them one after another.  compile_many() would make the
 # first evaluation wait for the whole batch; compile_ahead() instead starts the batch in
 # a process pool kept for the search (CUDABackend.search_session) and returns at once:
-# compile_cubin() of a source it started waits for that compile alone.
+# compile_cubin() of a source it started waits for that compile alone.  Each compile it
+# starts is marked first (compile_marks.claim), so that a build in another process of the
+# host waits for it too; a source another process has marked is left to that process.
 
 _ahead: dict = {}            # cubin path -> the Future of its compile
 _ahead_pool = None
@@ -150,7 +168,8 @@ def compile_ahead(sources: list[str], arch: str) -> None:
         if _ahead_pool is None:
             _ahead_pool = _pool_factory(usable_cpus())
         for s, a, path in todo:
-            _ahead[path] = _ahead_pool.submit(_compile_quiet, s, a)
+            if compile_marks.claim(path):     # else another process compiles it: a build waits
+                _ahead[path] = _ahead_pool.submit(_compile_quiet, s, a, True)
 
 
 def _wait_ahead(path: pathlib.Path) -> None:
@@ -162,7 +181,8 @@ def _wait_ahead(path: pathlib.Path) -> None:
     try:
         fut.result()
     except (CancelledError, Exception):      # noqa: BLE001 (compile_cubin compiles and reports it)
-        pass
+        # cancelled before it ran, or its process died: nobody else releases its mark
+        compile_marks.release(path)
     with _ahead_lock:
         if _ahead.get(path) is fut:
             del _ahead[path]
@@ -176,9 +196,21 @@ def stop_ahead() -> None:
     global _ahead_pool
     with _ahead_lock:
         pool, _ahead_pool = _ahead_pool, None
+        started = list(_ahead)
         _ahead.clear()
     if pool is None:
         return
+    try:
+        _end_pool(pool)
+    finally:
+        # the marks of compiles ended before they wrote their cubin (an ended process
+        # releases nothing): other processes' builds compile those themselves
+        for path in started:
+            if not path.exists():
+                compile_marks.release(path)
+
+
+def _end_pool(pool) -> None:
     end = getattr(pool, "terminate_workers", None)         # Python 3.14
     if end is not None:
         end()

@@ -1,0 +1,153 @@
+"""A compile in progress is marked in the cubin cache (backends/cuda/compile_marks.py): a
+build in another process of the host waits for that compile instead of compiling the
+kernel again; a leftover mark (its process gone, or too old) is taken over; a compile
+ahead that was ended leaves no mark behind.  NVRTC is the CuPy stand-in's
+(tests/fake_cupy.py: a 'cubin' is the source's bytes); the other process is a real one."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import fake_cupy
+from shadertune.backends.cuda import CUDABackend, codegen, compile_marks, compiler
+from shadertune.core.problem import Problem
+
+
+@pytest.fixture
+def nvrtc(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setenv("SHADERTUNE_CACHE", str(tmp_path / "cache"))
+    fake_cupy._NVRTC.compiled = []
+    yield fake_cupy._NVRTC
+    compiler.stop_ahead()
+
+
+@pytest.fixture
+def other_process():
+    """A live process of this host that is not this one (the other worker)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _source_and_path():
+    be = CUDABackend()
+    p = Problem(64, 48, 80)
+    src = codegen.source(p, be.default_config(p))
+    arch = compiler.arch_for(src, be.arch())
+    return src, arch, compiler._cubin_path(src, arch)
+
+
+def _mark(path, host, pid, when):
+    mark = compile_marks.mark_of(path)
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text(f"{host} {pid} {when}")
+    return mark
+
+
+def test_a_build_waits_for_another_process_compiling_the_same_kernel(nvrtc, other_process):
+    src, arch, path = _source_and_path()
+    mark = _mark(path, compile_marks._HOST, other_process.pid, time.time())
+    got = []
+    t = threading.Thread(target=lambda: got.append(compiler.compile_cubin(src, arch)))
+    t.start()
+    time.sleep(0.3)
+    assert t.is_alive() and nvrtc.compiled == []        # waiting, not compiling
+    path.write_bytes(src.encode())                      # the other process's cubin lands
+    mark.unlink()
+    t.join(10)
+    assert got == [path] and nvrtc.compiled == []       # compiled once, by the other
+
+
+def test_a_build_compiles_itself_when_the_other_compile_ends_without_a_cubin(nvrtc, other_process):
+    src, arch, path = _source_and_path()
+    mark = _mark(path, compile_marks._HOST, other_process.pid, time.time())
+    got = []
+    t = threading.Thread(target=lambda: got.append(compiler.compile_cubin(src, arch)))
+    t.start()
+    time.sleep(0.2)
+    mark.unlink()                                       # it failed (its build reports why)
+    t.join(10)
+    assert got == [path] and nvrtc.compiled == [src] and not mark.exists()
+
+
+@pytest.mark.parametrize("leftover", ["process gone", "too old"])
+def test_a_leftover_mark_is_taken_over(nvrtc, leftover):
+    src, arch, path = _source_and_path()
+    if leftover == "process gone":
+        done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+        mark = _mark(path, compile_marks._HOST, int(done.stdout), time.time())
+    else:
+        mark = _mark(path, compile_marks._HOST, os.getpid(),
+                     time.time() - compile_marks.STALE_SECONDS - 1)
+    t0 = time.monotonic()
+    assert compiler.compile_cubin(src, arch) == path
+    assert time.monotonic() - t0 < 5 and nvrtc.compiled == [src] and not mark.exists()
+
+
+def test_a_mark_from_another_host_is_judged_by_its_age(tmp_path):
+    cubin = tmp_path / "k.cubin"
+    mark = _mark(cubin, "elsewhere", 1, time.time())
+    assert compile_marks.live(mark) and not compile_marks.claim(cubin)
+    _mark(cubin, "elsewhere", 1, time.time() - compile_marks.STALE_SECONDS - 1)
+    assert not compile_marks.live(mark) and compile_marks.claim(cubin)
+    assert mark.read_text().split()[:2] == [compile_marks._HOST, str(os.getpid())]
+    compile_marks.release(cubin)
+    assert not mark.exists()
+
+
+def test_compile_ahead_marks_what_it_starts_and_leaves_what_another_process_compiles(
+        nvrtc, monkeypatch, other_process):
+    from concurrent.futures import ThreadPoolExecutor
+    gate = threading.Event()
+
+    class GatedPool(ThreadPoolExecutor):
+        def __init__(self, workers):
+            super().__init__(max_workers=2)
+
+        def submit(self, fn, *a, **kw):
+            return super().submit(lambda: gate.wait(30) and fn(*a, **kw))
+    monkeypatch.setattr(compiler, "_pool_factory", GatedPool)
+    be = CUDABackend()
+    p = Problem(64, 48, 80)
+    srcs = [codegen.source(p, c) for c in be.candidates(p, 3)]
+    paths = [compiler._cubin_path(s, compiler.arch_for(s, be.arch())) for s in srcs]
+    theirs = _mark(paths[2], compile_marks._HOST, other_process.pid, time.time())
+    compiler.compile_ahead(srcs, be.arch())
+    assert set(compiler._ahead) == set(paths[:2])        # the third is the other process's
+    assert all(compile_marks.mark_of(q).exists() for q in paths[:2])
+    gate.set()
+    for q in paths[:2]:
+        assert compiler.compile_cubin(srcs[paths.index(q)], be.arch()) == q
+    assert not any(compile_marks.mark_of(q).exists() for q in paths[:2])   # released once written
+    assert theirs.exists() and sorted(nvrtc.compiled) == sorted(srcs[:2])
+
+
+def test_compiles_ended_before_they_ran_leave_no_mark(nvrtc, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+    gate = threading.Event()
+
+    class HeldPool(ThreadPoolExecutor):
+        def __init__(self, workers):
+            super().__init__(max_workers=1)
+
+        def submit(self, fn, *a, **kw):
+            return super().submit(lambda: gate.wait(30) and fn(*a, **kw))
+    monkeypatch.setattr(compiler, "_pool_factory", HeldPool)
+    be = CUDABackend()
+    p = Problem(64, 48, 80)
+    srcs = [codegen.source(p, c) for c in be.candidates(p, 3)]
+    paths = [compiler._cubin_path(s, compiler.arch_for(s, be.arch())) for s in srcs]
+    compiler.compile_ahead(srcs, be.arch())
+    assert all(compile_marks.mark_of(q).exists() for q in paths)
+    compiler.stop_ahead()                 # the search ended: none of them reached
+    gate.set()                            # (the one a thread had taken runs to its end)
+    deadline = time.monotonic() + 10
+    while any(compile_marks.mark_of(q).exists() for q in paths) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(compile_marks.mark_of(q).exists() for q in paths)
