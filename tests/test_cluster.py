@@ -643,6 +643,15 @@ def test_the_search_cli_starts_its_own_workers_on_the_gpus_given(tmp_path, capsy
     assert line.endswith("total 6 measured")
 
 
+def test_a_cluster_none_of_whose_workers_opens_the_backend_leaves_no_store(tmp_path, capsys):
+    # every worker fails to open its GPU: one error, exit 1, and no store file made
+    db = tmp_path / "t.sqlite"
+    assert main(["--backend", ODD, "--size", "8", "--budget", "2", "--gpus", "1,3",
+                 "--db", str(db)]) == 1
+    assert "no worker could open backend" in capsys.readouterr().err
+    assert not db.exists()
+
+
 @pytest.mark.parametrize("args, text", [
     (["--workers", "0"], "argument --workers: must be at least 1, got 0"),
     (["--workers", "2", "--gpus", "0"], "--workers 2 but --gpus names 1 GPUs"),

@@ -284,8 +284,14 @@ def _search(args, problems, Store, StoreError) -> int:
     try:
         if clustered(args):
             from .search_cluster import tune_on_cluster
-            store = _open_store(args, Store)
-            tune_on_cluster(args, problems, store, runs, notes)
+
+            def open_store():
+                # once the workers have opened their backends: a cluster none of whose
+                # workers can open it leaves no store file behind
+                nonlocal store
+                store = _open_store(args, Store)
+                return store
+            tune_on_cluster(args, problems, open_store, runs, notes)
         else:
             backend = load_backend(args.backend)
             if args.fix:

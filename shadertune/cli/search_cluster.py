@@ -36,10 +36,10 @@ def local_gpus(args) -> list[int]:
     return engine.parse_gpus(args.gpus) if args.gpus is not None else list(range(args.workers))
 
 
-def tune_on_cluster(args, problems, store, runs: list, notes: list, stream=None) -> None:
+def tune_on_cluster(args, problems, open_store, runs: list, notes: list, stream=None) -> None:
     """The search's tuning step on a local cluster (--workers/--gpus) or on the
     scheduler at --cluster: one search per problem and device group, their results
-    in `store`'s file.  Fills `runs` with a DeviceRun per device (sorted by device
+    in the file of the store open_store() opens once a worker has opened the backend.  Fills `runs` with a DeviceRun per device (sorted by device
     key) holding the finished entries and the problems still in progress when it
     stopped (an error or Ctrl-C: also then), and `notes` with the line of
     evaluations per worker; each device's problems get search_budget(args, device),
@@ -65,6 +65,7 @@ def tune_on_cluster(args, problems, store, runs: list, notes: list, stream=None)
     try:
         with where as client:
             coordinator = Coordinator(client, args.backend, on_event=event)
+            store = open_store()
             total = args.budget * len(problems) * len(coordinator.groups) if args.budget else None
             workers = len(coordinator.names())
             label = f"{len(problems)} problem{'s' * (len(problems) > 1)} on " \
