@@ -173,7 +173,33 @@ def test_the_space_offers_swz_only_past_an_l2():
     small, large = Problem(2048, 2048, 2048), Problem(4096, 4096, 4096)
     assert "L2" in compute_space(small, H200).why_invalid(OWN | dict(np=2048, swz=8))
     assert compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8)) is None
-    assert "main form" in compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8, a_src="texture"))
+    # swz and skew also with operands through textures; db = 2, clamp, shuffle and kred not
+    assert compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8, a_src="texture")) is None
+    assert "main form" in compute_space(large, H200).why_invalid(
+        OWN | dict(np=4096, swz=8, clamp=1, a_src="texture"))
+    assert "main form" in compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8, unroll=4))
+
+
+def test_skewed_slabs_read_through_textures_are_right_for_every_transpose(backend):
+    for p in (Problem(40, 36, 64), Problem(64, 40, 48, trans_a=True),
+              Problem(36, 64, 64, trans_b=True), Problem(48, 64, 40, trans_a=True, trans_b=True)):
+        for a_src, b_src in (("texture", "ssbo"), ("ssbo", "texture"), ("texture", "texture")):
+            configs = compute_configs(backend.space(p), skew=1, a_src=a_src, b_src=b_src)
+            assert configs, (p.key, a_src, b_src)
+            with backend.build(p, configs[0]) as k:
+                check(k, p, alpha=0.5, beta=-2.0)
+
+
+def test_a_swizzled_walk_over_texture_operands_covers_every_tile_once(backend):
+    p = Problem(300, 70, 40)
+    cfg = BASE | dict(bm=32, bn=32, tm=4, tn=4, swz=2, np=40, a_src="texture", b_src="texture")
+    L = ComputeLayout.plan(p, cfg)
+    k = ComputeKernel(backend.ctx, p, cfg, L, codegen.compute_source(L, cfg), pool=backend.pool,
+                      transfers=backend.transfers)
+    try:
+        check(k, p)
+    finally:
+        k.release()
 
 
 # --- shuffle: gated on the device ------------------------------------------------------

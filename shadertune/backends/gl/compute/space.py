@@ -216,13 +216,18 @@ def compute_space(problem: Problem, limits: dict) -> Space:
         return shuffle == 0 or (subgroup_shuffle and a_t == 1 and lanes_n >= tm)
 
     def refinements_on_main_form(db, skew, clamp, swz, shuffle, kred, unroll, a_src, b_src, np) -> bool:
-        """db = 2, skew, clamp, swz, shuffle and kred only on the family's main form: a
-        fully unrolled stage from storage buffers in one pass (they refine its main loop;
-        unroll 4, texture sources and passes are alternatives to it that measured slower
-        or even, and every refinement on every alternative would multiply the space)"""
+        """db = 2, clamp, shuffle and kred only on the family's main form: a fully unrolled
+        stage from storage buffers in one pass (they refine its main loop; unroll 4 and
+        passes are alternatives to it that measured slower or even, and every refinement
+        on every alternative would multiply the space); skew and swz also with operands
+        read through textures (the slab's store in shared memory and the grid's order do
+        not depend on where a slab is read from, and a texture source measured faster
+        than the buffer where skew and swz did too)"""
         if db != 2 and not (skew or clamp or shuffle or kred) and swz == 1:
             return True
-        return unroll == "full" and a_src == "ssbo" and b_src == "ssbo" and np >= K
+        if unroll != "full" or np < K:
+            return False
+        return (a_src == "ssbo" and b_src == "ssbo") or not (db == 2 or clamp or shuffle or kred)
 
     def atomic_splits(kred, ks) -> bool:
         """kred = 1 only with splits (ks > 1), on a device with float atomics on storage buffers"""
