@@ -143,6 +143,26 @@ def cuda_report(bench_path, report_path):
     return True
 
 
+GL_STAGES = {"gl-configs", "gl-tune", "gl-e2e", "sq"}
+
+
+def software_warning(skip: set) -> str | None:
+    """One line where the GL stages would run on a software renderer (Mesa llvmpipe without
+    a GPU): they take far longer there, and what they measure is the host's cores."""
+    if GL_STAGES <= skip:
+        return None
+    try:
+        from shadertune.backends.gl import GLBackend
+        device = GLBackend().device()
+    except Exception:      # noqa: BLE001 (no GL at all: each GL stage reports its own error)
+        return None
+    if not device.limits.get("software_renderer"):
+        return None
+    return (f"bench-gpu: GL runs on a software renderer ({device.renderer}): its stages take far "
+            f"longer than on a GPU and measure this host's cores, not a GPU; --quick, --skip "
+            f"or a GPU machine (BENCHMARKS.md, 'The GPU machine')")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
@@ -160,6 +180,9 @@ def main(argv=None):
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     skip = set(filter(None, args.skip.split(",")))
+    warning = software_warning(skip)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     py = sys.executable
     t_all = time.time()
     with open(os.path.join(out, "bench-gpu.log"), "a") as log:

@@ -173,3 +173,19 @@ def test_scripts_demo_reads_a_relative_store_where_it_was_started(tmp_path, gl):
         for p in ROOT.glob(name + "*"):          # the store, its -wal, -shm, .models
             shutil.rmtree(p) if p.is_dir() else p.unlink()
         assert not made, "scripts/demo made its store in the checkout"
+
+
+def test_bench_gpu_says_when_its_gl_stages_would_run_on_a_software_renderer():
+    # llvmpipe here: the whole GPU benchmark would run for hours and measure the host's
+    # cores; it says so in one line at the start (and says nothing once GL is skipped)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        bench_gpu = importlib.import_module("bench_gpu")
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    from shadertune.backends.gl import GLBackend
+    if not GLBackend().device().limits.get("software_renderer"):
+        pytest.skip("a hardware GL renderer")
+    line = bench_gpu.software_warning(set())
+    assert line.startswith("bench-gpu: GL runs on a software renderer (llvmpipe")
+    assert bench_gpu.software_warning(set(bench_gpu.GL_STAGES)) is None
