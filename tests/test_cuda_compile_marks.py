@@ -101,22 +101,33 @@ def test_a_mark_from_another_host_is_judged_by_its_age(tmp_path):
     assert not mark.exists()
 
 
-def test_compile_ahead_marks_what_it_starts_and_leaves_what_another_process_compiles(
-        nvrtc, monkeypatch, other_process):
+def _held_pool(monkeypatch, threads: int) -> threading.Event:
+    """compile_ahead's pool: `threads` threads, none of whose compiles starts before the
+    returned gate is set."""
     from concurrent.futures import ThreadPoolExecutor
     gate = threading.Event()
 
-    class GatedPool(ThreadPoolExecutor):
+    class HeldPool(ThreadPoolExecutor):
         def __init__(self, workers):
-            super().__init__(max_workers=2)
+            super().__init__(max_workers=threads)
 
         def submit(self, fn, *a, **kw):
             return super().submit(lambda: gate.wait(30) and fn(*a, **kw))
-    monkeypatch.setattr(compiler, "_pool_factory", GatedPool)
+    monkeypatch.setattr(compiler, "_pool_factory", HeldPool)
+    return gate
+
+
+def _three_kernels():
     be = CUDABackend()
     p = Problem(64, 48, 80)
     srcs = [codegen.source(p, c) for c in be.candidates(p, 3)]
-    paths = [compiler._cubin_path(s, compiler.arch_for(s, be.arch())) for s in srcs]
+    return be, srcs, [compiler._cubin_path(s, compiler.arch_for(s, be.arch())) for s in srcs]
+
+
+def test_compile_ahead_marks_what_it_starts_and_leaves_what_another_process_compiles(
+        nvrtc, monkeypatch, other_process):
+    gate = _held_pool(monkeypatch, 2)
+    be, srcs, paths = _three_kernels()
     theirs = _mark(paths[2], compile_marks._HOST, other_process.pid, time.time())
     compiler.compile_ahead(srcs, be.arch())
     assert set(compiler._ahead) == set(paths[:2])        # the third is the other process's
@@ -129,20 +140,8 @@ def test_compile_ahead_marks_what_it_starts_and_leaves_what_another_process_comp
 
 
 def test_compiles_ended_before_they_ran_leave_no_mark(nvrtc, monkeypatch):
-    from concurrent.futures import ThreadPoolExecutor
-    gate = threading.Event()
-
-    class HeldPool(ThreadPoolExecutor):
-        def __init__(self, workers):
-            super().__init__(max_workers=1)
-
-        def submit(self, fn, *a, **kw):
-            return super().submit(lambda: gate.wait(30) and fn(*a, **kw))
-    monkeypatch.setattr(compiler, "_pool_factory", HeldPool)
-    be = CUDABackend()
-    p = Problem(64, 48, 80)
-    srcs = [codegen.source(p, c) for c in be.candidates(p, 3)]
-    paths = [compiler._cubin_path(s, compiler.arch_for(s, be.arch())) for s in srcs]
+    gate = _held_pool(monkeypatch, 1)
+    be, srcs, paths = _three_kernels()
     compiler.compile_ahead(srcs, be.arch())
     assert all(compile_marks.mark_of(q).exists() for q in paths)
     compiler.stop_ahead()                 # the search ended: none of them reached
