@@ -68,3 +68,21 @@ def test_the_child_starts_ranking_when_the_search_begins(monkeypatch):
     assert out["results"]
     assert events[0] == "start" and events.count("start") == 1
     assert "wait" in events and events.index("wait") > events.index("result")
+
+
+def test_a_budget_without_room_for_a_restart_ranks_only_if_asked(monkeypatch):
+    # a first use's few evaluations: no child is set ranking for a restart that never comes
+    started = []
+    real_start = ranking.ChildRanker.start
+    monkeypatch.setattr(ranking.ChildRanker, "start",
+                        lambda self, space: started.append(1) or real_start(self, space))
+
+    class Listed(FakeBackend):
+        def candidates(self, problem, n):
+            return self.space(problem).configs()[:n]
+    p = Problem(16, 16, 96)
+    most = SearchOptions.top + SearchOptions.step_evals
+    tune(Listed(model=True), p, strategy="model", budget=Budget(most), repeats=2)
+    assert started == []
+    tune(Listed(model=True), p, strategy="model", budget=Budget(most + 1), repeats=2)
+    assert started == [1]

@@ -59,20 +59,23 @@ class Starts:
     """The configs a search takes after its lead (the first batch's rest, then the
     restarts): the model's ranking (ranked_configs), or without a model seeded random
     draws.  Ranking predicts every config of the space (a CUDA space: ~80,000, seconds
-    of CPU).  Where a child process ranks (options.rank_elsewhere), the ranking starts
-    with the search and the child ranks while the first batch and the first climb are
-    timed; here, the space is ranked when the first of its configs is asked for, not
-    before (a search whose lead fills its first batch may end before its first
-    restart).  When it is ranked changes nothing in what it yields."""
+    of CPU).  Where a child process ranks (options.rank_elsewhere) and the budget leaves
+    room for a restart (more evaluations than the first batch and a climb's step, or no
+    count limit), the ranking starts with the search and the child ranks while the first
+    batch and the first climb are timed; otherwise the space is ranked when the first of
+    its configs is asked for, not before (a search whose lead fills its first batch, a
+    first use's few evaluations, may end before its first restart).  When it is ranked
+    changes nothing in what it yields."""
 
     _UNRANKED = object()
 
     def __init__(self, space: Space, options: SearchOptions, run: Tracker):
         self.space, self.options, self.run = space, options, run
         self.ranked = self._UNRANKED
-        elsewhere = options.rank_elsewhere
-        start = getattr(elsewhere, "start", None)
-        self._pending = start(space) if start is not None else None
+        start = getattr(options.rank_elsewhere, "start", None)
+        most = run.budget.max_evals
+        restarts_likely = most is None or most > options.top + options.step_evals
+        self._pending = start(space) if start is not None and restarts_likely else None
 
     def __iter__(self):
         if self.ranked is self._UNRANKED:
