@@ -28,7 +28,8 @@ time, or measured in the other run within --noise: timing noise; else they
 differ).  The cluster's own overhead: its start-up (the cluster ready, less the
 slowest worker's opening of its backend, which a local search pays too), each
 evaluation's dispatch and return (the coordinator's round trip less the
-worker's time inside the task), the coordinator's CPU per evaluation, and all
+worker's time inside the task; with two evaluations in flight a worker it includes the
+wait behind the other, so the busy column says what the GPUs lost), the coordinator's CPU per evaluation, and all
 of it as a fraction of a 60 s search (the target is under 5%).
 
 Every run starts alike: the NVIDIA GL shader disk cache off
