@@ -6,8 +6,8 @@ table"): one row per backend, device key and problem, the fastest verified confi
 in the format of `python -m shadertune.db export --best --format jsonl` with a
 `source` field.  Its sources, given as files:
 
-- stores (.sqlite): each problem's fastest correct result under each device key and
-  template hash (exchange.best_rows);
+- stores (.sqlite, or .sqlite.xz as benchmarks/ keeps them): each problem's fastest
+  correct result under each device key and template hash (exchange.best_rows);
 - search reports (python -m shadertune.search --report): each problem's best; a
   report records no template hash, so its rows have none (verified on first use);
 - scripts/bench-cuda JSON (rows with best_config) and scripts/bench-gl-compute JSON
@@ -86,12 +86,25 @@ def _name(path: pathlib.Path) -> str:
         return path.name
 
 
-def from_store(path: pathlib.Path) -> list[dict]:
+def from_store(path: pathlib.Path, named: pathlib.Path | None = None) -> list[dict]:
     with Store(path, readonly=True) as s:
         rows = best_rows(s)
     for r in rows:
-        r["source"] = _name(path)
+        r["source"] = _name(named or path)
     return rows
+
+
+def from_compressed_store(path: pathlib.Path) -> list[dict]:
+    """A store committed xz-compressed (benchmarks/**/*.sqlite.xz), read through a
+    temporary copy; its rows name the compressed file."""
+    import lzma
+    import shutil
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = pathlib.Path(tmp) / path.name.removesuffix(".xz")
+        with lzma.open(path) as src, open(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        return from_store(copy, named=path)
 
 
 def from_json(path: pathlib.Path) -> list[dict]:
@@ -144,6 +157,8 @@ def from_table(path: pathlib.Path) -> list[dict]:
 
 
 def read(path: pathlib.Path) -> list[dict]:
+    if path.name.endswith(".sqlite.xz"):
+        return from_compressed_store(path)
     with open(path, "rb") as f:
         head = f.read(len(_SQLITE))
     if head == _SQLITE:

@@ -256,3 +256,18 @@ def test_scripts_pretuned_regenerates_a_table_from_stores_reports_and_tables(tmp
     rows = pretuned.parse(out.read_text().splitlines())
     assert len(rows) == 3 and [x.template_hash for x in rows if x.problem == Problem(16, 8, 64)] == [None]
     assert _pretuned_script("--dry-run", tmp_path / "missing.sqlite").returncode == 1
+
+
+def test_scripts_pretuned_reads_a_store_kept_compressed(tmp_path):
+    # benchmarks/ keeps its stores as .sqlite.xz: read through a temporary copy, the rows
+    # name the compressed file
+    import lzma
+    path = _store(tmp_path, [(P, GOOD, 0.1), (Problem(32, 8, 64), GOOD, 0.2)])
+    xz = tmp_path / "kept.sqlite.xz"
+    xz.write_bytes(lzma.compress(path.read_bytes()))
+    out = tmp_path / "table.jsonl"
+    r = _pretuned_script("--out", out, xz)
+    assert r.returncode == 0, r.stderr
+    rows = pretuned.parse(out.read_text().splitlines())
+    assert len(rows) == 2 and {x.source for x in rows} == {"kept.sqlite.xz"}
+    assert not list(tmp_path.glob("kept.sqlite")) and "kept.sqlite.xz: 2 best rows" in r.stderr
