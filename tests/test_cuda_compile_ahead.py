@@ -120,8 +120,9 @@ def test_a_search_that_ends_ends_the_compiles_still_running():
 def _running(pid: int) -> bool:
     """Whether process `pid` exists and is not a zombie (Linux /proc)."""
     try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except FileNotFoundError:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except (FileNotFoundError, ProcessLookupError):   # gone (ESRCH: while being read)
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 

@@ -150,3 +150,19 @@ def test_compiles_ended_before_they_ran_leave_no_mark(nvrtc, monkeypatch):
     while any(compile_marks.mark_of(q).exists() for q in paths) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not any(compile_marks.mark_of(q).exists() for q in paths)
+
+
+def test_a_cache_that_takes_no_mark_still_compiles(nvrtc, monkeypatch):
+    # a full (or read-only) cache: no mark can be written; the compiles run unmarked and
+    # nothing raises out of compile ahead or a build (a cubin it cannot write is the
+    # build's own error, as before)
+    def full(cubin):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(compile_marks, "claim", full)
+    gate = _held_pool(monkeypatch, 2)
+    be, srcs, paths = _three_kernels()
+    compiler.compile_ahead(srcs[1:], be.arch())
+    assert set(compiler._ahead) == set(paths[1:])
+    gate.set()
+    assert [compiler.compile_cubin(s, be.arch()) for s in srcs] == paths
+    assert sorted(nvrtc.compiled) == sorted(srcs)

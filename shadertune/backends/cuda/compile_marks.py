@@ -34,7 +34,8 @@ def mark_of(cubin: pathlib.Path) -> pathlib.Path:
 
 def claim(cubin: pathlib.Path) -> bool:
     """Whether this process now owns the compile of `cubin` (it made the mark, or took
-    over a leftover one); False where another live process holds it."""
+    over a leftover one); False where another live process holds it.  OSError where no
+    mark can be written (a full or read-only cache): the caller compiles unmarked."""
     mark = mark_of(cubin)
     mark.parent.mkdir(parents=True, exist_ok=True)
     for _ in range(2):
@@ -92,5 +93,5 @@ def await_other(cubin: pathlib.Path) -> None:
 def _remove(path: pathlib.Path) -> None:
     try:
         path.unlink()
-    except FileNotFoundError:
+    except OSError:      # gone already, or a cache it cannot be removed from (a leftover then)
         pass

@@ -76,12 +76,12 @@ def _compiled(source: str, arch: str, path: pathlib.Path, name: str = "st_gemm.c
     caller marked this compile already (compile_ahead, for its pool)."""
     if path.exists():
         return path
-    mine = owned or compile_marks.claim(path)
-    if not mine:
+    mine = owned or _claim(path)
+    if mine is False:
         compile_marks.await_other(path)
         if path.exists():
             return path
-        mine = compile_marks.claim(path)   # the other failed or died: compiled here, its error said
+        mine = _claim(path)        # the other failed or died: compiled here, its error said
     try:
         nvrtc = import_cupy().cuda.nvrtc
         prog = nvrtc.createProgram(source, name, [], [])
@@ -119,6 +119,15 @@ def compile_many(sources: list[str], arch: str, workers: int | None = None) -> l
             for s, fut in [(s, ex.submit(_compile_quiet, s, arch)) for s in todo]:
                 errors[s] = fut.result()
     return [errors.get(s) for s in sources]
+
+
+def _claim(path: pathlib.Path) -> bool | None:
+    """compile_marks.claim, or None where no mark can be written (a full or read-only
+    cache): the compile runs unmarked, and a cubin it cannot write is its build's error."""
+    try:
+        return compile_marks.claim(path)
+    except OSError:
+        return None
 
 
 def _compile_quiet(source: str, arch: str, owned: bool = False):
@@ -168,8 +177,9 @@ def compile_ahead(sources: list[str], arch: str) -> None:
         if _ahead_pool is None:
             _ahead_pool = _pool_factory(usable_cpus())
         for s, a, path in todo:
-            if compile_marks.claim(path):     # else another process compiles it: a build waits
-                _ahead[path] = _ahead_pool.submit(_compile_quiet, s, a, True)
+            mine = _claim(path)
+            if mine is not False:             # else another process compiles it: a build waits
+                _ahead[path] = _ahead_pool.submit(_compile_quiet, s, a, bool(mine))
 
 
 def _wait_ahead(path: pathlib.Path) -> None:
