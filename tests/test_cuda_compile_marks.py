@@ -49,13 +49,20 @@ def _mark(path, host, pid, when):
     return mark
 
 
-def test_a_build_waits_for_another_process_compiling_the_same_kernel(nvrtc, other_process):
+def _build_beside(other_process):
+    """A build started on a thread while `other_process` holds the kernel's mark: (source,
+    cubin path, the mark, the thread, the list its result lands in)."""
     src, arch, path = _source_and_path()
     mark = _mark(path, compile_marks._HOST, other_process.pid, time.time())
     got = []
     t = threading.Thread(target=lambda: got.append(compiler.compile_cubin(src, arch)))
     t.start()
     time.sleep(0.3)
+    return src, path, mark, t, got
+
+
+def test_a_build_waits_for_another_process_compiling_the_same_kernel(nvrtc, other_process):
+    src, path, mark, t, got = _build_beside(other_process)
     assert t.is_alive() and nvrtc.compiled == []        # waiting, not compiling
     path.write_bytes(src.encode())                      # the other process's cubin lands
     mark.unlink()
@@ -64,12 +71,7 @@ def test_a_build_waits_for_another_process_compiling_the_same_kernel(nvrtc, othe
 
 
 def test_a_build_compiles_itself_when_the_other_compile_ends_without_a_cubin(nvrtc, other_process):
-    src, arch, path = _source_and_path()
-    mark = _mark(path, compile_marks._HOST, other_process.pid, time.time())
-    got = []
-    t = threading.Thread(target=lambda: got.append(compiler.compile_cubin(src, arch)))
-    t.start()
-    time.sleep(0.2)
+    src, path, mark, t, got = _build_beside(other_process)
     mark.unlink()                                       # it failed (its build reports why)
     t.join(10)
     assert got == [path] and nvrtc.compiled == [src] and not mark.exists()
