@@ -168,3 +168,19 @@ def test_a_cache_that_takes_no_mark_still_compiles(nvrtc, monkeypatch):
     gate.set()
     assert [compiler.compile_cubin(s, be.arch()) for s in srcs] == paths
     assert sorted(nvrtc.compiled) == sorted(srcs)
+
+
+def test_a_pool_child_that_dies_mid_compile_frees_the_kernel_at_once(nvrtc, tmp_path):
+    # compile ahead marks a kernel in the parent; the child that runs it names itself on
+    # the mark; that child dying (no release) leaves a mark of a dead process: taken over
+    from subproc import run_python
+    src, arch, path = _source_and_path()
+    assert compile_marks.claim(path)                    # the parent's mark
+    r = run_python(None, "-c", "import pathlib, sys; from shadertune.backends.cuda import "
+                   "compile_marks; compile_marks.restamp(pathlib.Path(sys.argv[1]))", str(path))
+    assert r.returncode == 0, r.stderr
+    host, pid, _ = compile_marks.mark_of(path).read_text().split()
+    assert host == compile_marks._HOST and int(pid) != os.getpid()
+    t0 = time.monotonic()
+    assert compiler.compile_cubin(src, arch) == path    # no wait for the dead child
+    assert time.monotonic() - t0 < 5 and nvrtc.compiled == [src]

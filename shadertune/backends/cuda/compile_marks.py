@@ -6,7 +6,8 @@ that finds no cubin compiles it, though another process may be a second from wri
 it: the same kernel compiled twice, on the GPU thread of the second.  So a process
 that starts a compile first claims its cubin: it makes `<cubin>.compiling` with
 O_EXCL (one process wins), and removes it once the cubin is renamed into place or the
-compile failed.  A build that finds a live mark waits for the cubin instead of
+compile failed; a pool's child that runs a compile its parent marked puts its own
+name on the mark (restamp).  A build that finds a live mark waits for the cubin instead of
 compiling; a mark whose process is gone (its host's pid no longer runs) or older than
 STALE_SECONDS is a leftover, taken over.
 
@@ -50,6 +51,19 @@ def claim(cubin: pathlib.Path) -> bool:
             f.write(f"{_HOST} {os.getpid()} {time.time()}")
         return True
     return False
+
+
+def restamp(cubin: pathlib.Path) -> None:
+    """The compile of `cubin` runs in this process now (a pool's child of the process that
+    marked it): the mark names this process, so that its death frees the kernel for the
+    others at once, and its age starts again (a compile that waited in a queue)."""
+    mark = mark_of(cubin)
+    tmp = mark.with_name(f"{mark.name}.{os.getpid()}")
+    try:
+        tmp.write_text(f"{_HOST} {os.getpid()} {time.time()}")
+        os.replace(tmp, mark)
+    except OSError:      # a cache that takes no mark: the parent's stays
+        _remove(tmp)
 
 
 def release(cubin: pathlib.Path) -> None:

@@ -76,6 +76,8 @@ def _compiled(source: str, arch: str, path: pathlib.Path, name: str = "st_gemm.c
     caller marked this compile already (compile_ahead, for its pool)."""
     if path.exists():
         return path
+    if owned:
+        compile_marks.restamp(path)    # this process compiles it: its death frees it
     mine = owned or _claim(path)
     if mine is False:
         compile_marks.await_other(path)
