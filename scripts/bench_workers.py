@@ -29,7 +29,9 @@ differ).  The cluster's own overhead: its start-up (the cluster ready, less the
 slowest worker's opening of its backend, which a local search pays too), each
 evaluation's dispatch and return (the coordinator's round trip less the
 worker's time inside the task; with two evaluations in flight a worker it includes the
-wait behind the other, so the busy column says what the GPUs lost), the coordinator's CPU per evaluation, and all
+wait behind the other), each worker's idle time between its evaluations (on its clock: what
+dispatch, return and the coordinator cost the GPU where nothing was queued; the 60 s
+fraction is taken from it), the coordinator's CPU per evaluation, and all
 of it as a fraction of a 60 s search (the target is under 5%).
 
 Every run starts alike: the NVIDIA GL shader disk cache off
@@ -211,11 +213,11 @@ def _key(config: dict) -> str:
 
 
 def _sum_timings(parts) -> dict:
-    out = {"evaluations": 0, "round_trip_s": 0.0, "task_s": 0.0, "compile_s": 0.0, "busy_s": {},
-           "batches": {}}
+    out = {"evaluations": 0, "round_trip_s": 0.0, "task_s": 0.0, "compile_s": 0.0, "idle_s": 0.0,
+           "busy_s": {}, "batches": {}}
     for t in parts:
-        for k in ("evaluations", "round_trip_s", "task_s", "compile_s"):
-            out[k] += t[k]
+        for k in ("evaluations", "round_trip_s", "task_s", "compile_s", "idle_s"):
+            out[k] += t.get(k, 0.0)
         for w, s in t["busy_s"].items():
             out["busy_s"][w] = out["busy_s"].get(w, 0.0) + s
         for size, n in t.get("batches", {}).items():
@@ -255,9 +257,14 @@ def overhead(run: dict) -> dict:
         return {"startup_s": own_start}
     dispatch = max(0.0, (t["round_trip_s"] - t["task_s"]) / n)
     task = t["task_s"] / n
-    per_eval = dispatch / (task + dispatch) if task + dispatch > 0 else 0.0
+    # what the GPUs lost: a worker's idle time between its evaluations (with evaluations
+    # queued behind each other the round trip's dispatch and return overlap the GPU);
+    # runs recorded before the idle time was, the round trip less the task
+    idle = t["idle_s"] / n if "idle_s" in t else dispatch
+    per_eval = idle / (task + idle) if task + idle > 0 else 0.0
     start = min(1.0, own_start / SEARCH_SECONDS)
     return {"startup_s": round(own_start, 3), "dispatch_ms": round(1e3 * dispatch, 2),
+            "idle_ms": round(1e3 * idle, 2),
             "task_s": round(task, 4), "coordinator_cpu_ms": round(1e3 * run["coordinator_cpu_s"] / n, 2),
             "fraction_60s": round(start + (1 - start) * per_eval, 4)}
 
@@ -335,9 +342,10 @@ def markdown(doc: dict) -> str:
                          f"| {_x(run.get('steps_allow'))} | {agree} |")
     lines += ["", "The cluster's own overhead (target: under 5% of a 60 s search):", "",
               "| backend | run | cache | workers | start-up, cluster's own (s) | backend open (s) "
-              "| dispatch + return (ms/evaluation) | worker time (s/evaluation) "
+              "| dispatch + return (ms/evaluation) | worker idle between (ms/evaluation) "
+              "| worker time (s/evaluation) "
               "| coordinator CPU (ms/evaluation) | compile (s) | of a 60 s search |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, res in doc["backends"].items():
         for run in res.get("runs", []):
             if "error" in run:
@@ -345,7 +353,8 @@ def markdown(doc: dict) -> str:
             o = run["overhead"]
             lines.append(f"| {name} | {run['kind']} | {run.get('cache', '')} | {run['workers']} "
                          f"| {o['startup_s']:.2f} "
-                         f"| {run['open_s']:.2f} | {o.get('dispatch_ms', '-')} | {o.get('task_s', '-')} "
+                         f"| {run['open_s']:.2f} | {o.get('dispatch_ms', '-')} | {o.get('idle_ms', '-')} "
+                         f"| {o.get('task_s', '-')} "
                          f"| {o.get('coordinator_cpu_ms', '-')} | {run['timings']['compile_s']:.1f} "
                          f"| {_pct(o.get('fraction_60s'))} |")
     lines += ["", "Best configs per problem, against the 1-worker run of the same cache:", ""]

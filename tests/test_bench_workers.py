@@ -40,6 +40,13 @@ def test_spread_overhead_and_the_serial_share(bench):
     # start-up 3 s less the backend's 1 s opening; 100 ms of each 500 ms round trip
     assert o["startup_s"] == 2.0 and o["dispatch_ms"] == 100.0 and o["task_s"] == 0.4
     assert o["fraction_60s"] == pytest.approx(2 / 60 + (1 - 2 / 60) * 0.1 / 0.5, abs=1e-4)
+    # a run that recorded its workers' idle time between evaluations: the fraction is that
+    # (with evaluations queued, the round trip overlaps the GPU), 20 ms of each 420 ms here
+    r = run({"gpu0": 10}, 40.0, [])
+    r["timings"]["idle_s"] = 0.2
+    o = bench.overhead(r)
+    assert o["dispatch_ms"] == 100.0 and o["idle_ms"] == 20.0
+    assert o["fraction_60s"] == pytest.approx(2 / 60 + (1 - 2 / 60) * 0.02 / 0.42, abs=1e-4)
 
 
 def test_bests_agree_by_config_by_time_or_by_their_times_in_the_other_run(bench):
@@ -84,7 +91,7 @@ def test_one_call_runs_both_backends_and_writes_the_table(bench, gl_backend, tmp
     for r in gl:
         assert r["measured"] == 8 == sum(r["per_worker"].values())
         assert r["overhead"]["startup_s"] >= 0 and r["overhead"]["dispatch_ms"] >= 0
-        assert 0 < r["overhead"]["fraction_60s"] < 1
+        assert 0 < r["overhead"]["fraction_60s"] < 1 and r["overhead"]["idle_ms"] >= 0
     assert gl[0]["startup_s"] > 0 and gl[1]["startup_s"] == 0      # one cluster, two jobs
     assert set(gl[2]["per_worker"]) == {"gpu0-0", "gpu0-1"} and gl[2]["speedup"] > 0
     assert [a["problem"] for a in gl[2]["agreement"]] == ["24x24x24:float32:NN",

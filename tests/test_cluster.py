@@ -774,3 +774,18 @@ def test_a_dead_workers_death_counts_against_the_evaluation_it_ran_not_the_one_q
     assert deaths == {ran: 1}
     assert list(todo) == [ran, queued, Config(np=4)] and released == ["dead", "dead"]
     assert [e[0] for e in running.values()] == [elsewhere]
+
+
+def test_a_workers_idle_time_between_its_evaluations_is_counted_on_its_clock():
+    # (start, end) on the worker's clock: the gap since its previous evaluation (of any
+    # search of the group), never negative where two were in flight and overlapped
+    from types import SimpleNamespace
+    from shadertune.cluster.evaluator import ClusterEvaluator
+    me = SimpleNamespace(group=SimpleNamespace(ended={}))
+    idle = lambda addr, span: ClusterEvaluator._idle_before(me, addr, span)   # noqa: E731
+    assert idle("a", (10.0, 10.5)) == 0.0               # its first: nothing before it
+    assert idle("a", (10.52, 11.0)) == pytest.approx(0.02)
+    assert idle("b", (10.0, 10.4)) == 0.0               # another worker's clock
+    assert idle("a", (10.9, 11.3)) == 0.0               # fetched out of order: no gap
+    assert idle("a", (11.4, 11.5)) == pytest.approx(0.1)
+    assert idle("a", None) == 0.0 and me.group.ended == {"a": 11.5, "b": 10.4}

@@ -95,6 +95,7 @@ class DeviceGroup:
         self.live: dict[str, str] = {}           # address -> worker name
         self._busy: dict[str, int] = {}          # address -> its evaluations in flight
         self._freed: dict[str, float] = {}       # address -> when its last evaluation ended
+        self.ended: dict[str, float] = {}        # address -> its last evaluation's end, its clock
         self._cond = threading.Condition()
 
     # --- placement ------------------------------------------------------------

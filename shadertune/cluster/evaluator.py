@@ -26,8 +26,10 @@ scheduler was lost is sent again once the client has reconnected.
 
 `timings` says where the cluster's own time goes: the round trips of the
 evaluations (submitted, to its Result fetched here), the workers' time inside
-them (task_seconds), each worker's busy seconds, and how many batches of each
-size the strategy sent (its steps of one config keep one worker busy).
+them (task_seconds), each worker's idle seconds before an evaluation since its last
+one (idle_s: what dispatch and return cost the GPUs where nothing was queued), each
+worker's busy seconds, and how many batches of each size the strategy sent (its steps
+of one config keep one worker busy).
 """
 from __future__ import annotations
 
@@ -75,7 +77,7 @@ class ClusterEvaluator(RecordingEvaluator):
                         "seed": seed}
         self.search = uuid.uuid4().hex       # one Evaluator per worker for this search
         self.timings = {"evaluations": 0, "round_trip_s": 0.0, "task_s": 0.0, "compile_s": 0.0,
-                        "busy_s": {}, "batches": {}}
+                        "idle_s": 0.0, "busy_s": {}, "batches": {}}
 
     @property
     def parallelism(self) -> int:
@@ -240,6 +242,17 @@ class ClusterEvaluator(RecordingEvaluator):
         except queue.Empty:
             return None
 
+    def _idle_before(self, addr: str, span) -> float:
+        """The worker's idle seconds between its last evaluation (of any search of the
+        group) and this one, `span` = (start, end) on its clock: what dispatch, return and
+        the coordinator cost its GPU where the next evaluation was not already queued."""
+        if span is None:
+            return 0.0
+        start, end = span
+        last = self.group.ended.get(addr)
+        self.group.ended[addr] = end if last is None else max(last, end)
+        return 0.0 if last is None else max(0.0, start - last)
+
     def _outcome(self, f, config: Config, sent: float, addr: str) -> Result | None:
         """The Result of a finished future (written and noted), or None to evaluate again."""
         # its worker died before its value was fetched: given up, evaluated again
@@ -255,6 +268,7 @@ class ClusterEvaluator(RecordingEvaluator):
             t = self.timings
             t["evaluations"] += 1
             t["round_trip_s"] += round_trip
+            t["idle_s"] += self._idle_before(addr, out.get("span"))
             t["task_s"] += out.get("task_seconds", out["seconds"])
             t["busy_s"][out["worker"]] = t["busy_s"].get(out["worker"], 0.0) + \
                 out.get("task_seconds", out["seconds"])

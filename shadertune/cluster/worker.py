@@ -354,7 +354,11 @@ def evaluate_task(spec: str, search: str, problem, config, options: dict, best_m
     t0 = time.perf_counter()
     p = _plugin(spec)
     out = gpu_thread().submit(p.evaluate, search, problem, config, options, best_ms).result()
-    out["task_seconds"] = time.perf_counter() - t0     # this worker's share of the round trip
+    t1 = time.perf_counter()
+    out["task_seconds"] = t1 - t0      # this worker's share of the round trip
+    # on this worker's clock: the coordinator measures the worker's idle time between
+    # its evaluations (the cluster's cost to the GPU, dispatch and return included)
+    out["span"] = (t0, t1)
     return out
 
 
