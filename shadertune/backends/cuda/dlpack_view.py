@@ -202,12 +202,13 @@ def forget() -> None:
 _DEFAULT_STREAM: list = []
 
 
-def consumer_stream(cp) -> int:
+def consumer_stream(cp, stream=None) -> int:
     """The stream value cupy.from_dlpack hands a CUDA producer for CuPy's current
-    stream: its handle, or for the null stream the default stream's DLPack value
-    (1: the legacy default stream; 2: the per-thread one, where CuPy was started
-    with CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1), never 0, which DLPack disallows."""
-    ptr = cp.cuda.get_current_stream().ptr
+    stream (or `stream`, that stream already asked for): its handle, or for the null
+    stream the default stream's DLPack value (1: the legacy default stream; 2: the
+    per-thread one, where CuPy was started with CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1),
+    never 0, which DLPack disallows."""
+    ptr = (stream if stream is not None else cp.cuda.get_current_stream()).ptr
     if ptr:
         return ptr
     if not _DEFAULT_STREAM:

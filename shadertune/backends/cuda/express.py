@@ -192,7 +192,8 @@ class Express(Lane):
         cp = sys.modules["cupy"]
         if cp.cuda.runtime.getDevice() != self.backend.device_id:   # the stream is the current device's
             return None
-        stream = consumer_stream(cp)
+        st = cp.cuda.get_current_stream()      # the launch's stream, asked once a call
+        stream = consumer_stream(cp, st)
         try:
             va, vb = view(A, stream), view(B, stream)
         except Exception:    # noqa: BLE001 (the regular path asks again and says what went wrong)
@@ -218,7 +219,6 @@ class Express(Lane):
         if plan is None or not self._valid(plan, db):
             return None
         with _lock_of(self.backend):
-            st = cp.cuda.get_current_stream()
             out = cp.ndarray(plan.shape, plan.dtype)
             plan.go(pa, pb, out.data.ptr, alpha, beta, st)
         del ca, cb       # the producers' deleters run here, the launch enqueued
