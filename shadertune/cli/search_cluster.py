@@ -39,12 +39,13 @@ def local_gpus(args) -> list[int]:
 def tune_on_cluster(args, problems, open_store, runs: list, notes: list, stream=None) -> None:
     """The search's tuning step on a local cluster (--workers/--gpus) or on the
     scheduler at --cluster: one search per problem and device group, their results
-    in the file of the store open_store() opens once a worker has opened the backend.  Fills `runs` with a DeviceRun per device (sorted by device
-    key) holding the finished entries and the problems still in progress when it
-    stopped (an error or Ctrl-C: also then), and `notes` with the line of
-    evaluations per worker; each device's problems get search_budget(args, device),
-    as on this machine.  Worker events (exclusions) go to `stream` as they happen;
-    one progress for the table (search.progress.Progress) counts per worker."""
+    in the file of the store open_store() opens once a worker has opened the backend.
+    Fills `runs` with a DeviceRun per device (sorted by device key) holding the
+    finished entries and the problems still in progress when it stopped (an error or
+    Ctrl-C: also then), and `notes` with the line of evaluations per worker; each
+    device's problems get search_budget(args, device), as on this machine.  Worker
+    events (exclusions) go to `stream` as they happen; one progress for the table
+    (search.progress.Progress) counts per worker."""
     engine.require_distributed()
     from ..search.progress import Progress
     from ..cluster.coordinator import Coordinator

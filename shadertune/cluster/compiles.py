@@ -2,16 +2,18 @@
 
 A backend that compiles ahead (CUDA: NVRTC into a cubin cache on the host's
 disk) gets each config of a batch compiled on every host of the device group
-before a worker there times it.  A host compiles the batch in chunks, in the
+as the GPUs there time the batch.  A host compiles the batch in chunks, in the
 batch's order, one chunk at a time on one of its workers' compile thread
 (worker.compile_task, on its host resource: the host's cores, never the GPU
-thread): the first chunk
-has one config per GPU of the host, so that every GPU starts as soon as it
-can, the next ones as many configs as the host has cores (at least MIN_CHUNK:
-each chunk is a round trip and, on CUDA, a process pool started).  The evaluator times
-configs[:ready()] while the chunks after them compile, so compiling overlaps
-timing and no config is compiled twice on a host.  Workers of one host share
-its compile cache (the host is the worker's machine name).
+thread): the first chunk has one config per GPU of the host, so that every GPU
+starts as soon as it can, the next ones as many configs as the host has cores
+(at least MIN_CHUNK: each chunk is a round trip and, on CUDA, a process pool
+started).  A chunk is done once its compiles are under way (CUDA's precompile
+starts them and returns); the evaluator times configs[:ready()] while the chunks
+after them compile, so compiling overlaps timing.  Workers of one host share its
+compile cache (the host is the worker's machine name), where a compile in progress
+is marked (backends/cuda/compile_marks.py): a build of it on another worker waits
+for its cubin, so no config is compiled twice on a host.
 
 A host whose workers all left drops out of the plan (its next workers compile
 what they time themselves, in build); a chunk that fails to compile is done

@@ -13,8 +13,8 @@ Per-evaluation scheduling: each config of a batch is one Dask task, sent when a
 worker of the group has room (coordinator.EVALUATIONS_PER_WORKER: the one it runs and
 one queued behind it), so no GPU idles while another has a queue, nor while a result
 and the next config travel.  Where the backend compiles ahead, the batch compiles on the
-hosts' cores chunk by chunk (compiles.py) and a config is sent once its host
-compiled it: the GPUs time one chunk while the next compiles.
+hosts' cores chunk by chunk (compiles.py) and a config is sent once its host's chunk
+is under way: the GPUs time one chunk while the next compiles.
 
 Faults: a worker killed mid-evaluation costs that evaluation only: the
 evaluator sees the worker leave its group, sends the evaluation again to

@@ -67,9 +67,9 @@ def child_ranker(problem, host_predictor: Callable, seed: int, limit: int) -> "C
 
 class ChildRanker:
     """Ranks a space in a child process.  start(space) sends the ranking off and returns
-    wait(), which gives the ranked list (None: no child could rank, rank here); a search
-    starts it when it begins, so the child ranks while the first evaluations run.
-    ranker(space) is start(space)()."""
+    wait(), to be called once, which gives the ranked list (None: no child could rank,
+    rank here); a search starts it when it begins, so the child ranks while the first
+    evaluations run.  ranker(space) is start(space)()."""
 
     def __init__(self, problem, host_predictor: Callable, seed: int, limit: int):
         self.problem, self.host_predictor, self.seed, self.limit = problem, host_predictor, seed, limit
@@ -85,19 +85,15 @@ class ChildRanker:
         except Exception:       # pickling, a broken pool: the caller ranks
             forget_children()
             return lambda: None
-        answer: list = []
 
         def wait() -> list[Config] | None:
-            if not answer:
-                try:
-                    out, size = fut.result()
-                except Exception:       # a dead child, its error: the caller ranks
-                    forget_children()
-                    out = None
-                else:
-                    space.note_count(size)  # the report's pruned size, counted by the same walk
-                answer.append(out)
-            return answer[0]
+            try:
+                out, size = fut.result()
+            except Exception:       # a dead child, its error: the caller ranks
+                forget_children()
+                return None
+            space.note_count(size)  # the report's pruned size, counted by the same walk
+            return out
         return wait
 
     def __call__(self, space) -> list[Config] | None:
