@@ -97,13 +97,8 @@ def from_store(path: pathlib.Path, named: pathlib.Path | None = None) -> list[di
 def from_compressed_store(path: pathlib.Path) -> list[dict]:
     """A store committed xz-compressed (benchmarks/**/*.sqlite.xz), read through a
     temporary copy; its rows name the compressed file."""
-    import lzma
-    import shutil
-    import tempfile
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = pathlib.Path(tmp) / path.name.removesuffix(".xz")
-        with lzma.open(path) as src, open(copy, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+    from shadertune.db.compressed import readable
+    with readable(path) as copy:
         return from_store(copy, named=path)
 
 

@@ -28,13 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import math
 import pathlib
-import shutil
 import statistics
 import sys
-import tempfile
 
 from shadertune.backends.cuda import CUDABackend
 from shadertune.backends.cuda.space import KNOB_DEFAULTS
@@ -42,43 +39,30 @@ from shadertune.backends.cuda.tuning import model_cycles
 from shadertune.core.config import Config
 from shadertune.core.problem import Problem
 from shadertune.db import Store
+from shadertune.db.compressed import readable
 
 # knobs whose values are sizes or counts: a neighbour step is a factor of two
 _SIZE_KNOBS = ("BM", "BN", "BK", "TM", "TN", "WM", "WN", "KG", "KL", "VEC", "ST")
-
-
-def _open_copy(path: pathlib.Path, tmp: pathlib.Path) -> pathlib.Path:
-    """A readable SQLite path for `path` (a *.xz store decompressed into `tmp`)."""
-    if path.suffix != ".xz":
-        return path
-    out = tmp / f"{len(list(tmp.iterdir()))}-{path.stem}"
-    with lzma.open(path) as src, open(out, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return out
 
 
 def load(paths, template_hash: str | None) -> dict:
     """{(renderer, template hash, problem key): {"problem": Problem, "ms": {config key:
     [medians]}, "stores": set}} of every verified CUDA result."""
     groups: dict = {}
-    with tempfile.TemporaryDirectory(prefix="untuned-stores-") as tmp:
-        for p in paths:
-            store = Store(_open_copy(pathlib.Path(p), pathlib.Path(tmp)), readonly=True)
-            try:
-                for (backend, device, th, problem) in {
-                        (r["backend"], r["device"], r["template_hash"], r["problem"])
-                        for r in store.rows("backend = 'cuda'")}:
-                    if template_hash is not None and th != template_hash:
-                        continue
-                    prob = _problem_of_key(problem)
-                    g = groups.setdefault((device.split(" | ")[0], th, problem),
-                                          {"problem": prob, "ms": {}, "stores": set()})
-                    g["stores"].add(str(p))
-                    for r in store.ranked(backend, device, prob, th):
-                        cfg = {**KNOB_DEFAULTS, **r.config.to_dict()}
-                        g["ms"].setdefault(Config(cfg).key, []).append(r.median_ms)
-            finally:
-                store.close()
+    for p in paths:
+        with readable(pathlib.Path(p)) as plain, Store(plain, readonly=True) as store:
+            for (backend, device, th, problem) in {
+                    (r["backend"], r["device"], r["template_hash"], r["problem"])
+                    for r in store.rows("backend = 'cuda'")}:
+                if template_hash is not None and th != template_hash:
+                    continue
+                prob = _problem_of_key(problem)
+                g = groups.setdefault((device.split(" | ")[0], th, problem),
+                                      {"problem": prob, "ms": {}, "stores": set()})
+                g["stores"].add(str(p))
+                for r in store.ranked(backend, device, prob, th):
+                    cfg = {**KNOB_DEFAULTS, **r.config.to_dict()}
+                    g["ms"].setdefault(Config(cfg).key, []).append(r.median_ms)
     return groups
 
 
