@@ -20,3 +20,13 @@ def test_least_recently_used_goes_first_within_the_byte_bound():
 def test_a_negative_bound_is_refused():
     with pytest.raises(ValueError, match="max_bytes"):
         OperandCache(-1)
+
+
+def test_arrays_count_their_bytes_not_their_rows():
+    np = pytest.importorskip("numpy")
+    c = OperandCache(max_bytes=1000)
+    c["a"] = np.zeros((10, 10), np.float32)     # 400 bytes (its len() is 10)
+    c["b"] = np.zeros((10, 10), np.float32)
+    assert c.bytes == 800
+    c["c"] = np.zeros((10, 10), np.float32)     # 1200 > 1000: a goes
+    assert "a" not in c and c.bytes == 800

@@ -153,3 +153,60 @@ def test_the_report_says_where_the_time_went():
     st = e["stage_seconds"]
     assert set(st) == {"build", "check", "verify", "time", "release", "store"}
     assert all(v >= 0 for v in st.values()) and sum(st.values()) <= e["seconds"] + 1e-3
+
+
+class _ComparingKernel(FakeKernel):
+    """A kernel whose output stays where it was computed (a device's, as CUDA's): it
+    compares with the reference itself (checked_compare), its inputs kept in the
+    search's cache; checked_run is never asked for."""
+
+    def checked_run(self, A, B, **kw):
+        raise AssertionError("the evaluator copied C back although the kernel compares it")
+
+    def checked_compare(self, A, B, ref, *, cache=None):
+        kept = cache.get("inputs")
+        if kept is None:
+            cache["inputs"] = kept = (A.copy(), B.copy())   # "uploaded" once a search
+            self.backend.uploads += 1
+        C = self.run(kept[0], kept[1])
+        finite = np.isfinite(C)
+        d = np.where(finite, C.astype(np.float64) - ref, 0.0)
+        return C.shape, int((~finite).sum()), float((d * d).sum())
+
+
+class _ComparingBackend(FakeBackend):
+    uploads = 0
+
+    def build(self, problem, config):
+        k = super().build(problem, config)
+        k.__class__ = _ComparingKernel
+        return k
+
+
+def test_a_kernel_that_compares_where_its_output_lies_is_judged_alike():
+    """checked_compare's (shape, NaN/Inf, squared differences) give the verdicts and
+    the error the host comparison gives, the inputs kept across the search's configs."""
+    host, dev = ev(), ev(_ComparingBackend())
+    for change in ({}, dict(glsl="330", mc="2x2"), dict(mc="1x4", mrt_h=4, mrt_w=2)):
+        a, b = host(GOOD.replace(**change)), dev(GOOD.replace(**change))
+        assert (a.status, a.message.split(" (")[0]) == (b.status, b.message.split(" (")[0])
+        assert (a.error is None and b.error is None) or a.error == pytest.approx(b.error, rel=1e-12)
+    assert dev.backend.uploads == 1
+    assert "NaN/Inf" in dev(GOOD.replace(mc="1x4", mrt_h=4, mrt_w=2)).message
+
+
+def test_a_compared_output_of_the_wrong_shape_is_wrong():
+    be = _ComparingBackend()
+
+    def narrow(self, A, B, ref, *, cache=None):
+        return (P.M, P.N - 1), 0, 0.0
+    e = ev(be)
+    be_build = be.build
+    be.build = lambda p, c: _with(be_build(p, c), narrow)
+    r = e(GOOD)
+    assert r.status == "wrong" and "output shape (8, 7)" in r.message
+
+
+def _with(kernel, compare):
+    kernel.checked_compare = compare.__get__(kernel)
+    return kernel

@@ -158,6 +158,15 @@ class Kernel(abc.ABC):
         gives no time: the evaluator then times the kernel with time()."""
         return self.run(A, B), None
 
+    def checked_compare(self, A, B, ref, *, cache=None) -> tuple[tuple, int, float] | None:
+        """A checked run compared with its float64 reference `ref` where the output
+        lies, for a kernel whose output is on a device: (the output's shape, its
+        NaN/Inf elements, the sum of (C - ref)^2 over its finite elements in float64),
+        so that the evaluator need not copy C back.  `cache` keeps the inputs (and
+        `ref`) there across the kernels of one search.  None (the default): the
+        kernel compares nothing itself; the evaluator takes checked_run's C."""
+        return None
+
     @abc.abstractmethod
     def time(self, repeats: int = 10, warmup: int = 2) -> list[float]:
         """Milliseconds of `repeats` device-timed runs on the last inputs (warm-up excluded)."""

@@ -141,8 +141,14 @@ def relative_error(C, ref: np.ndarray, ref_norm: float | None = None) -> float:
 def check_output(C: np.ndarray, ref: np.ndarray, ref_norm: float) -> tuple[int, float]:
     """(number of NaN/Inf elements, relative error): one pass over C's blocks."""
     bad, sq = _bad_and_sq_diff(C, ref)
-    diff = math.sqrt(sq)
-    return bad, (diff / ref_norm if ref_norm > 0 else diff)
+    return bad, relative_of(sq, ref_norm)
+
+
+def relative_of(sq_diff: float, ref_norm: float) -> float:
+    """The relative Frobenius error from the sum of squared differences (absolute
+    where the reference is zero)."""
+    diff = math.sqrt(sq_diff)
+    return diff / ref_norm if ref_norm > 0 else diff
 
 
 class InputsError(ShadertuneError):
@@ -353,8 +359,11 @@ class Evaluator(RecordingEvaluator):
             t_run = time.perf_counter()
             limit = (None if bar is None or not self.race
                      else max(self.abandon_factor * bar, self.slow_floor_ms))
-            C, device_ms = kernel.checked_run(self.A, self.B, limit_ms=limit, cache=self.operands)
-            C = np.asarray(C)
+            # compared where the output lies (a device's: nothing copied back), else here
+            out = kernel.checked_compare(self.A, self.B, self.ref, cache=self.operands)
+            if out is None:
+                C, device_ms = kernel.checked_run(self.A, self.B, limit_ms=limit, cache=self.operands)
+                out = np.asarray(C)
             run_ms = (time.perf_counter() - t_run) * 1e3
         except ContextError:
             raise
@@ -367,17 +376,23 @@ class Evaluator(RecordingEvaluator):
             return self._result(config, RUN_FAILED, compile_ms=compile_ms,
                                 message=_line(e, typed=not isinstance(e, RunError)))
         t0 = self._clock("check", t_run)
-        return self._verify_and_time(config, kernel, C, compile_ms, bar, device_ms, run_ms, t0)
+        return self._verify_and_time(config, kernel, out, compile_ms, bar, device_ms, run_ms, t0)
 
-    def _verify_and_time(self, config, kernel, C, compile_ms, bar, device_ms, run_ms, t0) -> Result:
-        if C.shape != self.ref.shape:
+    def _verify_and_time(self, config, kernel, out, compile_ms, bar, device_ms, run_ms, t0) -> Result:
+        """`out`: the output C on the host, or checked_compare's (shape, NaN/Inf
+        elements, sum of squared differences)."""
+        shape = out.shape if isinstance(out, np.ndarray) else tuple(out[0])
+        if shape != self.ref.shape:
             return self._result(config, WRONG, compile_ms=compile_ms,
-                                message=f"output shape {C.shape}, expected {self.ref.shape}")
-        bad, err = check_output(C, self.ref, self.ref_norm)
+                                message=f"output shape {shape}, expected {self.ref.shape}")
+        if isinstance(out, np.ndarray):
+            bad, err = check_output(out, self.ref, self.ref_norm)
+        else:
+            bad, err = int(out[1]), relative_of(float(out[2]), self.ref_norm)
         t0 = self._clock("verify", t0)
         if bad:
             return self._result(config, WRONG, compile_ms=compile_ms,
-                                message=f"{bad} of {C.size} output elements are NaN/Inf "
+                                message=f"{bad} of {math.prod(shape)} output elements are NaN/Inf "
                                         f"(unwritten or overflowed)")
         if not err <= self.tolerance:
             return self._result(config, WRONG, compile_ms=compile_ms, error=err,

@@ -1,9 +1,12 @@
-"""OperandCache: packed inputs kept across the kernels of one search.
+"""OperandCache: inputs kept across the kernels of one search.
 
 Packing a 4096 x 4096 operand into a texel layout takes about 0.1 s of CPU, and
 most configs of a search pack A and B the same way (the layout depends on a
-few knobs).  The evaluator's inputs never change, so one search can pack each
-layout once.  Bounded by bytes, least recently used out first.
+few knobs); a CUDA search keeps its inputs and their float64 reference on the
+device instead of copying them for every config.  The evaluator's inputs never
+change, so one search can prepare each form once.  Bounded by bytes (an item's
+`nbytes` where it has one, as arrays do, else its len()), least recently used
+out first.
 """
 from __future__ import annotations
 
@@ -35,16 +38,16 @@ class OperandCache:
         self.hits += 1
         return data
 
-    def __setitem__(self, key, data: bytes) -> None:
-        size = len(data)
+    def __setitem__(self, key, data) -> None:
+        size = _size(data)
         if size > self.max_bytes:
             return                       # would evict everything and still not fit
         old = self._items.pop(key, None)
         if old is not None:
-            self.bytes -= len(old)
+            self.bytes -= _size(old)
         while self._items and self.bytes + size > self.max_bytes:
             _, evicted = self._items.popitem(last=False)
-            self.bytes -= len(evicted)
+            self.bytes -= _size(evicted)
         self._items[key] = data
         self.bytes += size
 
@@ -53,3 +56,9 @@ class OperandCache:
 
     def __contains__(self, key) -> bool:
         return key in self._items
+
+
+def _size(data) -> int:
+    """Bytes an item holds: an array's nbytes (its len() counts rows), else len()."""
+    nbytes = getattr(data, "nbytes", None)
+    return int(nbytes) if nbytes is not None else len(data)

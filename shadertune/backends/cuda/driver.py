@@ -15,7 +15,7 @@ from .device import import_cupy
 from .launch import PACK_SIGNATURE, BoundLaunch, KernelLaunch, gemm_signature, reduce_signature
 from .timing import call_times, event_times
 from .space import derive
-from . import capture, graphs, streamk
+from . import capture, device_check, graphs, streamk
 from ..base import Kernel
 
 log = logging.getLogger("shadertune.cuda")
@@ -361,6 +361,24 @@ class CUDAKernel(Kernel):
         self.launch()
         self._sync()
         return self._cp.asnumpy(dC)
+
+    def checked_compare(self, A, B, ref, *, cache=None):
+        """run() on the search's inputs kept on the device, C compared with the
+        float64 reference there (device_check.py): nothing copied per config."""
+        inputs = device_check.device_inputs(self._cp, cache, A, B, ref)
+        if inputs is None:
+            return None
+        dA, dB, dref = inputs
+        dC = self.prepare(dA, dB)
+        self.launch()
+        self._sync()
+        if dC.shape != dref.shape:       # the evaluator says so (a wrong output shape)
+            return dC.shape, 0, 0.0
+        try:
+            bad, sq = device_check.compare(self._cp, dC, dref)
+        except _cuda_errors(self._cp) as e:
+            raise RunError(f"comparing the output failed: {e}") from None
+        return dC.shape, bad, sq
 
     def time(self, repeats: int = 10, warmup: int = 2, hold_stream: bool = True,
              mode: str | None = None) -> list[float]:
