@@ -153,10 +153,23 @@ def test_a_time_limit_to_spend_goes_past_convergence_until_it_is_spent():
                    patience=1)
     assert not any(label.startswith("converged") for label, _ in phases)
     assert len(spent) > len(converged) + 10
-    # spend_all without a time limit changes nothing (there is nothing to spend)
+    # spend_all without a limit changes nothing (there is nothing to spend)
     phases = []
     search("model", FakeBackend(model=True), Budget(spend_all=True), phases=phases, patience=1)
     assert phases[-1][0].startswith("converged")
+
+
+def test_a_count_to_spend_evaluates_exactly_that_many():
+    """Budget(n, spend_all=True) (bench-workers: runs compared at equal evaluations): no
+    convergence stop before n evaluations, and not one more."""
+    phases = []
+    converged = search("model", FakeBackend(model=True), Budget(200), phases=phases, patience=1)
+    assert phases[-1][0].startswith("converged") and len(converged) < 200
+    phases = []
+    spent = search("model", FakeBackend(model=True), Budget(200, spend_all=True), phases=phases,
+                   patience=1)
+    assert not any(label.startswith("converged") for label, _ in phases)
+    assert len(spent) == 200
 
 
 # --- batches and the budget -------------------------------------------------------------

@@ -57,8 +57,9 @@ from .contract import as_evaluator
 class Budget:
     max_evals: int | None = None    # distinct configs evaluated; None: no limit
     seconds: float | None = None    # wall time from the strategy's start; None: no limit
-    # Spend the whole time limit: a strategy's convergence rule does not end the search
-    # while `seconds` remain (it restarts instead); the caller asked for that much search.
+    # Spend the whole budget: a strategy's convergence rule does not end the search while
+    # `seconds` or `max_evals` remain (it restarts instead); the caller asked for that much
+    # search (a time limit on the CLI; a benchmark that compares runs of equal evaluations).
     spend_all: bool = False
 
     def __post_init__(self):
@@ -66,6 +67,12 @@ class Budget:
             raise ValueError(f"Budget.max_evals must be >= 0, got {self.max_evals}")
         if self.seconds is not None and not self.seconds >= 0:
             raise ValueError(f"Budget.seconds must be >= 0, got {self.seconds}")
+
+
+    @property
+    def to_spend(self) -> bool:
+        """Whether the convergence rule is off: spend_all with a limit to spend."""
+        return self.spend_all and (self.seconds is not None or self.max_evals is not None)
 
 
 class BudgetExhausted(Exception):

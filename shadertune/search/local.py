@@ -18,8 +18,8 @@ model, the best of other phases, random draws) and climbs from the best of
 them.  Convergence rule: the search ends when `options.patience` restarts in a
 row have not improved the best time by at least `options.min_gain`
 (relative), or when the restarts run out; the budget may end it anywhere
-(BudgetExhausted).  A budget with `spend_all` and a time limit turns the rule
-off: the restarts go on until the time is spent or they run out.  A restart that finds a gain resets the count, so a search
+(BudgetExhausted).  A budget with `spend_all` and a limit (time or evaluations)
+turns the rule off: the restarts go on until the budget is spent or they run out.  A restart that finds a gain resets the count, so a search
 that still improves keeps its budget.  A restart counts only if it timed
 something new and some config has passed verification: restarts among
 configs already timed are no evidence, and a model whose best guesses all
@@ -111,7 +111,7 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
     stale = 0
     restarts = iter(restarts)
     for i in itertools.count(1):
-        if stale >= options.patience and not (run.budget.spend_all and run.budget.seconds):
+        if stale >= options.patience and not run.budget.to_spend:
             run.phase(f"converged: {stale} restarts without a {options.min_gain:.0%} gain")
             return
         batch = next(restarts, None)
