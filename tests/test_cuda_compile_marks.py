@@ -23,6 +23,13 @@ def nvrtc(monkeypatch, tmp_path):
     fake_cupy._NVRTC.compiled = []
     yield fake_cupy._NVRTC
     compiler.stop_ahead()
+    # a held pool's thread that had taken a compile runs it to its end after stop_ahead:
+    # joined here, or it compiles into the next test's list (seen on a fast GPU host)
+    while _POOLS:
+        _POOLS.pop().shutdown(wait=True)
+
+
+_POOLS: list = []
 
 
 @pytest.fixture
@@ -112,6 +119,7 @@ def _held_pool(monkeypatch, threads: int) -> threading.Event:
     class HeldPool(ThreadPoolExecutor):
         def __init__(self, workers):
             super().__init__(max_workers=threads)
+            _POOLS.append(self)
 
         def submit(self, fn, *a, **kw):
             return super().submit(lambda: gate.wait(30) and fn(*a, **kw))
