@@ -236,11 +236,13 @@ def test_a_whole_space_goes_to_the_cost_model_by_index_not_in_the_graph(client, 
     assert group.backend.predict_ms(big, odd) == local.predict_ms(big, odd)
     assert group.backend.predict_ms(big, every[:5]) == local.predict_ms(big, every[:5])
     # a long ranking is host work, in the worker's ranking process (off the interpreter
-    # lock its GPU thread needs); a short one goes where calls go
+    # lock its GPU thread needs); a mid one (a config outside the space) goes where calls
+    # go; a short one (a climb's neighbours) is predicted here, by the host predictor,
+    # and never reaches a worker (only the workers' processes log their predictions)
     threads = [line.split() for line in (control / "predicted").read_text().splitlines()]
     assert [(int(n), t.startswith("shadertune-gpu")) for n, t, _ in threads] == \
-        [(len(every), False), (len(sample), False), (len(odd), True), (5, True)]
-    (_, _, child), (_, _, again), (_, _, worker), _ = threads
+        [(len(every), False), (len(sample), False), (len(odd), True)]
+    (_, _, child), (_, _, again), (_, _, worker) = threads
     assert child == again != worker
 
 
@@ -789,3 +791,22 @@ def test_a_workers_idle_time_between_its_evaluations_is_counted_on_its_clock():
     assert idle("a", (10.9, 11.3)) == 0.0               # fetched out of order: no gap
     assert idle("a", (11.4, 11.5)) == pytest.approx(0.1)
     assert idle("a", None) == 0.0 and me.group.ended == {"a": 11.5, "b": 10.4}
+
+
+def test_a_host_predictor_that_fails_here_leaves_the_prediction_to_a_worker():
+    from types import SimpleNamespace
+    from shadertune.cluster import RemoteBackend
+    asked = []
+
+    def broken(problem, configs):
+        raise ImportError("a module this host lacks")
+
+    def call(method, *args, **kw):
+        asked.append(method)
+        return broken if method == "host_predictor" else [1.0] * len(args[1])
+    group = SimpleNamespace(backend_name="fake", default_strategy="model", call=call)
+    remote = RemoteBackend(group)
+    configs = [Config(np=n) for n in (8, 16)]
+    assert remote.predict_ms(P, configs) == [1.0, 1.0]
+    assert remote.predict_ms(P, configs) == [1.0, 1.0]
+    assert asked == ["host_predictor", "predict_ms", "predict_ms"]     # tried here once

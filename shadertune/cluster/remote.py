@@ -10,7 +10,10 @@ not serve matmul calls).
 A long list of configs for the cost model (the model strategy ranks a whole
 space: 200,000 CUDA configs are 16 MB pickled) goes as their indices in the
 problem's enumerated space, which the worker enumerates too (worker.configs_at):
-4 bytes a config, and nothing but a range for the whole space in order.
+4 bytes a config, and nothing but a range for the whole space in order.  A short
+list (a climb's neighbours, asked between two steps while the GPUs wait) is
+predicted here with the workers' host predictor (Backend.host_predictor: the same
+model over the same device limits), without a round trip to a worker.
 """
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ class RemoteBackend(Backend):
         self._spaces: dict = {}
         self._positions: dict = {}           # problem -> ({config: index}, configs)
         self._host_predictor = _UNASKED
+        self._predict_local = True           # False once the host predictor fails here
 
     def device(self):
         return self.group.device
@@ -62,11 +66,36 @@ class RemoteBackend(Backend):
 
     def predict_ms(self, problem: Problem, configs: Sequence[Config]) -> list[float] | None:
         configs = [c if isinstance(c, Config) else Config(c) for c in configs]
+        if len(configs) < BY_INDEX_FROM:
+            # a few configs (a climb's neighbours, between two of its steps while the GPUs
+            # wait): the workers' own model run here, no way out to a worker and back
+            pred = self._predict_here(problem, configs)
+            if pred is not _UNASKED:
+                return pred
         where = self.indices(problem, configs) if len(configs) >= BY_INDEX_FROM else None
         if where is None:
             return self.group.call("predict_ms", problem, configs)
         pred = self.group.call("predict_at", problem, where, host=True)   # beside the GPU
         return None if pred is None else [float(p) for p in pred]
+
+    def _predict_here(self, problem: Problem, configs: list[Config]):
+        """The host predictor's answer in this process, or _UNASKED where there is none
+        (the backend's model needs its device) or it fails here (a module this host
+        lacks): then, and for the rest of the search, predict_ms asks a worker."""
+        if self._predict_local is False:
+            return _UNASKED
+        try:
+            predictor = self.host_predictor()
+            if predictor is None:
+                self._predict_local = False
+                return _UNASKED
+            pred = predictor(problem, configs)
+            return None if pred is None else [float(p) for p in pred]
+        except ShadertuneError:
+            raise
+        except Exception:           # noqa: BLE001 (the workers' answer stands in)
+            self._predict_local = False
+            return _UNASKED
 
     def host_predictor(self):
         """The workers' host predictor (Backend.host_predictor), asked once: the search
