@@ -34,11 +34,36 @@ def test_split_k_pick_takes_the_reduce_kernel():
         assert c["KG"] > 1 and c["KR"] == 0, (shape, c)
 
 
-def test_mid_size_odd_split_on_the_wider_tile():
-    # 900x700x1300: the old pick split 128 x 64 tiles four ways with KR = 1 (1.57x the
-    # best measured); the best measured configs split 128 x 128 tiles
+def test_mid_size_odd_split_fewer_splits():
+    # 900x700x1300: session 17's pick split 128 x 64 tiles four ways with KR = 1 (1.57x the
+    # best measured), session 18's 128 x 128 tiles eight ways (1.49x); with a cost per
+    # round of blocks (tuning.ROUND_CYCLES) four splits of 64 x 128 tiles (1.42x); the
+    # best measured split 128 x 128 tiles twice
     c = _pick(900, 700, 1300)
-    assert (c["MMA"], c["BM"], c["BN"], c["KR"]) == (4, 128, 128, 0), c
+    assert (c["MMA"], c["KG"], c["KR"]) == (4, 4, 0), c
+
+
+def test_mid_size_cube_unsplit():
+    # 1200^3: the split pick (128 x 128, K_G 8: 1.52x the best measured) gave way to an
+    # unsplit pre-split one (1.09x): each extra round of split blocks costs its fill and
+    # epilogue (tuning.ROUND_CYCLES)
+    c = _pick(1200, 1200, 1200)
+    assert (c["MMA"], c["KG"], c["SK"], c["PS"]) == (4, 1, 0, 1), c
+
+
+@pytest.mark.parametrize("n", [2048, 4096, 8192])
+def test_large_squares_keep_the_128x128_presplit_pick(n):
+    # measured 2x cuBLAS and more: the round cost must not move them
+    c = _pick(n, n, n)
+    assert (c["MMA"], c["BM"], c["BN"], c["BK"], c["KG"], c["SK"], c["PS"]) == (4, 128, 128, 32, 1, 0, 1), c
+
+
+def test_batched_small_products_take_the_larger_tile():
+    # 96x96x96 x 200: 128 x 32 tiles (1.53x the best measured) -> 128 x 128 (1.19x): fewer
+    # rounds of blocks on the busiest SM
+    p = Problem(96, 96, 96, "float32", batch=200)
+    c = candidates(p, make_space(p, L), L, 1)[0]
+    assert (c["MMA"], c["BM"], c["BN"]) == (4, 128, 128), c
 
 
 @pytest.mark.parametrize("n", [1500, 1536])

@@ -125,6 +125,13 @@ SK_MARGIN_DMMA = 1.3
 LAUNCH_CYCLES = 4000
 REDUCE_LAUNCH = 3000
 KR_CYCLES = 8000
+# A round of blocks on the busiest SM (the blocks resident at once: busiest / per SM)
+# pays a fixed cost besides its k loop: the pipeline's fill before the first tile's
+# math and the epilogue's store after the last (about two stage latencies), which the
+# blocks of one round overlap but rounds in turn do not. Without it the model split
+# K (or shrank tiles) for a finer wave at no cost and picked the most splits of the
+# largest tile; chosen on the stores' training problems (notes/cuda.md, session 19).
+ROUND_CYCLES = 1000
 SK_VARIANTS = 3       # shapes of a candidate list that bring their stream-K twin
 
 
@@ -207,7 +214,7 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
         partials = streamk.partial_estimate(tiles, kt, g)
         splits = partials / max(1, tiles)
         reduce = segs * SK_SEGMENT + (KR_CYCLES + (1 + splits) * c["BM"] * c["BN"] * it / 64 if partials else 0)
-    overhead = stages * 80 + reduce + LAUNCH_CYCLES
+    overhead = stages * 80 + reduce + LAUNCH_CYCLES + ROUND_CYCLES * -(-busiest // per_sm)
     if c.get("PS", 0):   # the pack kernel runs before the GEMM
         overhead += PACK_LAUNCH + PACK_BYTES * problem.K * (problem.M + problem.N) / BYTES_PER_CYCLE
     traffic = it * (problem.M * problem.K * d.grid[0] / 4 + problem.K * problem.N * d.grid[1] / 4
