@@ -1,13 +1,16 @@
 """What the cluster costs per evaluation, without a GPU: the tests' fake backend on fake
 GPUs, every evaluation a sleep of EVALUATION_SECONDS (a CUDA evaluation's order).
 
-    PYTHONPATH=tests:. python tools/cluster_overhead.py [depth] [scheduler]
+    PYTHONPATH=tests:. python tools/cluster_overhead.py [depth] [scheduler] [search]
 
 depth: evaluations per second on 1 and 2 workers with 1 and 2 evaluations in flight a
 worker (coordinator.EVALUATIONS_PER_WORKER), against the ideal (workers / sleep).
 scheduler: the coordinator's CPU per evaluation with the Dask scheduler in its process
 (local_cluster) and in its own (`dask scheduler` and `python -m shadertune.cluster worker`
 subprocesses), two workers.
+search: one model-strategy search (the fake with a cost model, 96 evaluations) on 1 and 2
+workers, with a climb's neighbours predicted in the coordinator (the host predictor) and,
+for comparison, asked of a worker as before session 19.
 """
 import os
 import pathlib
@@ -83,10 +86,32 @@ def scheduler() -> None:
             proc.wait(30)
 
 
+def search() -> None:
+    from shadertune.cluster import remote, tune_table
+    from shadertune.search import Budget
+    here = remote.RemoteBackend._predict_here
+    for workers in (1, 2):
+        with local_cluster(list(range(workers)), ["cluster_fakes:ModelKind"], env=ENV) as client:
+            for where in ("coordinator", "worker", "coordinator", "worker"):
+                remote.RemoteBackend._predict_here = here if where == "coordinator" else \
+                    (lambda self, problem, configs: remote._UNASKED)
+                try:
+                    coord = Coordinator(client, "cluster_fakes:ModelKind")
+                    t0 = time.monotonic()
+                    ((_, (entry,)),) = tune_table(coord, [Problem(8, 8, 16)],
+                                                  strategy="model", budget=Budget(96), repeats=2)
+                    dt = time.monotonic() - t0
+                finally:
+                    remote.RemoteBackend._predict_here = here
+                print(f"{workers} workers, neighbours predicted in the {where}: {entry['evaluated']} "
+                      f"evaluations in {dt:.2f} s = {entry['evaluated'] / dt:.1f}/s "
+                      f"(ideal {workers / EVALUATION_SECONDS:.0f}/s)", flush=True)
+
+
 def main(argv) -> None:
     pathlib.Path(CONTROL, "build-sleep").write_text(str(EVALUATION_SECONDS))
     for name in argv or ["depth", "scheduler"]:
-        {"depth": depth, "scheduler": scheduler}[name]()
+        {"depth": depth, "scheduler": scheduler, "search": search}[name]()
 
 
 if __name__ == "__main__":
