@@ -202,3 +202,64 @@ def test_tune_reports_the_configs_timed_ahead():
     # the search's own evaluations (all but those never asked for) are one worker's
     both = {Config(r["config"]) for r in one["results"]} & {Config(r["config"]) for r in two["results"]}
     assert len(both) >= 40 - unasked
+
+
+class Carrying(AtOnce):
+    """AtOnce whose configs timed ahead run on past their batch (a cluster's evaluator):
+    they come in when the search next looks (collect), or when it asks for one (a
+    batch that names it), or at the search's end (finish)."""
+    carries = True
+
+    def __init__(self, fn, k: int):
+        super().__init__(fn, k)
+        self.flying: list = []
+
+    def many(self, cfgs, stop=None, ahead=()):
+        landing = [c for c in cfgs if c in self.flying]
+        out = super().many([c for c in cfgs if c not in landing]) if len(cfgs) > len(landing) else []
+        got = dict(zip([c for c in cfgs if c not in landing], out))
+        for c in landing:
+            self.flying.remove(c)
+            got[c] = self.fn(c)
+        self.order += [c for c in ahead if c not in self.order]
+        self.flying += [c for c in ahead if c not in self.flying]
+        return [got[c] for c in cfgs]
+
+    def carried(self):
+        return frozenset(self.flying)
+
+    # collect: the first one has come in (one at a time: some are still running when
+    # the search next decides)
+
+    def collect(self):
+        came = self.flying[:1]
+        self.flying = self.flying[1:]
+        return [(c, self.fn(c)) for c in came]
+
+    def finish(self, wait=True):
+        came, self.flying = self.flying, []
+        return [self.fn(c) for c in came]
+
+
+@pytest.mark.parametrize("strategy", ["phased", "model"])
+@pytest.mark.parametrize("budget", [Budget(), Budget(max_evals=45)], ids=["converged", "45 evaluations"])
+def test_configs_carried_past_their_batch_change_nothing_the_search_decides(trackers, strategy, budget):
+    """An evaluator that carries configs timed ahead past their batch (some still
+    running when the search next decides): the search asks for what one worker asks;
+    the budget counts the ones in flight, so a count budget is met exactly, with the
+    search's end collecting what it never asked for."""
+    one, t1, _ = fake_run(strategy, 1, budget, trackers)
+    be = FakeBackend()
+    ev = Evaluator(be, P, repeats=2, warmup=0)
+    options = SearchOptions(cost_model=lambda cs: be.predict_ms(P, cs), seed=5)
+    for k in (2, 4):
+        carrying = Carrying(ev, k)
+        got = get_strategy(strategy)(be.space(P), carrying, budget, options)
+        tk = trackers[-1]
+        got = list(got) + carrying.finish()
+        path = [r.config for r in tk.path]
+        assert len({r.config for r in got}) == len(got)                  # each measured once
+        if budget.max_evals is None:
+            assert path == [r.config for r in one], (strategy, k)
+        else:
+            assert len(got) == budget.max_evals and path == [r.config for r in one][:len(path)]

@@ -99,13 +99,14 @@ class DeviceGroup:
         self._cond = threading.Condition()
 
     # --- placement ------------------------------------------------------------
-    def acquire(self) -> str | None:
+    def acquire(self, beyond: bool = False) -> str | None:
         """The address of a live worker with fewer than EVALUATIONS_PER_WORKER
         evaluations in flight, now taken for one more (the fewest in flight, then the
-        one idle longest), or None."""
+        one idle longest), or None; `beyond`: the least busy live worker even past that
+        bound (configs timed ahead, queued behind the searches' own: evaluator.py)."""
         self.coordinator.refresh()
         with self._cond:
-            free = [a for a in self.live if self._busy.get(a, 0) < EVALUATIONS_PER_WORKER]
+            free = [a for a in self.live if beyond or self._busy.get(a, 0) < EVALUATIONS_PER_WORKER]
             if not free:
                 return None
             addr = min(free, key=lambda a: (self._busy.get(a, 0), self._freed.get(a, 0.0)))

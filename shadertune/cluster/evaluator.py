@@ -78,6 +78,12 @@ class ClusterEvaluator(RecordingEvaluator):
         self.search = uuid.uuid4().hex       # one Evaluator per worker for this search
         self.timings = {"evaluations": 0, "round_trip_s": 0.0, "task_s": 0.0, "compile_s": 0.0,
                         "idle_s": 0.0, "busy_s": {}, "batches": {}}
+        # configs timed ahead that run on past their batch (the evaluator contract's
+        # `carries`): future -> (config, when sent, worker, scheduler); those finished
+        # are put on _landed by their callback and taken in by _settle, here alone
+        self._carried: dict = {}
+        self._landed: queue.Queue = queue.Queue()
+        self._ahead_done: dict[Config, Result] = {}    # measured and recorded, not collected yet
 
     @property
     def parallelism(self) -> int:
@@ -91,26 +97,105 @@ class ClusterEvaluator(RecordingEvaluator):
     def __call__(self, config) -> Result:
         return self.many([config])[0]
 
-    def many(self, configs, stop: Callable[[], bool] | None = None) -> list[Result]:
+    # --- configs timed ahead, carried past their batch (search/contract.py) ---------
+    carries = True
+
+    def carried(self) -> frozenset:
+        self._settle()
+        return frozenset(entry[0] for entry in self._carried.values())
+
+    def collect(self) -> list[tuple[Config, Result]]:
+        self._settle()
+        out = list(self._ahead_done.items())
+        self._ahead_done.clear()
+        return out
+
+    def finish(self, wait: bool = True) -> list[Result]:
+        """The search ended: the Results of its evaluations timed ahead that it never
+        collected, waited for (they were counted against its budget when sent), in the
+        order they finished; without `wait` (the search failed) those still running are
+        cancelled instead (never recorded) and their workers' slots freed."""
+        if wait:
+            self._settle(until_empty=True)
+        carried, self._carried = self._carried, {}
+        for f, (_, _, addr, _) in carried.items():
+            f.cancel()
+            self.group.release(addr)
+        return [r for _, r in self.collect()]
+
+    def _settle(self, until_empty: bool = False) -> None:
+        """Take in the carried evaluations that finished (recorded now, kept for
+        collect), and drop those whose worker left the group (sent to nobody else: they
+        were ahead of the search); `until_empty`: until none is carried."""
+        while True:
+            try:
+                f = self._landed.get(timeout=0.5) if until_empty and self._carried else \
+                    self._landed.get_nowait()
+            except queue.Empty:
+                if not (until_empty and self._carried):
+                    break
+                self.group.coordinator.check_cancelled()
+                self.group.coordinator.refresh()
+                self._drop_the_dead()
+                continue
+            entry = self._carried.pop(f, None)
+            if entry is None:                 # taken into a batch meanwhile
+                continue
+            c, sent, addr, _ = entry
+            self.group.release(addr)
+            if f.status in ("finished", "error", "cancelled"):
+                r = self._outcome(f, c, sent, addr)
+                if r is not None:
+                    self._ahead_done[c] = r
+            else:                             # its result was lost with its worker
+                f.cancel()
+        self._drop_the_dead()
+
+    def _drop_the_dead(self) -> None:
+        for f, (c, _, addr, _) in list(self._carried.items()):
+            if not f.done() and not self.group.alive(addr):
+                del self._carried[f]
+                f.cancel()
+                self.group.release(addr)
+
+    def many(self, configs, stop: Callable[[], bool] | None = None, ahead=()) -> list[Result]:
         """Results for `configs` in their order; each distinct config is evaluated once.
 
         When stop() (asked before each evaluation starts, e.g. the time limit) says
         so, no more start: the evaluations in flight finish and the Results of the
-        configs up to the last one started are returned (a shorter list)."""
+        configs up to the last one started are returned (a shorter list).
+
+        `ahead`: configs timed ahead (Tracker.many), sent once `configs` are all sent
+        and a worker has room; those still running when `configs` are in run on
+        (carried), and a later batch that asks for one waits for it."""
+        self._settle()
         configs = [c if isinstance(c, Config) else Config(c) for c in configs]
         done: dict[Config, Result] = {}
         todo = deque()
+        adopted: dict = {}
+        flying = {entry[0]: f for f, entry in self._carried.items()}
         for c in dict.fromkeys(configs):
+            if c in self._ahead_done:             # timed ahead, measured since the Tracker looked
+                done[c] = self._ahead_done.pop(c)
+                continue
+            if c in flying:                       # timed ahead, still running: waited for
+                adopted[flying[c]] = self._carried.pop(flying[c])
+                continue
             r = self.stored(c)
             if r is None:
                 todo.append(c)
             else:
                 done[c] = r
                 self._replayed(r, None)
-        if todo:
-            sizes = self.timings["batches"]           # how parallel the strategy's steps were
-            sizes[len(todo)] = sizes.get(len(todo), 0) + 1
-            self._farm_out(todo, done, stop)
+        sent = set(todo) | set(done) | {entry[0] for entry in adopted.values()}
+        later = deque(c for c in dict.fromkeys(Config(c) if not isinstance(c, Config) else c for c in ahead)
+                      if c not in sent and c not in flying and c not in self._ahead_done
+                      and self.stored(c) is None)
+        if todo or adopted or later:
+            if todo:
+                sizes = self.timings["batches"]           # how parallel the strategy's steps were
+                sizes[len(todo)] = sizes.get(len(todo), 0) + 1
+            self._farm_out(todo, done, stop, adopted=adopted, ahead=later)
         out = []
         for c in configs:                          # the prefix whose Results exist
             if c not in done:
@@ -132,48 +217,87 @@ class ClusterEvaluator(RecordingEvaluator):
                                           resources={self.group.host_resource: 1}))
 
     # --- farming out ------------------------------------------------------------
-    def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None) -> None:
+    def _submit(self, client, c: Config, addr: str, ahead: bool = False):
+        # a search's own evaluations before its configs timed ahead, on a worker where
+        # both wait for the GPU (Dask runs the higher priority first)
+        return client.submit(evaluate_task, self.group.spec, self.search, self.problem, c,
+                             self.options, self._best_ms, pure=False,
+                             key=f"shadertune-eval-{uuid.uuid4().hex}",
+                             workers=[addr], allow_other_workers=False,
+                             resources={self.group.resource: 1}, priority=0 if ahead else 1)
+
+    def _farm_out(self, todo: deque, done: dict, stop: Callable[[], bool] | None,
+                  adopted: dict | None = None, ahead: deque | None = None) -> None:
+        """Evaluate `todo` into `done`, and wait for the `adopted` evaluations (carried
+        ones this batch asks for); then send `ahead` as workers have room: what of it is
+        still running when this batch's own are in is carried on."""
         client = self.group.coordinator.client
         finished: queue.Queue = queue.Queue()       # futures, put there as they finish
-        running: dict = {}                         # future -> (config, when sent, worker, scheduler)
+        running: dict = dict(adopted or {})        # future -> (config, when sent, worker, scheduler)
+        speculative: set = set()                   # of running: configs timed ahead
         deaths: dict[Config, int] = {}             # config -> its workers that died under it
-        order = {c: i for i, c in enumerate(todo)}
-        plan = (CompileAhead(self.group, self.problem, todo, wake=lambda: finished.put(_WAKE))
-                if self.group.compiles and len(todo) > 1 else None)
+        ahead = ahead if ahead is not None else deque()
+        planned = list(todo) + list(ahead)
+        order = {c: i for i, c in enumerate(planned)}
+        plan = (CompileAhead(self.group, self.problem, planned, wake=lambda: finished.put(_WAKE))
+                if self.group.compiles and len(planned) > 1 else None)
         dropped = 0
         starved_since = None
+        carried_on = False
 
         def arrived(f) -> None:
             finished.put(f)
+
+        def position(c) -> int:          # a config sent again from a carried one: not planned
+            return order.get(c, -1)
+        for f in running:
+            f.add_done_callback(arrived)
         try:
-            while todo or running:
+            while True:             # until this batch's own are in (after one pass for the ahead)
                 self.group.coordinator.check_cancelled()
                 if todo and stop is not None and stop():
                     todo.clear()                   # the ones started still finish
                     continue
                 ready = plan.ready() if plan is not None else len(order)
-                while todo and order[todo[0]] < ready:
+                while todo and position(todo[0]) < ready:
                     addr = self.group.acquire()
                     if addr is None:
                         break
                     c = todo.popleft()
-                    f = client.submit(evaluate_task, self.group.spec, self.search, self.problem, c,
-                                      self.options, self._best_ms, pure=False,
-                                      key=f"shadertune-eval-{uuid.uuid4().hex}",
-                                      workers=[addr], allow_other_workers=False,
-                                      resources={self.group.resource: 1})
+                    f = self._submit(client, c, addr)
                     running[f] = (c, time.perf_counter(), addr, self.group.coordinator.scheduler_id)
                     f.add_done_callback(arrived)
+                # the configs ahead, once this batch's own are all out (compiled first
+                # while those run; once they are in, all of them that have a worker: so
+                # that what is timed ahead does not depend on how fast a batch came in)
+                while not todo and ahead and (position(ahead[0]) < ready
+                                              or len(running) == len(speculative)):
+                    if stop is not None and stop():
+                        ahead.clear()
+                        break
+                    # once this batch's own are in, every one of them goes out (queued
+                    # behind what runs: the same configs are timed ahead however fast
+                    # the batch came in)
+                    addr = self.group.acquire(beyond=len(running) == len(speculative))
+                    if addr is None:
+                        break
+                    c = ahead.popleft()
+                    f = self._submit(client, c, addr, ahead=True)
+                    running[f] = (c, time.perf_counter(), addr, self.group.coordinator.scheduler_id)
+                    speculative.add(f)
+                    f.add_done_callback(arrived)
+                if not todo and len(running) == len(speculative):
+                    break                          # this batch's own are in
                 if not running:                    # every worker busy with other searches, or
                     starved_since = self.group.starving(starved_since)   # compiling, or none
-                    if todo and order[todo[0]] < ready:
+                    if todo and position(todo[0]) < ready:
                         self.group.wait_for_slot(0.5)
                     else:
                         self._wait(finished, 0.5)
                     continue
                 item = self._wait(finished, 0.5)
                 self.group.coordinator.refresh()
-                self._send_again_from_the_dead(running, todo, done, deaths)
+                self._send_again_from_the_dead(running, todo, done, deaths, speculative)
                 if item is None:                   # still running, or waiting for a worker
                     starved_since = self.group.starving(starved_since)
                     continue
@@ -188,7 +312,11 @@ class ClusterEvaluator(RecordingEvaluator):
                 c, sent, addr, _ = running.pop(f)
                 self.group.release(addr)
                 r = self._outcome(f, c, sent, addr)
-                if r is None:
+                if f in speculative:               # ahead: kept for collect (or dropped)
+                    speculative.discard(f)
+                    if r is not None:
+                        self._ahead_done[c] = r
+                elif r is None:
                     dropped += 1
                     if dropped > DROPPED_TRIES * max(1, len(order)):
                         raise ShadertuneError("the cluster keeps dropping this search's "
@@ -197,15 +325,21 @@ class ClusterEvaluator(RecordingEvaluator):
                     todo.appendleft(c)              # to be evaluated again, elsewhere
                 else:
                     done[c] = r
+            carried_on = True
         finally:
-            for f, (_, _, addr, _) in running.items():
-                f.cancel()
-                self.group.release(addr)
+            for f, entry in running.items():
+                if carried_on and f in speculative:
+                    self._carried[f] = entry       # runs on past this batch
+                    f.add_done_callback(self._landed.put)
+                else:
+                    f.cancel()
+                    self.group.release(entry[2])
             if plan is not None:
                 plan.cancel()
                 self.timings["compile_s"] += plan.seconds
 
-    def _send_again_from_the_dead(self, running: dict, todo: deque, done: dict, deaths: dict) -> None:
+    def _send_again_from_the_dead(self, running: dict, todo: deque, done: dict, deaths: dict,
+                                  speculative: set = frozenset()) -> None:
         """Evaluations pinned to a worker that left the group (Dask would keep them
         waiting for it): cancelled and sent again, first in line; one whose workers
         died KILLS_TO_FAIL times under it is recorded as run_failed instead.  A death
@@ -225,6 +359,9 @@ class ClusterEvaluator(RecordingEvaluator):
             del running[f]
             f.cancel()
             self.group.release(addr)
+            if f in speculative:        # ahead of the search: dropped, not sent again
+                speculative.discard(f)
+                continue
             if scheduler == coord.scheduler_id and sent == first_sent[addr]:
                 deaths[c] = deaths.get(c, 0) + 1
             if deaths.get(c, 0) >= KILLS_TO_FAIL:

@@ -19,7 +19,10 @@ On an evaluator that runs k evaluations at once (a cluster's workers: its
 `parallelism`), a batch of b configs takes ceil(b / k) rounds and leaves
 workers idle in its last one.  A strategy names the configs it may ask for next
 (`many(cfgs, ahead=...)`) and the Tracker times up to that many of them in the
-same batch.  Such a config stays out of the search's view (get, best, evaluated)
+same batch; where the evaluator carries such configs past their batch (a
+cluster's: its `carries`), one more a worker, which run on while the search
+decides its next step, are counted by the budget while they run, and are waited
+for if the search asks for one before it came in.  Such a config stays out of the search's view (get, best, evaluated)
 until the search asks for it: it is then one of the search's own evaluations
 (`path`), at no further cost.  So the search decides as a search on one worker
 does (given the same measurements) and asks for the same configs in the same
@@ -125,8 +128,37 @@ class Tracker:
         return self._out_of_time()
 
     def _evals_left(self) -> float:
+        """Evaluations the count budget still allows: those measured and, on an evaluator
+        that carries configs timed ahead past their batch, those still running count."""
         b = self.budget
-        return math.inf if b.max_evals is None else b.max_evals - len(self.results)
+        if b.max_evals is None:
+            return math.inf
+        flying = self._flying()             # first: it may add to `results`
+        return b.max_evals - len(self.results) - len(flying)
+
+    @property
+    def _carrying(self) -> bool:
+        return bool(getattr(self._evaluate, "carries", False))
+
+    def _flying(self) -> frozenset:
+        """Configs timed ahead and still running (an evaluator that carries them past
+        their batch), after taking in those that finished (_collect)."""
+        if not self._carrying:
+            return frozenset()
+        # asked before collecting: one that comes in between is collected, not lost
+        flying = self._evaluate.carried()
+        self._collect()
+        return frozenset(c for c in flying if c not in self._ahead)
+
+    def _collect(self) -> None:
+        """Configs timed ahead whose Results came in since: measured (in `results`,
+        counted by the budget), out of the search's view until it asks (`_ahead`)."""
+        got = self._evaluate.collect() if self._carrying else []
+        for c, r in got:
+            self._ahead[c] = r
+            self.results.append(r)
+        if got:
+            self._evaluate.timed_ahead(timed=len(got))
 
     def spent(self) -> bool:
         return self._evals_left() <= 0 or self._out_of_time()
@@ -147,6 +179,8 @@ class Tracker:
         cfg = self._config(cfg)
         if cfg in self.seen:
             return self.seen[cfg]
+        if self._carrying:                      # it may be running ahead: many() knows
+            return self.many([cfg])[0]
         if cfg in self._ahead:                  # measured and counted already
             return self._claim(cfg)
         if self.spent():
@@ -175,54 +209,75 @@ class Tracker:
         todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
         if todo:
             # cut to the evaluations the budget has left (a config timed ahead was
-            # counted when it was measured: it costs nothing more)
+            # counted when it was measured, or sent: it costs nothing more)
             left = self._evals_left()
-            allowed, new = [], []
+            flying = self._flying()
+            allowed, new, landing = [], [], []
             for c in todo:
-                if c not in self._ahead:
+                if c in flying and c not in self._ahead:
+                    landing.append(c)               # timed ahead, still running: waited for
+                elif c not in self._ahead:
                     if len(new) >= left:
                         break
                     new.append(c)
                 allowed.append(c)
             if not allowed or (new and self._out_of_time()):
                 raise BudgetExhausted
-            extra = self._extra(ahead, new, left - len(new)) if new else []
+            # (an evaluator that carries them sends configs ahead on every batch, one of
+            # configs timed ahead too: what it times never depends on which of them had
+            # come in when the search asked)
+            extra = self._extra(ahead, new, left - len(new), flying) \
+                if new or landing or self._carrying else []
             got: dict[Config, Result] = {}
-            if new:
-                batch = new + extra
-                results = self._evaluate.many(batch, stop=self._stop)
+            if new or landing or extra:
+                if self._carrying:
+                    # the configs ahead go out as the batch's last ones leave workers
+                    # free, and run on past it (across the search's next decision)
+                    batch = new + landing
+                    results = self._evaluate.many(batch, stop=self._stop, ahead=extra)
+                else:
+                    batch = new + extra
+                    results = self._evaluate.many(batch, stop=self._stop)
                 if len(results) > len(batch):
                     raise RuntimeError(f"the evaluator returned {len(results)} results "
                                        f"for a batch of {len(batch)}")
                 got = dict(zip(batch, results))
                 self.results.extend(results)            # in the order measured
+                if landing:
+                    self._evaluate.timed_ahead(timed=sum(c in got for c in landing))
                 timed = [c for c in extra if c in got]
                 for c in timed:
                     self._ahead[c] = got[c]
                 if timed:
                     self._evaluate.timed_ahead(timed=len(timed))
+                self._collect()
             for c in allowed:                            # the search's own, in its order
                 if c in self._ahead:
                     self._claim(c)
                 elif c in got:
                     self.seen[c] = got[c]
                     self.path.append(got[c])
+                    if c in landing:
+                        self._evaluate.timed_ahead(asked=1)
                 else:
                     raise BudgetExhausted                # the time limit cut the batch
             if len(allowed) < len(todo):
                 raise BudgetExhausted
         return [self.seen[c] for c in cfgs]
 
-    def _extra(self, ahead: Iterable, new: list, left: float) -> list[Config]:
+    def _extra(self, ahead: Iterable, new: list, left: float, flying=frozenset()) -> list[Config]:
         """Configs of `ahead` to time beside the batch `new`: as many as the batch's last
-        round leaves workers idle, and no more than the evaluations the budget leaves
-        after this batch."""
+        round leaves workers idle (and, where the evaluator carries them past the batch,
+        one more a worker: they keep the workers busy while the search decides its next
+        step), and no more than the evaluations the budget leaves after this batch."""
         k = self.parallelism
-        room = min((-len(new)) % k, left)
+        if k <= 1:
+            return []
+        room = min((-len(new)) % k + (k if self._carrying else 0), left)
         if room <= 0:
             return []
         out: list[Config] = []
-        taken = set(new)
+        taken = set(new) | set(flying)
         for c in ahead:
             c = self._config(c)
             if c not in self.seen and c not in self._ahead and c not in taken:

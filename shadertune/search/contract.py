@@ -20,6 +20,18 @@ a batch at once.  An evaluator implements __call__; the rest has defaults:
                        them before it asks.
 - timed_ahead(timed, asked)  how many configs were timed ahead, and how many of
                        those the search then asked for (reports); ignored by default.
+- carries              whether configs timed ahead may run on past the batch that
+                       sent them (False by default; a cluster's evaluator: True).
+                       Such an evaluator takes them apart, many(configs, stop,
+                       ahead=...), returns once `configs` are in, and keeps the rest
+                       running: carried() names those still running, collect() hands
+                       over (once) the Results of those that finished, and a later
+                       many() that asks for one waits for it instead of sending it
+                       again.
+- finish(wait)         the search ended: the Results of what it timed ahead and never
+                       collected (waited for: the budget counted them when sent), or
+                       with wait=False (the search failed) what is still carried is
+                       cancelled, never recorded; [] by default.
 
 A plain function config -> Result is wrapped in FunctionEvaluator.
 """
@@ -64,6 +76,20 @@ class BaseEvaluator(abc.ABC):
         """`timed` configs of the last batch were timed ahead on idle workers; `asked`
         configs timed ahead were then asked for by the search (a report counts both);
         ignored by default."""
+
+    carries = False
+
+    def carried(self) -> frozenset:
+        """Configs timed ahead and still running (an evaluator that carries them)."""
+        return frozenset()
+
+    def collect(self) -> list[tuple[Config, Result]]:
+        """(config, Result) of the configs timed ahead that finished since the last call."""
+        return []
+
+    def finish(self, wait: bool = True) -> list[Result]:
+        """The search ended: Results of configs timed ahead it never collected."""
+        return []
 
 
 class FunctionEvaluator(BaseEvaluator):

@@ -69,8 +69,16 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
                             **limit)
     # a backend may hold more between kernels while a search runs (GL: its texture pool)
     t0 = time.monotonic()
+    finish = getattr(evaluate, "finish", None)   # configs timed ahead that ran on past the search
     with backend.search_session():
-        results = search(space, evaluate, budget or Budget(), options)
+        try:
+            results = search(space, evaluate, budget or Budget(), options)
+        except BaseException:
+            if finish is not None:
+                finish(wait=False)
+            raise
+        if finish is not None:
+            results = list(results) + finish()
     seconds = time.monotonic() - t0
     # The pruned size is counted (Space.count: no config made; the store keeps it):
     # after the search, so results start at once.
