@@ -169,7 +169,7 @@ class ClusterEvaluator(RecordingEvaluator):
         and a worker has room; those still running when `configs` are in run on
         (carried), and a later batch that asks for one waits for it."""
         self._settle()
-        configs = [c if isinstance(c, Config) else Config(c) for c in configs]
+        configs, ahead = ([c if isinstance(c, Config) else Config(c) for c in cs] for cs in (configs, ahead))
         done: dict[Config, Result] = {}
         todo = deque()
         adopted: dict = {}
@@ -188,9 +188,8 @@ class ClusterEvaluator(RecordingEvaluator):
                 done[c] = r
                 self._replayed(r, None)
         sent = set(todo) | set(done) | {entry[0] for entry in adopted.values()}
-        later = deque(c for c in dict.fromkeys(Config(c) if not isinstance(c, Config) else c for c in ahead)
-                      if c not in sent and c not in flying and c not in self._ahead_done
-                      and self.stored(c) is None)
+        later = deque(c for c in dict.fromkeys(ahead) if c not in sent and c not in flying
+                      and c not in self._ahead_done and self.stored(c) is None)
         if todo or adopted or later:
             if todo:
                 sizes = self.timings["batches"]           # how parallel the strategy's steps were
@@ -248,6 +247,13 @@ class ClusterEvaluator(RecordingEvaluator):
         def arrived(f) -> None:
             finished.put(f)
 
+        def send(c: Config, addr: str, is_ahead: bool = False) -> None:
+            f = self._submit(client, c, addr, ahead=is_ahead)
+            running[f] = (c, time.perf_counter(), addr, self.group.coordinator.scheduler_id)
+            if is_ahead:
+                speculative.add(f)
+            f.add_done_callback(arrived)
+
         def position(c) -> int:          # a config sent again from a carried one: not planned
             return order.get(c, -1)
         for f in running:
@@ -263,10 +269,7 @@ class ClusterEvaluator(RecordingEvaluator):
                     addr = self.group.acquire()
                     if addr is None:
                         break
-                    c = todo.popleft()
-                    f = self._submit(client, c, addr)
-                    running[f] = (c, time.perf_counter(), addr, self.group.coordinator.scheduler_id)
-                    f.add_done_callback(arrived)
+                    send(todo.popleft(), addr)
                 # the configs ahead, once this batch's own are all out (compiled first
                 # while those run; once they are in, all of them that have a worker: so
                 # that what is timed ahead does not depend on how fast a batch came in)
@@ -281,11 +284,7 @@ class ClusterEvaluator(RecordingEvaluator):
                     addr = self.group.acquire(beyond=len(running) == len(speculative))
                     if addr is None:
                         break
-                    c = ahead.popleft()
-                    f = self._submit(client, c, addr, ahead=True)
-                    running[f] = (c, time.perf_counter(), addr, self.group.coordinator.scheduler_id)
-                    speculative.add(f)
-                    f.add_done_callback(arrived)
+                    send(ahead.popleft(), addr, is_ahead=True)
                 if not todo and len(running) == len(speculative):
                     break                          # this batch's own are in
                 if not running:                    # every worker busy with other searches, or

@@ -71,7 +71,6 @@ class Budget:
         if self.seconds is not None and not self.seconds >= 0:
             raise ValueError(f"Budget.seconds must be >= 0, got {self.seconds}")
 
-
     @property
     def to_spend(self) -> bool:
         """Whether the convergence rule is off: spend_all with a limit to spend."""
@@ -130,15 +129,18 @@ class Tracker:
     def _evals_left(self) -> float:
         """Evaluations the count budget still allows: those measured and, on an evaluator
         that carries configs timed ahead past their batch, those still running count."""
-        b = self.budget
-        if b.max_evals is None:
+        if self.budget.max_evals is None:
             return math.inf
-        flying = self._flying()             # first: it may add to `results`
-        return b.max_evals - len(self.results) - len(flying)
+        return self._left(self._flying())
+
+    def _left(self, flying: frozenset) -> float:
+        """_evals_left with `flying` (_flying's answer, which may add to `results`) known."""
+        b = self.budget
+        return math.inf if b.max_evals is None else b.max_evals - len(self.results) - len(flying)
 
     @property
     def _carrying(self) -> bool:
-        return bool(getattr(self._evaluate, "carries", False))
+        return self._evaluate.carries
 
     def _flying(self) -> frozenset:
         """Configs timed ahead and still running (an evaluator that carries them past
@@ -153,7 +155,7 @@ class Tracker:
     def _collect(self) -> None:
         """Configs timed ahead whose Results came in since: measured (in `results`,
         counted by the budget), out of the search's view until it asks (`_ahead`)."""
-        got = self._evaluate.collect() if self._carrying else []
+        got = self._evaluate.collect()
         for c, r in got:
             self._ahead[c] = r
             self.results.append(r)
@@ -210,8 +212,8 @@ class Tracker:
         if todo:
             # cut to the evaluations the budget has left (a config timed ahead was
             # counted when it was measured, or sent: it costs nothing more)
-            left = self._evals_left()
             flying = self._flying()
+            left = self._left(flying)
             allowed, new, landing = [], [], []
             for c in todo:
                 if c in flying and c not in self._ahead:
