@@ -222,6 +222,19 @@ def _cfg(c) -> str:
 PROBE_VARIANTS = [(16, 0), (8, 0), (4, 0), (16, 1), (8, 1), (4, 1)]
 
 
+def probe_variants(text: str | None) -> list:
+    """--probe-variants 'k:fp,...' as (k, fp) pairs (None: PROBE_VARIANTS)."""
+    if text is None:
+        return PROBE_VARIANTS
+    out = []
+    for item in text.split(","):
+        k, _, fp = item.partition(":")
+        if not (k.strip() in ("4", "8", "16") and fp.strip() in ("0", "1")):
+            raise SystemExit(f"bench-cuda-arrays: --probe-variants: {item!r} is not k:fp with k 4, 8 or 16 and fp 0 or 1")
+        out.append((int(k), int(fp)))
+    return out
+
+
 @contextlib.contextmanager
 def forced(mk: int, fp: int):
     """dmma's rules giving mma shape mk and the main loop FP = fp (where the
@@ -247,7 +260,15 @@ def section_dmma_probe(be, cp, sizes, log, variants=PROBE_VARIANTS):
     # (BN=64: cuBLAS's sm90 DGEMM tile, 128x64x16, 3 stages, 2 x 2 warps of 64 x 32, m16n8k8)
     tiles = [dict(BN=64), dict(BN=64, ST=4), dict(BN=64, BK=32), dict(BM=64, BN=128, WM=32, WN=64),
              dict(), dict(BK=32), dict(BN=64, WM=32, WN=32), dict(BM=64, BN=64, WM=32, WN=32),
-             dict(BM=64, BN=64, WM=32, WN=32, ST=4)]
+             dict(BM=64, BN=64, WM=32, WN=32, ST=4),
+             # cuBLAS's sm90 DGEMM below 3000^3 (ncu at 1536^3): 32 x 64 x 32 blocks, 3 stages,
+             # 2 x 2 warps of 16 x 32, m16n8k16
+             dict(BM=32, BN=64, BK=32, WM=16, WN=32), dict(BM=32, BN=64, BK=32, WM=16, WN=32, ST=4),
+             dict(BM=32, BN=64, WM=16, WN=32), dict(BM=64, BN=64, BK=32, WM=32, WN=32),
+             # tiles of 48 and 96 (not powers of two): whole waves of blocks at 1536^3 and 1500^3
+             dict(BM=64, BN=96, WM=32, WN=48), dict(BM=64, BN=96, WM=32, WN=48, ST=4),
+             dict(BM=96, BN=64, WM=48, WN=32), dict(BM=96, BN=96, WM=48, WN=48),
+             dict(BM=96, BN=96, WM=32, WN=48), dict(BM=96, BN=96, BK=32, WM=32, WN=48)]
     rows = []
     for n in sizes:
         p = Problem(n, n, n, "float64")
@@ -302,7 +323,13 @@ def _fp_accuracy(be, base, log):
                       (p, base.replace(BM=64, BN=64, WM=32, WN=32, ST=4), 4),
                       (odd, base.replace(BM=64, BN=64, WM=32, WN=32, VEC=1), 8),
                       (Problem(37, 45, 3001, "float64", ta, tb),
-                       base.replace(BM=64, BN=64, WM=32, WN=32, VEC=1, KG=16, KR=int(ta)), 8)]
+                       base.replace(BM=64, BN=64, WM=32, WN=32, VEC=1, KG=16, KR=int(ta)), 8),
+                      # tiles of 48 and 96 (dmma.THIRD_TILES) on the same ragged shapes
+                      (p, base.replace(BM=96, BN=96, WM=48, WN=48), 4),
+                      (p, base.replace(BM=96, BN=96, BK=32, WM=32, WN=48), 8),
+                      (odd, base.replace(BM=48, BN=64, WM=48, WN=16, VEC=1, ST=4), 8),
+                      (Problem(37, 45, 3001, "float64", ta, tb),
+                       base.replace(BM=48, BN=48, WM=16, WN=16, VEC=1, KG=16, KR=int(tb)), 4)]
     out = []
     for q, cfg, mk in cases:
         with forced(mk, 1):
@@ -333,6 +360,8 @@ def main(argv=None):
     ap.add_argument("--arrays-size", type=int, default=4096)
     ap.add_argument("--dmma-probe", action="store_true")
     ap.add_argument("--probe-sizes", default="4096", help="comma-separated n of the n^3 probe problems")
+    ap.add_argument("--probe-variants", default=None,
+                    help="the probe's mma shapes and loops as k:fp pairs, e.g. 8:1,4:1 (default: all six)")
     args = ap.parse_args(argv)
     outdir = pathlib.Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -361,7 +390,8 @@ def main(argv=None):
             log(f"  ({name} done at {time.time() - t0:.0f} s)")
             (outdir / "bench-cuda-arrays.json").write_text(json.dumps(res, indent=1, default=str))
     if args.dmma_probe:
-        res["dmma_probe"] = section_dmma_probe(be, cp, [int(v) for v in args.probe_sizes.split(",")], log)
+        res["dmma_probe"] = section_dmma_probe(be, cp, [int(v) for v in args.probe_sizes.split(",")], log,
+                                               variants=probe_variants(args.probe_variants))
     (outdir / "bench-cuda-arrays.json").write_text(json.dumps(res, indent=1, default=str))
     (outdir / "bench-cuda-arrays.md").write_text("\n".join(lines) + "\n")
 

@@ -82,6 +82,9 @@ _NARROWED = [
     (Problem(64, 64, 1024, "float64", True, True, batch=2), L,              # a batch of DMMA, split-K
      dict(BM=(64,), BN=(64,), BK=(16, 32), TM=(2,), TN=(2,), WM=(16, 32), WN=(16, 32), trans=(1,),
           VEC=(1, 2), PAD=(2,), DB=(1,), ST=(2, 4), KG=(1, 16), KL=(1,), KR=(0, 1), MMA=(1,))),
+    (Problem(200, 150, 64, "float64"), L,                                   # tiles of 96: DMMA's alone
+     dict(BM=(64, 96), BN=(64, 96), BK=(16,), TM=(2,), TN=(2,), WM=(32, 48), WN=(32, 48), trans=(1,),
+          VEC=(2,), PAD=(2,), DB=(1,), ST=(0, 3), KG=(1,), KL=(1,), KR=(0,), MMA=(0, 1))),
 ]
 
 
@@ -110,7 +113,7 @@ def test_enumeration_equals_filtered_product_on_narrowed_domains():
             if ok:
                 valid.add(Config(c))
         assert len(got) == len(set(got)) and set(got) == valid, p.key
-    assert len(rejected) == 18 and all(rejected.values()), rejected
+    assert len(rejected) == 19 and all(rejected.values()), rejected
 
 
 def _passes(rule, cfg, merged):

@@ -67,11 +67,12 @@ def test_batched_small_products_take_the_larger_tile():
 
 
 @pytest.mark.parametrize("n", [1500, 1536])
-def test_float64_mid_cubes_take_64x64_dmma_tiles(n):
-    # 128 x 64 blocks leave the third wave two-thirds empty there; 64 x 64 blocks of
-    # 32 x 32 warps measured faster (dmma.REUSE_EXPONENT)
+def test_float64_mid_cubes_take_96x96_dmma_tiles(n):
+    # power-of-two blocks leave the last wave part-empty there (64 x 64: 4.4 blocks an
+    # SM); 96 x 96 blocks of 48 x 48 warps run whole waves (dmma.THIRD_TILES), measured
+    # fastest, and six-warp 96 x 96 blocks slow (dmma.THIRD_WARPS)
     c = _pick(n, n, n, "float64")
-    assert (c["MMA"], c["BM"], c["BN"], c["WM"], c["WN"], c["KG"]) == (dmma.MMA, 64, 64, 32, 32, 1), c
+    assert (c["MMA"], c["BM"], c["BN"], c["WM"], c["WN"], c["KG"]) == (dmma.MMA, 96, 96, 48, 48, 1), c
 
 
 @pytest.mark.parametrize("n", [1000, 3000])

@@ -41,7 +41,10 @@ REGS_PER_SM = 65536
 # device with the plain loop, where the device's NVRTC took up to 16 more). The plain
 # loop's fits (session 10) cover every non-spilling kernel; they serve the
 # probe and the calibration, since the rules (mma_k) pick pipelined shapes.
-REGS = {(8, True): (16, 8, 1, 19), (4, True): (8, 4, 2, 30),
+# k = 16 pipelined (cuBLAS's sm90 DGEMM shape) is the k = 8 fit with its
+# fragment buffers doubled (2 x 8 doubles of A a row, 2 x 4 of B a column),
+# not yet calibrated: only the probe forces it.
+REGS = {(16, True): (32, 16, 1, 19), (8, True): (16, 8, 1, 19), (4, True): (8, 4, 2, 30),
         (16, False): (0, 0, 3, 84), (8, False): (4, 0, 3, 67), (4, False): (1, 0, 2, 78)}
 # ... and never fewer than this with the pipelined loop: ptxas's least count
 # (one fragment a warp, k = 8: 80 registers); 1024-thread blocks (64 a
@@ -127,7 +130,20 @@ def available(problem: Problem, arch: str) -> bool:
 # Warp tiles (WM, WN) in mma fragments of 16 x 8: CUTLASS's sm_90 DGEMM uses
 # 64 x 32 (2 x 2 warps of a 128 x 64 block); the rest trade accumulator
 # registers against operand reuse.
-WARP_TILES = [(64, 32), (32, 64), (32, 32), (64, 16), (32, 16), (16, 32), (16, 16), (64, 64)]
+WARP_TILES = [(64, 32), (32, 64), (32, 32), (64, 16), (32, 16), (16, 32), (16, 16), (64, 64),
+              (48, 48), (32, 48), (48, 32)]
+# Tiles of 48 and 96 (warps of three 16-row or six 8-column fragments): where
+# power-of-two tiles leave the last wave of blocks part-empty, as at 1500^3 and
+# 1536^3 (576 tiles of 64 x 64 on 132 SMs, 4.4 an SM: the busiest SMs run 5;
+# 96 x 96: 256 tiles, 1.9 an SM), such a tile runs whole waves: 1.03-1.06x
+# cuBLAS there against 0.87-0.93x for the best power-of-two tile (notes/cuda.md).
+# The rows stay 4 mod 16 doubles with ROW_PAD (52, 100). The DMMA kernel's only
+# (space.py's rule dmma_thirds): the other kernels were not measured with them.
+THIRD_TILES = (48, 96)
+THIRD_BLOCKS = [(96, 96), (64, 96), (96, 64), (128, 96), (96, 128), (48, 64), (64, 48)]
+# ... in blocks of 2 x 2 warps in the candidate list: 96 x 96 blocks of six 32 x 48
+# warps ran 0.80-0.93x cuBLAS where 48 x 48 warps ran 1.02-1.10x (1500^3, 1536^3)
+THIRD_WARPS = 4
 
 
 def raw_configs(problem: Problem, limits: dict, tiles, tensor_core_configs):
@@ -138,8 +154,10 @@ def raw_configs(problem: Problem, limits: dict, tiles, tensor_core_configs):
     tensor-core kernel."""
     if not available(problem, limits["arch"]):
         return
-    for (BM, BN), (WM, WN) in itertools.product(tiles, WARP_TILES):
+    for (BM, BN), (WM, WN) in itertools.product(list(tiles) + THIRD_BLOCKS, WARP_TILES):
         if BM % WM or BN % WN or not 2 <= (BM // WM) * (BN // WN) <= 16:
+            continue
+        if (BM, BN) in THIRD_BLOCKS and (BM // WM) * (BN // WN) != THIRD_WARPS:
             continue
         for cfg in tensor_core_configs(problem, limits, MMA, BM, BN, WM, WN, (16, 32)):
             if cfg["VEC"] <= 2:

@@ -352,6 +352,15 @@ def _derive(problem: Problem, c) -> Derived:
                    k_chunk, units, kgran, grid)
 
 
+def _thirds(problem: Problem) -> tuple[list[int], list[int]]:
+    """The tile sizes of dmma.THIRD_TILES the problem's M and N need (below the
+    power of two that covers them), each a list; none for float32."""
+    if problem.dtype == "float32":
+        return [], []
+    return ([t for t in dmma.THIRD_TILES if t < _next_pow2(problem.M)],
+            [t for t in dmma.THIRD_TILES if t < _next_pow2(problem.N)])
+
+
 def _domains(problem: Problem) -> dict:
     fp32 = problem.dtype == "float32"
     FV = 16 // problem.itemsize
@@ -364,14 +373,17 @@ def _domains(problem: Problem) -> dict:
     # N rounded up to 8: the tensor-core kernels' fragments are 8 wide
     n8 = -(-problem.N // 8) * 8
     narrow = [n8] if 16 < problem.N < 128 and n8 & (n8 - 1) else []
+    # the DMMA kernel's tiles of 48 and 96 (the rule dmma_thirds keeps them there)
+    thirds_m, thirds_n = _thirds(problem)
+    warp_m, warp_n = [t for t in thirds_m if t < 96], [t for t in thirds_n if t < 96]
     return {
-        "BM": _pow2_upto(16, tile_max_m),
-        "BN": _pow2_upto(16, tile_max_n) + narrow,
+        "BM": _pow2_upto(16, tile_max_m) + thirds_m,
+        "BN": list(dict.fromkeys(_pow2_upto(16, tile_max_n) + narrow + thirds_n)),
         "BK": [b for b in (8, 16, 32) if b == 8 or b <= _next_pow2(k)],
         "TM": [t * FV for t in (1, 2, 4)],
         "TN": [t * FV for t in (1, 2, 4)],
-        "WM": _pow2_upto(8, min(128, tile_max_m)),
-        "WN": _pow2_upto(8, min(128, tile_max_n)) + narrow,
+        "WM": _pow2_upto(8, min(128, tile_max_m)) + warp_m,
+        "WN": list(dict.fromkeys(_pow2_upto(8, min(128, tile_max_n)) + narrow + warp_n)),
         # the usually fastest value first: ties in the cost model, and the first
         # valid point, pick it
         "trans": [1, 0],
@@ -444,6 +456,15 @@ def _restrictions(problem: Problem, L: dict) -> list:
         return (BK % 16 == 0 and threads >= dmma.MIN_WARPS * WARP
                 and loads_a + loads_b <= dmma.MAX_COPIES)
 
+    # a value of both THIRD_TILES and the narrow N tile stays every kernel's on N
+    n8 = -(-problem.N // 8) * 8
+    narrow = {n8} if 16 < problem.N < 128 and n8 & (n8 - 1) else set()
+    thirds_m, thirds_n = set(dmma.THIRD_TILES), set(dmma.THIRD_TILES) - narrow
+
+    def dmma_thirds(MMA, BM, BN, WM, WN):
+        "tiles of 48 and 96 (dmma.THIRD_TILES) only in the DMMA kernel (MMA = 1), besides a narrow N's"
+        return MMA == dmma.MMA or not (BM in thirds_m or WM in thirds_m or BN in thirds_n or WN in thirds_n)
+
     def block_shape(BM, BN, WM, WN):
         "warp tiles divide the block tile"
         return BM % WM == 0 and BN % WN == 0
@@ -506,10 +527,12 @@ def _restrictions(problem: Problem, L: dict) -> list:
                 and units >= SK * sms)
 
     # why_invalid checks them in this order: the cheap ones that reject most first
+    # (dmma_thirds only where the domains hold such tiles: a float32 space's rules,
+    # and so its searches' repairs, stay as they were)
     return [
         aligned_rows, tensor_core_arch, register_operand, presplit, tensor_core_tiles, tensor_core_copies, tensor_core_layout,
-        warp_shape, block_shape, dmma_shape, threads_limit, pipeline, loads_divide,
-        stream_k, smem_limit, regs_limit, split_k, reduce_mode,
+        warp_shape, *([dmma_thirds] if any(_thirds(problem)) else []), block_shape, dmma_shape, threads_limit,
+        pipeline, loads_divide, stream_k, smem_limit, regs_limit, split_k, reduce_mode,
     ]
 
 
