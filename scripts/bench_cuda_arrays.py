@@ -325,11 +325,11 @@ def _fp_accuracy(be, base, log):
                       (Problem(37, 45, 3001, "float64", ta, tb),
                        base.replace(BM=64, BN=64, WM=32, WN=32, VEC=1, KG=16, KR=int(ta)), 8),
                       # tiles of 48 and 96 (dmma.THIRD_TILES) on the same ragged shapes
-                      (p, base.replace(BM=96, BN=96, WM=48, WN=48), 4),
+                      (p, base.replace(BM=96, BN=64, WM=48, WN=32), 8),
                       (p, base.replace(BM=96, BN=96, BK=32, WM=32, WN=48), 8),
                       (odd, base.replace(BM=48, BN=64, WM=48, WN=16, VEC=1, ST=4), 8),
                       (Problem(37, 45, 3001, "float64", ta, tb),
-                       base.replace(BM=48, BN=48, WM=16, WN=16, VEC=1, KG=16, KR=int(tb)), 4)]
+                       base.replace(BM=48, BN=64, WM=48, WN=16, VEC=1, KG=16, KR=int(tb)), 4)]
     out = []
     for q, cfg, mk in cases:
         with forced(mk, 1):
