@@ -377,13 +377,13 @@ def _domains(problem: Problem) -> dict:
     thirds_m, thirds_n = _thirds(problem)
     warp_m, warp_n = [t for t in thirds_m if t < 96], [t for t in thirds_n if t < 96]
     return {
-        "BM": _pow2_upto(16, tile_max_m) + thirds_m,
-        "BN": list(dict.fromkeys(_pow2_upto(16, tile_max_n) + narrow + thirds_n)),
+        "BM": sorted(_pow2_upto(16, tile_max_m) + thirds_m),
+        "BN": list(dict.fromkeys(sorted(_pow2_upto(16, tile_max_n) + thirds_n) + narrow)),
         "BK": [b for b in (8, 16, 32) if b == 8 or b <= _next_pow2(k)],
         "TM": [t * FV for t in (1, 2, 4)],
         "TN": [t * FV for t in (1, 2, 4)],
-        "WM": _pow2_upto(8, min(128, tile_max_m)) + warp_m,
-        "WN": list(dict.fromkeys(_pow2_upto(8, min(128, tile_max_n)) + narrow + warp_n)),
+        "WM": sorted(_pow2_upto(8, min(128, tile_max_m)) + warp_m),
+        "WN": list(dict.fromkeys(sorted(_pow2_upto(8, min(128, tile_max_n)) + warp_n) + narrow)),
         # the usually fastest value first: ties in the cost model, and the first
         # valid point, pick it
         "trans": [1, 0],
