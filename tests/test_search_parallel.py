@@ -263,3 +263,46 @@ def test_configs_carried_past_their_batch_change_nothing_the_search_decides(trac
             assert path == [r.config for r in one], (strategy, k)
         else:
             assert len(got) == budget.max_evals and path == [r.config for r in one][:len(path)]
+
+
+class HeldToTheEnd(Evaluator):
+    """A local evaluator that says it runs two at once and carries the configs timed
+    ahead (measured at once) until the search asks for one or ends: it hands nothing
+    over before (collect), so every config timed ahead and never asked for comes in
+    only at the search's end (finish)."""
+    parallelism = 2
+    carries = True
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._held: dict = {}
+        self.late = 0
+
+    def many(self, configs, stop=None, ahead=()):
+        out = [self._held.pop(c) if c in self._held else self(c) for c in configs]
+        for c in ahead:
+            if c not in self._held:
+                self._held[c] = self(c)
+        return out
+
+    def carried(self):
+        return frozenset(self._held)
+
+    def finish(self, wait=True):
+        got, self._held = list(self._held.values()), {}
+        self.late += len(got)
+        return got
+
+
+def test_the_report_counts_configs_timed_ahead_that_came_in_at_the_searchs_end():
+    """Configs timed ahead that the search never collected come in at its end: the
+    report's `ahead` counts them among those timed, so evaluated - (timed - asked) is
+    the search's own evaluations, the first of one worker's."""
+    be = FakeBackend()
+    ev = HeldToTheEnd(be, P, repeats=2)
+    two = tune(be, P, budget=Budget(max_evals=40), evaluator=ev)
+    assert two["evaluated"] == 40 and ev.late > 0
+    own = two["evaluated"] - (two["ahead"]["timed"] - two["ahead"]["asked"])
+    one = tune(FakeBackend(), P, budget=Budget(max_evals=own), repeats=2)
+    mine = {Config(r["config"]) for r in two["results"]}
+    assert {Config(r["config"]) for r in one["results"]} <= mine and one["evaluated"] == own
