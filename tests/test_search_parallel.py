@@ -306,3 +306,56 @@ def test_the_report_counts_configs_timed_ahead_that_came_in_at_the_searchs_end()
     one = tune(FakeBackend(), P, budget=Budget(max_evals=own), repeats=2)
     mine = {Config(r["config"]) for r in two["results"]}
     assert {Config(r["config"]) for r in one["results"]} <= mine and one["evaluated"] == own
+
+
+def _draw_spaces():
+    small = Space({"a": tuple(range(20)), "b": tuple(range(20))}, ["a + b < 30"])
+    large = Space({f"k{i}": tuple(range(10)) for i in range(6)}, ["k0 + k1 < 15"])
+    # 16 valid configs in 10^8 points: the draws end by the idle rule's enumeration
+    sparse = Space({f"k{i}": tuple(range(10)) for i in range(8)},
+                   [f"k{i} < 2" for i in range(4)] + [f"k{i} == 0" for i in range(4, 8)])
+    return {"small": small, "large": large, "sparse": sparse}
+
+
+@pytest.mark.parametrize("which", ["small", "large", "sparse"])
+def test_a_fork_of_the_draws_yields_what_they_yield_next_and_leaves_them_where_they_were(which):
+    import itertools
+    from shadertune.search.random_search import draws
+    space = _draw_spaces()[which]
+    passed_over = set()
+    d = draws(space, random.Random(4), skip=passed_over.__contains__)
+    head = list(itertools.islice(d, 3))
+    passed_over.update(head[:1])
+    fork = d.fork()
+    seen_by_fork = list(itertools.islice(fork, 30))
+    assert list(itertools.islice(d, 30)) == seen_by_fork and len(seen_by_fork) >= min(13, 30)
+    assert not set(head) & set(seen_by_fork)
+
+
+@pytest.mark.parametrize("source", ["ranked", "small", "large", "sparse"])
+def test_peeking_at_the_next_restart_batch_changes_no_batch(source):
+    """FreshBatches.peek shows the batch next() gives were nothing evaluated meanwhile, and
+    takes nothing: configs evaluated after a peek are passed over when the batch is taken,
+    the batch filled from further on, as without the peek."""
+    from shadertune.search.local import Listed, fresh_batches
+    from shadertune.search.random_search import draws
+    fn = lambda c: Result("t", "d", P, c, OK, times_ms=[1.0])   # noqa: E731
+
+    def batches(run):
+        if source == "ranked":
+            src = Listed([Config(a=i, b=0) for i in range(40)])
+        else:
+            src = draws(_draw_spaces()[source], random.Random(7), skip=run.evaluated)
+        return fresh_batches(src, 4, run)
+    peeking, plain = Tracker(fn), Tracker(fn)
+    a, b = batches(peeking), batches(plain)
+    for taken in range(12):
+        peeked = a.peek()
+        for run in (peeking, plain):            # a climb's evaluations between two restarts
+            run.many(peeked[:1] + peeked[3:])
+        got, want = next(a, None), next(b, None)
+        assert got == want
+        if got is None:
+            break
+        assert got[:2] == peeked[1:3]
+    assert taken >= 3

@@ -129,10 +129,57 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
             stale += 1    # (a restart that timed nothing new, or found nothing correct yet, is no evidence)
 
 
-def fresh_batches(source: Iterator[Config], size: int, run: Tracker) -> Iterator[list[Config]]:
-    """Batches of up to `size` configs from `source` that `run` has not evaluated."""
-    while True:
-        batch = [c for c in itertools.islice((c for c in source if run.get(c) is None), size)]
+class FreshBatches(Iterator[list[Config]]):
+    """Batches of up to `size` configs from `source` that `run` has not evaluated when
+    the batch is taken (after the batches `first`, taken as they are).
+
+    peek(): the batch that would come next were nothing more evaluated, without taking
+    it: read from source.fork() (an independent copy that yields what the source would
+    yield next: Listed, random_search.Draws, model.Starts), never from the source itself
+    (draws pass over evaluated configs as they are read, so reading them early could
+    change what they yield); [] from a source that cannot fork."""
+
+    def __init__(self, source: Iterator[Config], size: int, run: Tracker,
+                 first: Iterable[list[Config]] = ()):
+        self._source, self._size, self._run = iter(source), size, run
+        self._first = list(first)
+
+    def __next__(self) -> list[Config]:
+        if self._first:
+            return self._first.pop(0)
+        batch = self._fresh(self._source)
         if not batch:
-            return
-        yield batch
+            raise StopIteration
+        return batch
+
+    def peek(self) -> list[Config]:
+        if self._first:
+            return list(self._first[0])
+        fork = getattr(self._source, "fork", None)
+        return self._fresh(fork()) if fork is not None else []
+
+    def _fresh(self, source: Iterator[Config]) -> list[Config]:
+        return list(itertools.islice((c for c in source if self._run.get(c) is None), self._size))
+
+
+def fresh_batches(source: Iterator[Config], size: int, run: Tracker,
+                  first: Iterable[list[Config]] = ()) -> FreshBatches:
+    """Batches of up to `size` configs from `source` that `run` has not evaluated
+    (FreshBatches)."""
+    return FreshBatches(source, size, run, first)
+
+
+class Listed(Iterator[Config]):
+    """An iterator over a list that can fork (FreshBatches.peek)."""
+
+    def __init__(self, items: list, at: int = 0):
+        self._items, self._at = items, at
+
+    def __next__(self):
+        if self._at >= len(self._items):
+            raise StopIteration
+        self._at += 1
+        return self._items[self._at - 1]
+
+    def fork(self) -> "Listed":
+        return Listed(self._items, self._at)
