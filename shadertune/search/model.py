@@ -16,6 +16,10 @@
    in batches of options.batch, until the budget or the convergence rule of
    local.py ends it.
 
+On several workers the first batch offers ahead the first climb's first step,
+from the batch's predicted best (local.step_ahead); the climb and the restarts
+offer theirs (local.py).
+
 Without a cost model the candidates are seeded random draws instead of the
 ranking.
 """
@@ -28,7 +32,7 @@ from ..core.config import Config
 from ..core.result import Result
 from ..core.space import Space
 from .budget import Budget, BudgetExhausted, Tracker
-from .local import Listed, fresh_batches, improve
+from .local import Listed, fresh_batches, improve, step_ahead
 from .options import SearchOptions
 from .random_search import draws
 from .ranking import rank_configs
@@ -48,7 +52,8 @@ def search(space: Space, evaluate, budget: Budget | None = None,
                                              options.top - len(lead)))
         what = "model" if starts.by_model(lead) else "random starts (no cost model)"
         run.phase(f"{what}: top {len(first)}")
-        run.many(first)
+        # ahead: the first climb's first step, from the batch's predicted best
+        run.many(first, ahead=step_ahead(space, run, first, options))
         improve(space, run, options, fresh_batches(source, options.batch, run))
     except BudgetExhausted:
         pass
