@@ -10,7 +10,8 @@ scheduler: the coordinator's CPU per evaluation with the Dask scheduler in its p
 subprocesses), two workers.
 search: one model-strategy search (the fake with a cost model, 96 evaluations) on 1 and 2
 workers, with a climb's neighbours predicted in the coordinator (the host predictor) and,
-for comparison, asked of a worker as before session 19.
+for comparison, asked of a worker as before session 19; with how many configs were timed
+ahead and how many of those the search then asked for.
 """
 import os
 import pathlib
@@ -103,9 +104,11 @@ def search() -> None:
                     dt = time.monotonic() - t0
                 finally:
                     remote.RemoteBackend._predict_here = here
+                ahead = entry.get("ahead", {"timed": 0, "asked": 0})
                 print(f"{workers} workers, neighbours predicted in the {where}: {entry['evaluated']} "
                       f"evaluations in {dt:.2f} s = {entry['evaluated'] / dt:.1f}/s "
-                      f"(ideal {workers / EVALUATION_SECONDS:.0f}/s)", flush=True)
+                      f"(ideal {workers / EVALUATION_SECONDS:.0f}/s), {ahead['timed']} timed ahead, "
+                      f"{ahead['asked']} of them asked for", flush=True)
 
 
 def main(argv) -> None:

@@ -206,7 +206,12 @@ class Tracker:
         config timed ahead stays out of the search's view (get, best, evaluated)
         until the search asks for it, so the search decides exactly as it would one
         evaluation at a time; it is in `results` (and counted by the budget) from
-        when it was measured.  With one worker nothing is timed ahead."""
+        when it was measured.  With one worker nothing is timed ahead.
+
+        `ahead` is read only where configs are timed ahead, and only until the room
+        for them is filled (one worker, or a batch the search has all evaluated, reads
+        none of it): a strategy may pass a generator that works out its guesses
+        as they are read, and a search on one worker never pays for them."""
         cfgs = [self._config(c) for c in cfgs]
         todo = [c for c in dict.fromkeys(cfgs) if c not in self.seen]
         if todo:

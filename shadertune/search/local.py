@@ -19,16 +19,30 @@ them.  Convergence rule: the search ends when `options.patience` restarts in a
 row have not improved the best time by at least `options.min_gain`
 (relative), or when the restarts run out; the budget may end it anywhere
 (BudgetExhausted).  A budget with `spend_all` and a limit (time or evaluations)
-turns the rule off: the restarts go on until the budget is spent or they run out.  A restart that finds a gain resets the count, so a search
-that still improves keeps its budget.  A restart counts only if it timed
+turns the rule off: the restarts go on until the budget is spent or they run
+out.  A restart that finds a gain resets the count, so a search that still
+improves keeps its budget.  A restart counts only if it timed
 something new and some config has passed verification: restarts among
 configs already timed are no evidence, and a model whose best guesses all
 fail must not end the search.
+
+On several workers each batch names what the search may ask for next, most
+likely first (Tracker.many's `ahead`: timed where workers would idle, and on a
+cluster run on across the search's next decision):
+
+- a step's batch: the step's later batches, then the next step from the
+  batch's predicted best (its first: the step is in predicted order), what the
+  climb times if it moves there (next_step);
+- a restart batch: the next restart batch (FreshBatches.peek), then the first
+  step from the batch's predicted best (restart_ahead says why in that order).
+
+The search asks for the same configs as on one worker (given the same
+measurements); on one worker none of this is computed.
 """
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ..core.config import Config
 from ..core.space import Space
@@ -73,6 +87,42 @@ def _values_near(dom: tuple, value) -> list:
     return out
 
 
+def next_step(space: Space, run: Tracker, cfg: Config, options: SearchOptions,
+              skip: Iterable[Config] = (), near: list[Config] | None = None) -> list[Config]:
+    """The configs a climb's step at `cfg` times: its neighbours not evaluated yet (nor in
+    `skip`: configs being timed now), with a cost model the options.step_evals predicted
+    fastest, fastest first; without one every such neighbour, in neighbourhood order.
+    climb's own step, and what a search offers ahead where it may move to `cfg` next
+    (step_ahead).  `near`: cfg's neighbourhood where the caller has it."""
+    skip = {space.canonical(c) for c in skip}
+    near = neighbourhood(space, cfg) if near is None else near
+    todo = [c for c in near if run.get(c) is None and c not in skip]
+    pred = options.predict(todo) if todo else None
+    if pred is not None:
+        order = sorted(range(len(todo)), key=lambda i: (pred[i], i))
+        todo = [todo[i] for i in order[:options.step_evals]]
+    return todo
+
+
+def predicted_best(batch: list[Config], options: SearchOptions) -> Config:
+    """The config of `batch` the cost model predicts fastest (the first on a tie), or
+    without a model the batch's first: the guess at where a climb goes on from it."""
+    pred = options.predict(batch)
+    return batch[0] if pred is None else batch[min(range(len(batch)), key=lambda i: (pred[i], i))]
+
+
+def step_ahead(space: Space, run: Tracker, batch: list[Config], options: SearchOptions,
+               best: Config | None = None) -> Iterator[Config]:
+    """What a climb from `batch`'s best times first, guessed before the batch is timed:
+    next_step from `best` (default: predicted_best), the batch left out.  A generator,
+    computed when first read: Tracker.many reads `ahead` only where workers would idle,
+    so a search on one worker never pays for it."""
+    if not batch:
+        return
+    yield from next_step(space, run, predicted_best(batch, options) if best is None else best,
+                         options, skip=batch)
+
+
 def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> Config:
     """Hill-climb from `start` to a local optimum (see the module docstring)."""
     cur = space.canonical(start)
@@ -84,15 +134,15 @@ def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> 
         if score(best_known) < cur_s:
             cur, cur_s = best_known.config, score(best_known)
             continue
-        todo = [c for c in near if run.get(c) is None]
-        pred = options.predict(todo) if todo else None
-        if pred is not None:
-            order = sorted(range(len(todo)), key=lambda i: (pred[i], i))
-            todo = [todo[i] for i in order[:options.step_evals]]
+        todo = next_step(space, run, cur, options, near=near)
         moved = False
         for i in range(0, len(todo), options.batch):
-            # the batches after this one: timed ahead where workers would idle
-            b = min(run.many(todo[i:i + options.batch], ahead=todo[i + options.batch:]), key=score)
+            batch, rest = todo[i:i + options.batch], todo[i + options.batch:]
+            # ahead: the step's later batches (asked if this one finds nothing better),
+            # then the next step from this batch's predicted best (todo is in predicted
+            # order: its first), asked if the climb moves there
+            ahead = itertools.chain(rest, step_ahead(space, run, batch, options, best=batch[0]))
+            b = min(run.many(batch, ahead=ahead), key=score)
             if score(b) < cur_s:
                 cur, cur_s, moved = b.config, score(b), True
                 break
@@ -103,13 +153,15 @@ def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> 
 def improve(space: Space, run: Tracker, options: SearchOptions,
             restarts: Iterable[list[Config]]) -> None:
     """Climb from the best so far, then from restarts until the convergence rule
-    (module docstring) or the end of `restarts`."""
+    (module docstring) or the end of `restarts`.  Restarts with peek() (FreshBatches)
+    show their next batch, offered ahead (restart_ahead)."""
     best = run.best()
     if best is not None:
         run.phase("local search")
         climb(space, run, best.config, options)
     stale = 0
     restarts = iter(restarts)
+    peek = getattr(restarts, "peek", None)
     for i in itertools.count(1):
         if stale >= options.patience and not run.budget.to_spend:
             run.phase(f"converged: {stale} restarts without a {options.min_gain:.0%} gain")
@@ -119,7 +171,7 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
             return
         before, evaluated = score(run.best()), len(run.path)
         run.phase(f"restart {i}: {len(batch)} new starting point{'s' if len(batch) > 1 else ''}")
-        ok = [r for r in run.many(batch) if r.ok]
+        ok = [r for r in run.many(batch, ahead=restart_ahead(space, run, batch, options, peek)) if r.ok]
         if ok:
             run.phase(f"restart {i}: local search")
             climb(space, run, min(ok, key=score).config, options)
@@ -129,10 +181,70 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
             stale += 1    # (a restart that timed nothing new, or found nothing correct yet, is no evidence)
 
 
-def fresh_batches(source: Iterator[Config], size: int, run: Tracker) -> Iterator[list[Config]]:
-    """Batches of up to `size` configs from `source` that `run` has not evaluated."""
-    while True:
-        batch = [c for c in itertools.islice((c for c in source if run.get(c) is None), size)]
+def restart_ahead(space: Space, run: Tracker, batch: list[Config], options: SearchOptions,
+                  peek: Callable[[], list[Config]] | None = None) -> Iterator[Config]:
+    """What a search may ask for after the restart `batch`, most likely first: the next
+    restart batch (peek()), then the climb's first step from the batch's predicted best
+    (step_ahead).  The next restart batch is asked for whatever this one measures (once
+    the climb from it ends, unless the search converges or its budget is spent); the step
+    only where the model guessed the batch's best, a weak guess among configs ranked next
+    to each other (predicted alike).  A generator, as step_ahead."""
+    if peek is not None:
+        yield from peek()
+    yield from step_ahead(space, run, batch, options)
+
+
+class FreshBatches(Iterator[list[Config]]):
+    """Batches of up to `size` configs from `source` that `run` has not evaluated when
+    the batch is taken (after the batches `first`, taken as they are).
+
+    peek(): the batch that would come next were nothing more evaluated, without taking
+    it: read from source.fork() (an independent copy that yields what the source would
+    yield next: Listed, random_search.Draws, model.Starts), never from the source itself
+    (draws pass over evaluated configs as they are read, so reading them early could
+    change what they yield); [] from a source that cannot fork."""
+
+    def __init__(self, source: Iterator[Config], size: int, run: Tracker,
+                 first: Iterable[list[Config]] = ()):
+        self._source, self._size, self._run = iter(source), size, run
+        self._first = list(first)
+
+    def __next__(self) -> list[Config]:
+        if self._first:
+            return self._first.pop(0)
+        batch = self._fresh(self._source)
         if not batch:
-            return
-        yield batch
+            raise StopIteration
+        return batch
+
+    def peek(self) -> list[Config]:
+        if self._first:
+            return list(self._first[0])
+        fork = getattr(self._source, "fork", None)
+        return self._fresh(fork()) if fork is not None else []
+
+    def _fresh(self, source: Iterator[Config]) -> list[Config]:
+        return list(itertools.islice((c for c in source if self._run.get(c) is None), self._size))
+
+
+def fresh_batches(source: Iterator[Config], size: int, run: Tracker,
+                  first: Iterable[list[Config]] = ()) -> FreshBatches:
+    """Batches of up to `size` configs from `source` that `run` has not evaluated
+    (FreshBatches)."""
+    return FreshBatches(source, size, run, first)
+
+
+class Listed(Iterator[Config]):
+    """An iterator over a list that can fork (FreshBatches.peek)."""
+
+    def __init__(self, items: list, at: int = 0):
+        self._items, self._at = items, at
+
+    def __next__(self):
+        if self._at >= len(self._items):
+            raise StopIteration
+        self._at += 1
+        return self._items[self._at - 1]
+
+    def fork(self) -> "Listed":
+        return Listed(self._items, self._at)

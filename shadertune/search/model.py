@@ -16,6 +16,10 @@
    in batches of options.batch, until the budget or the convergence rule of
    local.py ends it.
 
+On several workers the first batch offers ahead the first climb's first step,
+from the batch's predicted best (local.step_ahead); the climb and the restarts
+offer theirs (local.py).
+
 Without a cost model the candidates are seeded random draws instead of the
 ranking.
 """
@@ -28,7 +32,7 @@ from ..core.config import Config
 from ..core.result import Result
 from ..core.space import Space
 from .budget import Budget, BudgetExhausted, Tracker
-from .local import fresh_batches, improve
+from .local import Listed, fresh_batches, improve, step_ahead
 from .options import SearchOptions
 from .random_search import draws
 from .ranking import rank_configs
@@ -48,7 +52,8 @@ def search(space: Space, evaluate, budget: Budget | None = None,
                                              options.top - len(lead)))
         what = "model" if starts.by_model(lead) else "random starts (no cost model)"
         run.phase(f"{what}: top {len(first)}")
-        run.many(first)
+        # ahead: the first climb's first step, from the batch's predicted best
+        run.many(first, ahead=step_ahead(space, run, first, options))
         improve(space, run, options, fresh_batches(source, options.batch, run))
     except BudgetExhausted:
         pass
@@ -72,24 +77,38 @@ class Starts:
     def __init__(self, space: Space, options: SearchOptions, run: Tracker):
         self.space, self.options, self.run = space, options, run
         self.ranked = self._UNRANKED
+        self._source = None         # the configs' iterator, made when first asked for
         start = getattr(options.rank_elsewhere, "start", None)
         most = run.budget.max_evals
         restarts_likely = most is None or most > options.top + options.step_evals
         self._pending = start(space) if start is not None and restarts_likely else None
 
     def __iter__(self):
-        if self.ranked is self._UNRANKED:
-            elsewhere = self.options.rank_elsewhere
-            if self._pending is not None:
-                self.ranked = self._pending()
-            else:
-                self.ranked = elsewhere(self.space) if elsewhere is not None else None
-            if self.ranked is None:
-                self.ranked = ranked_configs(self.space, self.options)
-        if self.ranked is None:
-            yield from draws(self.space, random.Random(self.options.seed), skip=self.run.evaluated)
+        return self
+
+    def __next__(self) -> Config:
+        return next(self._configs())
+
+    def fork(self):
+        """An independent copy of what is left (local.FreshBatches.peek)."""
+        return self._configs().fork()
+
+    def _configs(self):
+        """The configs, ranked (or drawn) when first asked for."""
+        if self._source is None:
+            if self.ranked is self._UNRANKED:
+                self.ranked = self._rank()
+            self._source = Listed(self.ranked) if self.ranked is not None else \
+                draws(self.space, random.Random(self.options.seed), skip=self.run.evaluated)
+        return self._source
+
+    def _rank(self) -> list[Config] | None:
+        if self._pending is not None:
+            ranked = self._pending()
         else:
-            yield from self.ranked
+            elsewhere = self.options.rank_elsewhere
+            ranked = elsewhere(self.space) if elsewhere is not None else None
+        return ranked if ranked is not None else ranked_configs(self.space, self.options)
 
     def by_model(self, lead: list[Config]) -> bool:
         """Whether the configs come from a model's ranking.  Before the space is ranked

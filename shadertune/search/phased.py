@@ -74,9 +74,8 @@ def search(space: Space, evaluate, budget: Budget | None = None,
         # the best of each other outer combination first: other basins, already timed
         others = sorted((c for c in dict.fromkeys(ends) if score(run.get(c)) < float("inf")),
                         key=lambda c: score(run.get(c)))
-        restarts = itertools.chain(([c] for c in others),
-                                   fresh_batches(draws(space, random.Random(options.seed),
-                                                       skip=run.evaluated), options.batch, run))
+        restarts = fresh_batches(draws(space, random.Random(options.seed), skip=run.evaluated),
+                                 options.batch, run, first=[[c] for c in others])
         improve(space, run, options, restarts)
     except BudgetExhausted:
         pass

@@ -22,6 +22,7 @@ once).
 """
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Iterator
 
@@ -52,37 +53,67 @@ def search(space: Space, evaluate, budget: Budget | None = None,
     return run.results
 
 
-def draws(space: Space, rng: random.Random, skip: Callable[[Config], bool] | None = None
-          ) -> Iterator[Config]:
+def draws(space: Space, rng: random.Random, skip: Callable[[Config], bool] | None = None) -> "Draws":
     """Valid configs of `space` in a seeded uniform random order, each once, passing
     over those skip(config) says to (asked as each comes up: a search's evaluated
     configs); ends when every valid config has been drawn or passed over."""
-    if space.full_size <= ENUMERATE_LIMIT:
-        cfgs = space.configs()
-        rng.shuffle(cfgs)
-        yield from _unskipped(cfgs, skip)
-        return
-    drawn: set[Config] = set()        # valid configs drawn (yielded or passed over)
-    tries = idle = 0
-    while True:
-        if idle >= IDLE_LIMIT or (tries == REJECTION_LIMIT
-                                  and space.full_size * (len(drawn) + 1) / tries <= SMALL_SPACE):
-            rest = [c for c in space.configs() if c not in drawn]
-            rng.shuffle(rest)
-            yield from _unskipped(rest, skip)
-            return
-        tries += 1
-        cfg = space.draw(rng)
-        if cfg is None or cfg in drawn:
-            idle += 1
-            continue
-        drawn.add(cfg)
-        if skip is not None and skip(cfg):
-            idle += 1
-            continue
-        idle = 0
-        yield cfg
+    return Draws(space, rng, skip)
 
 
-def _unskipped(cfgs, skip):
-    return cfgs if skip is None else (c for c in cfgs if not skip(c))
+class Draws(Iterator[Config]):
+    """The iterator `draws` gives (the module docstring's rules).  fork() gives an
+    independent copy that yields what this one would yield next, given the same skip
+    answers, and leaves this one where it is: a search looks at its next restart batch
+    through a fork (local.FreshBatches.peek), since reading the draws early would ask
+    skip early and could change what they yield later (skipped draws count as idle)."""
+
+    def __init__(self, space: Space, rng: random.Random, skip: Callable[[Config], bool] | None = None):
+        self._space, self._rng, self._skip = space, rng, skip
+        self._drawn: set[Config] = set()    # valid configs drawn (yielded or passed over)
+        self._tries = self._idle = 0
+        self._rest: list[Config] | None = None  # once enumerated: the configs left, shuffled
+        self._at = 0                        # the next of _rest
+
+    def __next__(self) -> Config:
+        while self._rest is None:
+            if self._enumerate_now():
+                self._rest = [c for c in self._space.configs() if c not in self._drawn]
+                self._rng.shuffle(self._rest)
+            else:
+                cfg = self._draw()
+                if cfg is not None:
+                    return cfg
+        while self._at < len(self._rest):
+            cfg = self._rest[self._at]
+            self._at += 1
+            if self._skip is None or not self._skip(cfg):
+                return cfg
+        raise StopIteration
+
+    def _enumerate_now(self) -> bool:
+        """A small space at once; a large one where rejection stopped paying (the module
+        docstring)."""
+        full = self._space.full_size
+        return (full <= ENUMERATE_LIMIT or self._idle >= IDLE_LIMIT
+                or (self._tries == REJECTION_LIMIT and full * (len(self._drawn) + 1) / self._tries <= SMALL_SPACE))
+
+    def _draw(self) -> Config | None:
+        """One draw of the product: a valid config drawn for the first time and not
+        skipped, else None (an idle draw)."""
+        self._tries += 1
+        cfg = self._space.draw(self._rng)
+        if cfg is None or cfg in self._drawn:
+            self._idle += 1
+            return None
+        self._drawn.add(cfg)
+        if self._skip is not None and self._skip(cfg):
+            self._idle += 1
+            return None
+        self._idle = 0
+        return cfg
+
+    def fork(self) -> "Draws":
+        twin = copy.copy(self)
+        twin._rng = copy.copy(self._rng)        # the same state, drawn on apart
+        twin._drawn = set(self._drawn)
+        return twin                             # (_rest is never changed once made: shared)

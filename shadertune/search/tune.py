@@ -78,7 +78,10 @@ def tune(backend, problem: Problem, *, strategy: str | None = None, budget: Budg
                 finish(wait=False)
             raise
         if finish is not None:
-            results = list(results) + finish()
+            late = finish()
+            if late:        # timed ahead and never collected by the search: counted as such
+                evaluate.timed_ahead(timed=len(late))
+            results = list(results) + late
     seconds = time.monotonic() - t0
     # The pruned size is counted (Space.count: no config made; the store keeps it):
     # after the search, so results start at once.
