@@ -377,6 +377,29 @@ def test_a_climbs_step_end_offers_the_next_step_from_the_batchs_predicted_best()
     assert len(measured) - len(two.path) == 2
 
 
+def test_a_steps_last_batch_offers_what_follows_the_climb_before_the_next_steps_guess():
+    """With `then` (improve passes the next restart batch), a step's last batch offers it
+    first: asked once the climb ends, which a step's last batch usually does; the guess
+    at the next step comes after it; a step's earlier batches offer the step's rest and
+    the guess."""
+    from shadertune.search.local import climb, next_step
+    space, cost, fn = _climb_space()
+    options = SearchOptions(cost_model=lambda cs: [cost(c) for c in cs], batch=4, step_evals=8)
+    after = [Config(x=16, y=16), Config(x=15, y=16)]
+    run = Offers(Carrying(fn, 2))
+    climb(space, run, Config(x=1, y=16), options, then=lambda: list(after))
+    start, *steps = run.asked              # the start config's own evaluation first
+    assert start[1] == [Config(x=1, y=16)] and not start[2] and len(steps) >= 4
+    for _, batch, offered, seen in steps:
+        step = next_step(space, Tracker(lambda c: None), batch[0], options, skip=seen | set(batch))
+        if offered[:2] == after:           # a step's last batch
+            assert offered[2:] == step
+        else:                              # its first: the step's other batch, then the guess
+            assert len(offered) > 4 and offered[4:] == step and not set(after) & set(offered)
+    # the climb ends on a step none of whose batches moves it: its last batch offered `after`
+    assert steps[-1][2][:2] == after
+
+
 class Offers(Tracker):
     """A Tracker that keeps, for each batch asked, its phase, its configs and what it
     offered ahead (read whole, then passed on)."""

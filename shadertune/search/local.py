@@ -30,9 +30,12 @@ On several workers each batch names what the search may ask for next, most
 likely first (Tracker.many's `ahead`: timed where workers would idle, and on a
 cluster run on across the search's next decision):
 
-- a step's batch: the step's later batches, then the next step from the
-  batch's predicted best (its first: the step is in predicted order), what the
-  climb times if it moves there (next_step);
+- a step's batch: the step's later batches; a step's last batch then the
+  next restart batch (asked once the climb ends, which a step's last batch
+  usually ends: measured, a climb moved after its step's last batch in 1 of 12
+  steps), then the next step from the batch's predicted best (its first: the
+  step is in predicted order), what the climb times if it moves there
+  (next_step);
 - a restart batch: the next restart batch (FreshBatches.peek), then the first
   step from the batch's predicted best (restart_ahead says why in that order).
 
@@ -123,8 +126,11 @@ def step_ahead(space: Space, run: Tracker, batch: list[Config], options: SearchO
                          options, skip=batch)
 
 
-def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> Config:
-    """Hill-climb from `start` to a local optimum (see the module docstring)."""
+def climb(space: Space, run: Tracker, start: Config, options: SearchOptions,
+          then: Callable[[], list[Config]] | None = None) -> Config:
+    """Hill-climb from `start` to a local optimum (see the module docstring).  `then`:
+    what the search times after the climb (the next restart batch: FreshBatches.peek),
+    offered ahead by a step's last batch before the next step's guess."""
     cur = space.canonical(start)
     cur_s = score(run(cur))
     while True:
@@ -138,10 +144,13 @@ def climb(space: Space, run: Tracker, start: Config, options: SearchOptions) -> 
         moved = False
         for i in range(0, len(todo), options.batch):
             batch, rest = todo[i:i + options.batch], todo[i + options.batch:]
-            # ahead: the step's later batches (asked if this one finds nothing better),
-            # then the next step from this batch's predicted best (todo is in predicted
-            # order: its first), asked if the climb moves there
-            ahead = itertools.chain(rest, step_ahead(space, run, batch, options, best=batch[0]))
+            # ahead: the step's later batches (asked if this one finds nothing better);
+            # after a step's last batch what follows the climb (`then`: asked once the
+            # climb ends, which a step's last batch usually does), then the next step
+            # from this batch's predicted best (todo is in predicted order: its first),
+            # asked only if the climb moves there
+            after = then() if then is not None and not rest else ()
+            ahead = itertools.chain(rest, after, step_ahead(space, run, batch, options, best=batch[0]))
             b = min(run.many(batch, ahead=ahead), key=score)
             if score(b) < cur_s:
                 cur, cur_s, moved = b.config, score(b), True
@@ -156,12 +165,12 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
     (module docstring) or the end of `restarts`.  Restarts with peek() (FreshBatches)
     show their next batch, offered ahead (restart_ahead)."""
     best = run.best()
-    if best is not None:
-        run.phase("local search")
-        climb(space, run, best.config, options)
-    stale = 0
     restarts = iter(restarts)
     peek = getattr(restarts, "peek", None)
+    if best is not None:
+        run.phase("local search")
+        climb(space, run, best.config, options, then=peek)
+    stale = 0
     for i in itertools.count(1):
         if stale >= options.patience and not run.budget.to_spend:
             run.phase(f"converged: {stale} restarts without a {options.min_gain:.0%} gain")
@@ -174,7 +183,7 @@ def improve(space: Space, run: Tracker, options: SearchOptions,
         ok = [r for r in run.many(batch, ahead=restart_ahead(space, run, batch, options, peek)) if r.ok]
         if ok:
             run.phase(f"restart {i}: local search")
-            climb(space, run, min(ok, key=score).config, options)
+            climb(space, run, min(ok, key=score).config, options, then=peek)
         if score(run.best()) < before * (1 - options.min_gain):
             stale = 0
         elif run.best() is not None and len(run.path) > evaluated:
