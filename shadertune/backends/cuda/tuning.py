@@ -144,8 +144,8 @@ SK_VARIANTS = 3       # shapes of a candidate list that bring their stream-K twi
 # kernels) on the H200 host, for any number of kernels. A second kernel as such (the
 # reduce kernel, the pack) costs a call nothing measurable beyond its device time: the
 # launches queue while the first kernel runs. 24000 cycles (12 us at the model's clock):
-# the measured cost, inside the span whose picks score alike on the stores' training
-# problems (12000-32000 cycles; notes/cuda.md, session 20).
+# the low end of the measured cost, inside the span whose picks score alike on the
+# stores' training problems (12000-32000 cycles; notes/cuda.md, session 20).
 CALL_WORKSPACE = 24000
 
 
