@@ -15,7 +15,9 @@ import fake_cupy
 import shadertune
 import shadertune.front.matmul as front
 from shadertune.backends import express_rules
-from shadertune.backends.cuda import CUDABackend, capture
+from shadertune.backends.cuda import CUDABackend, capture, driver, tuning
+from shadertune.backends.cuda.device import DEFAULT_LIMITS as L
+from shadertune.core.config import Config
 from shadertune.db import Store
 from shadertune.core.problem import Problem
 from shadertune.core.result import Result
@@ -99,6 +101,32 @@ def test_the_steady_launch_enqueues_what_enqueue_does(cp, rng, p, cfg):
         np.testing.assert_array_equal(got, np.array(C))
         np.testing.assert_allclose(got, alpha * _ref(p, A, B) + beta, rtol=1e-4, atol=1e-4)
     assert all(c["via"] == "launchKernel" for f in (k._main, k._reduce, k._pack) if f for c in f.calls)
+
+
+SPLIT_BATCH = (Problem(45, 37, 3001, "float64", False, True, batch=3),      # enqueue's chunks, K_G partials
+               Config(BM=32, BN=32, BK=16, TM=2, TN=2, WM=16, WN=16, trans=1, VEC=1, PAD=2, DB=1, ST=3,
+                      KG=8, KL=1, KR=0, MMA=1))
+
+
+@pytest.mark.parametrize("p, cfg", CASES + [SPLIT_BATCH])
+def test_the_workspace_the_call_ranking_charges_is_the_calls(cp, rng, monkeypatch, p, cfg):
+    """driver.call_workspace, which the untuned pick's call ranking charges where it is
+    above WORKSPACE_KEEP (tuning.call_cycles), is the workspace a call takes: the steady
+    launch's, the buffer enqueue keeps; above WORKSPACE_KEEP the call goes through
+    enqueue (allocating it each time) and the ranking adds CALL_WORKSPACE."""
+    A, B, _, _ = operands(cp, rng, p)
+    n = driver.call_workspace(p, cfg, L["num_sms"])
+    sa, sb = (p.M * p.K, p.K * p.N) if p.batch > 1 else (0, 0)
+    chunks = p.batch > 1 and cfg["KG"] > 1          # enqueue's way whatever its size
+    for keep in (n * p.itemsize, n * p.itemsize - 1)[:1 + bool(n)]:
+        monkeypatch.setattr(driver, "WORKSPACE_KEEP", keep)
+        k = fake_kernel(cp, p, cfg)
+        go = k.launcher(sa, sb, p.batch)
+        assert (go.kind == "enqueue") == (chunks or keep < n * p.itemsize) and go.need == (0 if chunks else n)
+        k.run(A, B)
+        assert [w[2] for w in k._ws.values()] == ([n] if n and keep >= n * p.itemsize else [])
+        extra = tuning.call_cycles(p, cfg, L) - tuning.model_cycles(p, cfg, L)
+        assert extra == pytest.approx(tuning.CALL_WORKSPACE if keep < n * p.itemsize else 0)
 
 
 # --- auto: the store asked on a clock, at once after a commit here ---------------------

@@ -22,7 +22,7 @@ Medians of a config measured in several stores (the same device, problem and
 template hash) are pooled by their median. Devices are told apart by the renderer
 (the part of the store's device key before " | "); the model itself knows no device
 but the sm_90 limits (132 SMs on both H100 SXM and H200). Used to calibrate the
-untuned pick (notes/cuda.md, "Session 18").
+untuned pick (notes/cuda.md, sessions 18-20).
 """
 from __future__ import annotations
 

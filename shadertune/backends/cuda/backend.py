@@ -13,13 +13,15 @@ from . import baseline, codegen, device
 from .features import CUDA_MODEL_FEATURES
 from .knob_layout import CUDA_KNOB_LAYOUT
 from .space import make_space
-from .tuning import candidates
+from .tuning import candidates, listing
 
 
-# Problems whose default config the cost model puts under this many milliseconds are
-# timed as calls (CUDAKernel.time, mode 'call'): a call's host cost (its launches,
-# ~5-15 us on the H100/H200 hosts) is a share of it that can change which config
-# runs fastest through matmul, and a search ranks by what matmul costs.
+# Problems whose default config by device time (the model's pick before any call
+# cost: tuning.listing) the cost model puts under this many milliseconds are timed as
+# calls (CUDAKernel.time, mode 'call'): a call's host cost (its launches, ~5-15 us on
+# the H100/H200 hosts) is a share of it that can change which config runs fastest
+# through matmul, and a search ranks by what matmul costs. Their candidate list, and
+# so the untuned pick, is ranked by what a call costs (tuning.call_cycles).
 CALL_TIMED_MS = 0.3
 # The candidate list a search asks for (SearchOptions.top): space() makes it with the
 # start point it takes from it.
@@ -77,9 +79,11 @@ class CUDABackend(Backend):
             # for the first valid point, which can take a whole budget.  The
             # list a search times first is kept with it: ranking the kernels'
             # lists is most of its cost, and any length leads with that pick.
-            listed = self._lists[(problem, LISTED)] = candidates(problem, sp, self.limits(), LISTED)
+            got = listing(problem, sp, self.limits(), LISTED, CALL_TIMED_MS)
+            listed = self._lists[(problem, LISTED)] = got.configs
             if listed:
                 sp.phases = sp.phases.starting_at(listed[0])
+                self._call_timed[problem] = got.calls
             self._spaces[problem] = sp
         return self._spaces[problem]
 
@@ -88,7 +92,8 @@ class CUDABackend(Backend):
         Kept per problem (~1 s to rank; a model's validation asks for every stored problem's)."""
         got = self._lists.get((problem, n))
         if got is None:
-            got = self._lists[(problem, n)] = candidates(problem, self.space(problem), self.limits(), n)
+            got = self._lists[(problem, n)] = candidates(problem, self.space(problem), self.limits(), n,
+                                                         CALL_TIMED_MS)
         return list(got)
 
     def default_config(self, problem: Problem) -> Config:
@@ -122,11 +127,16 @@ class CUDABackend(Backend):
         """Whether a search times `problem`'s kernels as calls (events around each
         call, a sync after it: CUDAKernel.time's 'call' mode) rather than their
         device time held behind a spin kernel: where the cost model puts the
-        default config under CALL_TIMED_MS, so that host time can change the
-        ranking. One rule per problem, from the model alone: every config of a
-        search is timed the same way, in every run."""
+        default config by device time under CALL_TIMED_MS, so that host time can
+        change the ranking (tuning.listing decides it with the candidate list,
+        before the list is ranked by the call's cost). One rule per problem, from
+        the model alone: every config of a search is timed the same way, in every
+        run."""
         t = self._call_timed.get(problem)
         if t is None:
+            self.space(problem)                 # the candidate list decides it
+            t = self._call_timed.get(problem)
+        if t is None:     # no candidate list (tiny or odd shapes): the default's model time
             t = self._call_timed[problem] = self.predict_ms(problem, [self.default_config(problem)])[0] < CALL_TIMED_MS
         return t
 
@@ -163,7 +173,10 @@ class CUDABackend(Backend):
                 stop_ahead()
 
     def predict_ms(self, problem: Problem, configs) -> list[float]:
-        """The analytical model of tuning.py (cycles at the model's clock), in ms."""
+        """The analytical model of tuning.py (cycles at the model's clock), in ms: device
+        time, for every problem. call_timed decides by it, and the model strategy ranks
+        a space by it after the candidate list it starts from, which for a problem timed
+        as calls is ranked by the call's cost (tuning.call_cycles) already."""
         from .tuning import model_ms
         return model_ms(problem, configs, self.limits())
 

@@ -25,9 +25,10 @@ MAX_GRID_Y = 65535         # grid.y holds M tiles x products: longer batches lau
 PACK_THREADS = 256         # pack_split.cu's block: one thread per 4 floats of both halves
 # The K_G workspace is kept per stream up to this size (bytes); a larger one comes
 # from CuPy's pool per call, as every one did before: a kept buffer stays
-# allocated for the kernel's life on every stream it ran on, and a workspace
-# this large goes with a product whose launch costs far more than the pool's
-# few microseconds.
+# allocated for the kernel's life on every stream it ran on. Such a call takes
+# enqueue's way (no steady launch, no graph) and costs 12-15 us more on the H200
+# host than with a kept workspace: the untuned pick ranks it so (call_workspace,
+# tuning.CALL_WORKSPACE).
 WORKSPACE_KEEP = 8 << 20
 WORKSPACE_STREAMS = 8      # streams a kernel keeps a workspace for (the oldest is dropped)
 
@@ -437,6 +438,28 @@ class CUDAKernel(Kernel):
         if self._pinned:
             return
         self._cnt, self._ws = {}, {}
+
+
+def call_workspace(problem: Problem, config, sms: int) -> int:
+    """Elements of the workspace one call of `config` needs (SteadyLaunch.need, or a
+    chunk's in enqueue for a batch split K_G ways): the pre-split operands (PS),
+    stream-K's partials (SK) after them, or the K_G partials. Above WORKSPACE_KEEP
+    bytes each call allocates it. Plain arithmetic on the knobs: the cost model
+    asks it of every config it ranks as a call (tuning.call_cycles)."""
+    c = config
+    BM, BN, BK = c["BM"], c["BN"], c["BK"]
+    packed = 0
+    if c.get("PS", 0):           # _launch_constants' _packed
+        ktiles = -(-problem.K // BK)
+        packed = (-(-problem.M // BM) * BM + -(-problem.N // BN) * BN) * ktiles * BK * 2
+    if c.get("SK", 0):
+        KT = BK if c.get("MMA", 0) else BK * c["KL"]      # a stage's k (space.derive)
+        units = streamk.shape(problem, BM, BN, KT)[2]
+        return packed + streamk.workspace(streamk.grid(units, c["SK"], sms), BM, BN)
+    if packed or c["KG"] == 1:
+        return packed
+    chunk = min(problem.batch, max(1, MAX_GRID_Y // -(-problem.M // BM)))   # _enqueue_chunks' products a launch
+    return chunk * problem.M * problem.N * c["KG"]
 
 
 def _launch_error(e) -> Exception:

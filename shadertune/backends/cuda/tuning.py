@@ -8,13 +8,16 @@ moved (including split-K's workspace), plus launch and per-stage overheads.
 candidates() is a short list from a small product of shapes known to work,
 filtered by the space (so every one is valid) and ranked by the model; its
 first config is default_config (what matmul uses untuned) and every search's
-start point.  Where each rule below came from: notes/cuda.md, "Where the
-candidate rules come from".
+start point.  For a problem timed as calls (its device-time pick under the
+backend's CALL_TIMED_MS) the list is ranked by call_cycles: the device cycles
+plus what a single call of the config costs beyond them.  Where each rule
+below came from: notes/cuda.md, "Where the candidate rules come from".
 """
 from __future__ import annotations
 
 import itertools
 import math
+from typing import NamedTuple
 
 from ...core.config import Config
 from ...core.problem import Problem
@@ -133,6 +136,17 @@ KR_CYCLES = 8000
 # largest tile; chosen on the stores' training problems (notes/cuda.md, session 19).
 ROUND_CYCLES = 1000
 SK_VARIANTS = 3       # shapes of a candidate list that bring their stream-K twin
+# What one call costs beyond the device time, for problems timed as calls: a config
+# whose call needs a workspace above the size a kernel keeps (driver.WORKSPACE_KEEP:
+# the K_G partials, the pre-split operands, stream-K's partials) allocates it every call
+# and launches through enqueue rather than its steady launch or graph: measured 12-15 us
+# more a call than the same launches with a kept workspace (graphs; 8-11 us launched as
+# kernels) on the H200 host, for any number of kernels. A second kernel as such (the
+# reduce kernel, the pack) costs a call nothing measurable beyond its device time: the
+# launches queue while the first kernel runs. 24000 cycles (12 us at the model's clock):
+# the low end of the measured cost, inside the span whose picks score alike on the
+# stores' training problems (12000-32000 cycles; notes/cuda.md, session 20).
+CALL_WORKSPACE = 24000
 
 
 def _raw_wgmma(problem: Problem, limits: dict):
@@ -224,6 +238,41 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
     return (max(compute, traffic / BYTES_PER_CYCLE) + overhead) * margin
 
 
+def call_cycles(problem: Problem, c, limits: dict) -> float:
+    """model_cycles plus what a single call of `c` costs beyond its device time
+    (CALL_WORKSPACE where the call allocates its workspace): the ranking of a
+    problem timed as calls (candidates with call_ms)."""
+    return model_cycles(problem, c, limits) + _call_extra(problem, c, limits)
+
+
+def _call_extra(problem: Problem, c, limits: dict) -> float:
+    from . import driver     # read at the call: tests set its WORKSPACE_KEEP
+    big = driver.call_workspace(problem, c, limits["num_sms"]) * problem.itemsize > driver.WORKSPACE_KEEP
+    return CALL_WORKSPACE if big else 0.0
+
+
+def _as_calls(problem: Problem, ranked: list, space, limits: dict) -> list:
+    """`ranked` (model cycles, config) re-ranked by the call's cost of the variant
+    _pick lists first for each config: the wgmma kernel's is pre-split (PS, whose
+    packed operands are the call's workspace) wherever that is valid. Stable: equal
+    costs keep the device ranking's order."""
+    presplit: dict = {}      # PS variant -> whether _pick lists it first (valid)
+    out = []
+    for cyc, cfg in ranked:
+        first = cfg
+        if cfg.get("MMA", 0) == 4 and cfg["KG"] == 1:
+            for t in (_variant(cfg, st, ar, ps) for st, ar, ps in _ORDER_WGMMA[:2]):   # its pre-split ones
+                ok = presplit.get(t)
+                if ok is None:
+                    ok = presplit[t] = space.why_invalid(t) is None
+                if ok:
+                    first = t
+                    break
+        out.append((cyc + _call_extra(problem, first, limits), cfg))
+    out.sort(key=lambda t: t[0])
+    return out
+
+
 def _ranked(problem: Problem, space, limits: dict, raw) -> list:
     """(model cycles, config) of the valid configs of `raw`, best first."""
     seen, ranked = set(), []
@@ -242,16 +291,42 @@ def _ranked(problem: Problem, space, limits: dict, raw) -> list:
     return ranked
 
 
-def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Config]:
+def candidates(problem: Problem, space, limits: dict, n: int = 24,
+               call_ms: float | None = None) -> list[Config]:
     """Up to `n` valid configs: the model's pick first, then the kernels'
     lists in turn (FFMA, 3xTF32 mma.sync, 3xTF32 wgmma, float64 DMMA where the
     space has them). Where the wgmma kernel exists it gets half the list: the
     fastest kernel where it exists (measured: 1.13-1.16x the mma.sync one on
     squares).  The pick that leads (default_config) is the model's best of any
     kernel (on sm_90 a float64 list leads with DMMA: its first pick ran 1.8-2.4x
-    the FFMA one at 2048-8192, notes/cuda.md, "DMMA")."""
+    the FFMA one at 2048-8192, notes/cuda.md, "DMMA"). `call_ms`: see listing()."""
+    return listing(problem, space, limits, n, call_ms).configs
+
+
+class Listing(NamedTuple):
+    configs: list           # candidates(), best first
+    calls: bool             # ranked as calls (call_cycles)
+
+
+def listing(problem: Problem, space, limits: dict, n: int = 24, call_ms: float | None = None) -> Listing:
+    """candidates() and how they were ranked. With `call_ms` (the backend's
+    CALL_TIMED_MS) a problem whose device-time pick (the list's head by
+    model_cycles alone) the model puts under call_ms is timed as calls, and its
+    list is ranked by call_cycles instead; the device-time pick decides, so that
+    the rule does not depend on its own outcome (CUDABackend.call_timed)."""
     kinds = [r for r in (_ranked(problem, space, limits, raw(problem, limits))
                          for raw in (_raw, _raw_mma, _raw_wgmma, _raw_dmma)) if r]
+    calls = False
+    if call_ms is not None:
+        head = _listed(kinds, space, 1)
+        calls = bool(head) and model_ms(problem, head, limits)[0] < call_ms
+        if calls:
+            kinds = [_as_calls(problem, r, space, limits) for r in kinds]
+    return Listing(_listed(kinds, space, n), calls)
+
+
+def _listed(kinds: list, space, n: int) -> list[Config]:
+    """The list of candidates() from each kernel's ranked (cost, config) list."""
     if len(kinds) <= 1:
         return _pick(kinds[0] if kinds else [], space, n)
     wgmma = kinds[-1][0][1].get("MMA", 0) == 4
@@ -272,6 +347,14 @@ def candidates(problem: Problem, space, limits: dict, n: int = 24) -> list[Confi
             out += lst[:take]
             del lst[:take]
     return out[:n]
+
+
+# The wgmma kernel's pipeline variants, (ST, AR, PS), in _pick's order.
+_ORDER_WGMMA = ((4, 0, 1), (3, 0, 1), (4, 1, 0), (3, 0, 0))
+
+
+def _variant(cfg: Config, st: int, ar: int, ps: int) -> Config:
+    return cfg.replace(ST=st, AR=ar, PS=ps, **({"VEC": 1} if ps else {}))
 
 
 def _pick(ranked: list, space, n: int) -> list[Config]:
@@ -331,7 +414,7 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
     streamed = 0      # shapes given a stream-K variant (SK_VARIANTS at most)
     for cfg in picked:
         if cfg.get("MMA", 0) == 4:
-            order = ((4, 0, 1), (3, 0, 1), (4, 1, 0), (3, 0, 0))
+            order = _ORDER_WGMMA
         elif cfg.get("MMA", 0):
             order = tuple((st, 0, 0) for st in ((3, 4, 2) if cfg["KG"] == 1 else (3, 2)))
         else:
@@ -340,7 +423,7 @@ def _pick(ranked: list, space, n: int) -> list[Config]:
         for st, ar, ps in order:
             if cfg.get("MMA", 0) == 4 and (len(added) == 2 or (ps and any(added))):
                 continue    # two per wgmma shape, at most one of them pre-split
-            t = cfg.replace(ST=st, AR=ar, PS=ps, **({"VEC": 1} if ps else {}))
+            t = _variant(cfg, st, ar, ps)
             if t not in out and (t == cfg or space.why_invalid(t) is None):
                 out.append(t)
                 added.append(ps)
