@@ -157,6 +157,25 @@ def test_neither_workers_nor_scheduler_poll_nvml(client):
         assert answer[0] is False and answer[1] != "INITIALIZED", answer
 
 
+def test_the_servers_timers_run_at_the_slower_intervals(client):
+    # a local cluster's scheduler and nannies share the coordinator's event loop: their
+    # idle timers (loop tick, system monitor, memory monitor) at Dask's defaults cost the
+    # coordinator as much CPU as the evaluations' dispatch (engine.DASK_CONFIG)
+    def timers(dask_scheduler=None, dask_worker=None):
+        server = dask_scheduler if dask_scheduler is not None else dask_worker
+        pcs = server.periodic_callbacks
+        return {"tick": pcs["tick"].callback_time, "monitor": pcs["monitor"].callback_time,
+                "disk": server.monitor.monitor_disk_io,
+                "memory": pcs["memory_monitor"].callback_time if "memory_monitor" in pcs else None}
+    on_workers = client.run(timers)
+    on_nannies = client.run(timers, nanny=True)
+    assert len(on_workers) == len(on_nannies) == 2
+    for answer in [*on_workers.values(), *on_nannies.values(), client.run_on_scheduler(timers)]:
+        assert answer["tick"] == 500 and answer["monitor"] == 2000 and answer["disk"] is False, answer
+    for answer in on_nannies.values():        # the nannies restart a worker past its memory limit
+        assert answer["memory"] == 500, answer
+
+
 def test_each_evaluation_goes_to_the_worker_with_the_fewest_in_flight_the_one_idle_longest(client):
     # the coordinator places evaluations itself (Dask's placement sent 123 of 128 to
     # one of two GPUs): never a second one to a worker while another is idle, and at

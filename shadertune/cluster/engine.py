@@ -49,6 +49,23 @@ DASK_CONFIG = {
     # that blocks the loops most of the time, and every evaluation's dispatch and return
     # waits behind it.  The tuner reads nothing of those diagnostics.
     "distributed.diagnostics.nvml": False,
+    # Every Dask server (a local cluster's scheduler and its nannies live in the
+    # coordinator's process, one nanny a GPU) keeps timers on its event loop whether or not
+    # anything happens; the loop that runs them is the one every evaluation's dispatch and
+    # return go through, so their CPU is the coordinator's.  At Dask's defaults they cost
+    # the coordinator 35-70 ms of CPU a second with two workers (more with more), what a
+    # whole evaluation's dispatch costs, and nothing of the tuner reads them:
+    # - the loop-health tick (a warning when the loop stalls for tick.limit, 3 s): 20 ms
+    #   apart by default, 500 ms as in Dask's own test settings still sees such a stall;
+    "distributed.admin.tick.interval": "500ms",
+    # - the system monitor (process and host metrics for dashboards and heartbeats, none
+    #   read here); host-wide disk counters walk every block device in /sys each time;
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.system-monitor.disk": False,
+    # - a nanny's check of its worker's memory (it restarts a worker past 95% of its
+    #   memory limit) and a worker's own (spilling, pausing: no data of ours to spill):
+    #   100 ms apart by default, a psutil read of the process each time.
+    "distributed.worker.memory.monitor-interval": "500ms",
 }
 
 INSTALL_HINT = "pip install 'shadertune[cluster]' (Dask distributed)"
