@@ -361,6 +361,13 @@ def _thirds(problem: Problem) -> tuple[list[int], list[int]]:
             [t for t in dmma.THIRD_TILES if t < _next_pow2(problem.N)])
 
 
+def _narrow_n(problem: Problem) -> list[int]:
+    """A narrow N's own tile (not a power of two, N under 128): N rounded up to 8, the
+    tensor-core kernels' fragments being 8 wide; [] for any other N."""
+    n8 = -(-problem.N // 8) * 8
+    return [n8] if 16 < problem.N < 128 and n8 & (n8 - 1) else []
+
+
 def _domains(problem: Problem) -> dict:
     fp32 = problem.dtype == "float32"
     FV = 16 // problem.itemsize
@@ -369,10 +376,8 @@ def _domains(problem: Problem) -> dict:
     tile_max_m = max(32, min(256, _next_pow2(problem.M)))
     tile_max_n = max(16, min(256, _next_pow2(problem.N)))
     k = max(problem.K, 1)
-    # a narrow N (not a power of two, under 128) also gets a tile of exactly
-    # N rounded up to 8: the tensor-core kernels' fragments are 8 wide
-    n8 = -(-problem.N // 8) * 8
-    narrow = [n8] if 16 < problem.N < 128 and n8 & (n8 - 1) else []
+    # a narrow N also gets a tile of exactly N rounded up to 8 (_narrow_n)
+    narrow = _narrow_n(problem)
     # the DMMA kernel's tiles of 48 and 96 (the rule dmma_thirds keeps them there)
     thirds_m, thirds_n = _thirds(problem)
     warp_m, warp_n = [t for t in thirds_m if t < 96], [t for t in thirds_n if t < 96]
@@ -457,9 +462,7 @@ def _restrictions(problem: Problem, L: dict) -> list:
                 and loads_a + loads_b <= dmma.MAX_COPIES)
 
     # a value of both THIRD_TILES and the narrow N tile stays every kernel's on N
-    n8 = -(-problem.N // 8) * 8
-    narrow = {n8} if 16 < problem.N < 128 and n8 & (n8 - 1) else set()
-    thirds_m, thirds_n = set(dmma.THIRD_TILES), set(dmma.THIRD_TILES) - narrow
+    thirds_m, thirds_n = set(dmma.THIRD_TILES), set(dmma.THIRD_TILES) - set(_narrow_n(problem))
 
     def dmma_thirds(MMA, BM, BN, WM, WN):
         "tiles of 48 and 96 (dmma.THIRD_TILES) only in the DMMA kernel (MMA = 1), besides a narrow N's"
