@@ -35,6 +35,7 @@ BY_INDEX_FROM = 1000
 
 
 _UNASKED = object()          # RemoteBackend.host_predictor before its one call
+_NOT_HERE = object()         # RemoteBackend._predict_here: no answer in this process
 
 class RemoteBackend(Backend):
     def __init__(self, group: "DeviceGroup"):
@@ -70,7 +71,7 @@ class RemoteBackend(Backend):
             # a few configs (a climb's neighbours, between two of its steps while the GPUs
             # wait): the workers' own model run here, no way out to a worker and back
             pred = self._predict_here(problem, configs)
-            if pred is not _UNASKED:
+            if pred is not _NOT_HERE:
                 return pred
         where = self.indices(problem, configs) if len(configs) >= BY_INDEX_FROM else None
         if where is None:
@@ -79,23 +80,23 @@ class RemoteBackend(Backend):
         return None if pred is None else [float(p) for p in pred]
 
     def _predict_here(self, problem: Problem, configs: list[Config]):
-        """The host predictor's answer in this process, or _UNASKED where there is none
+        """The host predictor's answer in this process, or _NOT_HERE where there is none
         (the backend's model needs its device) or it fails here (a module this host
         lacks): then, and for the rest of the search, predict_ms asks a worker."""
         if self._predict_local is False:
-            return _UNASKED
+            return _NOT_HERE
         try:
             predictor = self.host_predictor()
             if predictor is None:
                 self._predict_local = False
-                return _UNASKED
+                return _NOT_HERE
             pred = predictor(problem, configs)
             return None if pred is None else [float(p) for p in pred]
         except ShadertuneError:
             raise
         except Exception:           # noqa: BLE001 (the workers' answer stands in)
             self._predict_local = False
-            return _UNASKED
+            return _NOT_HERE
 
     def host_predictor(self):
         """The workers' host predictor (Backend.host_predictor), asked once: the search
