@@ -127,7 +127,32 @@ def summary(sass: str) -> dict:
     return {"max_register": max(regs, default=-1), "ops": dict(ops.most_common(16)),
             "memory_ops": dict(wide.most_common(8)),
             "ffma_per_lds": round(ops.get("FFMA", 0) / lds, 2) if lds else None,
-            "instructions": sum(ops.values())}
+            "instructions": sum(ops.values()), "spills": ops.get("LDL", 0) + ops.get("STL", 0),
+            "loop": main_loop(sass)}
+
+
+def main_loop(sass: str) -> dict | None:
+    """The longest loop of the program (a branch back to a lower address): its length in
+    instructions, its mix (FFMA's share is the most the FMA pipes can reach), and where
+    in it the global loads are issued against the first and last FFMA (a prefetch that
+    hides latency issues its loads before the FMAs it overlaps)."""
+    ins = [(int(a, 16), op) for a, op in
+           re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)[^;]*;", sass)]
+    backs = [(int(t, 16), a) for a, t in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?BRA\s+(0x[0-9a-f]+)", sass)]
+    backs = [(t, int(a, 16)) for t, a in backs if t < int(a, 16)]
+    if not backs:
+        return None
+    lo, hi = max(backs, key=lambda b: b[1] - b[0])
+    body = [op for a, op in ins if lo <= a <= hi]
+    kinds = collections.Counter(op.split(".")[0] for op in body)
+    ffma = [i for i, op in enumerate(body) if op.startswith("FFMA")]
+    loads = [i for i, op in enumerate(body) if op.startswith(("LDG", "TLD", "TEX"))]
+    return {"instructions": len(body), "ffma": kinds.get("FFMA", 0),
+            "ffma_share": round(kinds.get("FFMA", 0) / max(1, len(body)), 3),
+            "lds": kinds.get("LDS", 0), "sts": kinds.get("STS", 0), "bar": kinds.get("BAR", 0),
+            "global_loads": len(loads), "spills": kinds.get("LDL", 0) + kinds.get("STL", 0),
+            "loads_before_first_ffma": sum(1 for i in loads if ffma and i < ffma[0]),
+            "loads_after_last_ffma": sum(1 for i in loads if ffma and i > ffma[-1])}
 
 
 def resident_warps(be, p, cfg, A, B) -> int | None:

@@ -2,13 +2,15 @@
 """Probe the GL compute family on a device (a measurement script, not a test).
 
     scripts/probe-gl-compute OUT_DIR [--sweep 60] [--size 4096] [--cublas] [--binary]
-                                     [--sass N]
+                                     [--sass N] [--base JSON] [--moves JSON|FILE]
 
 1. the device's compute limits (compute units, shared memory, subgroups);
 2. a correctness sweep: --sweep seeded random configs of the compute family on
    ragged, transposed, batched and split-K shapes, each built and run through the
    backend and checked against float64 (relative Frobenius error <= 1e-5);
-3. at --size: hand-picked configs (one knob moved at a time from the default),
+3. at --size: hand-picked configs (one knob moved at a time from the default; with
+   --moves, the moves given: a JSON list of knob overrides, null for the base, on
+   the default or on --base, itself overrides of the default),
    each verified on sampled rows and timed (GL timer queries, median of 10 after
    2 warm-ups), and with --cublas torch's SGEMM (TF32 off; CUDA events, median
    of 10) in the same run, for the ratio;
@@ -167,7 +169,19 @@ def main(argv=None) -> int:
     ap.add_argument("--binary", action="store_true", help="save the default config's program binary")
     ap.add_argument("--sass", type=int, default=0, metavar="N",
                     help="disassemble the driver's machine code of the first N timed configs")
+    ap.add_argument("--base", default=None, help="JSON knob overrides of the default: the moves' base")
+    ap.add_argument("--moves", default=None,
+                    help="a JSON list (or a file holding one) of knob overrides of the base, null for the base")
     args = ap.parse_args(argv)
+    moves = MOVES
+    if args.moves:
+        text = open(args.moves).read() if os.path.exists(args.moves) else args.moves
+        moves = json.loads(text)
+        if not isinstance(moves, list) or not all(m is None or isinstance(m, dict) for m in moves):
+            ap.error("--moves: a JSON list of objects (knob overrides) or nulls")
+    base_moves = json.loads(args.base) if args.base else {}
+    if not isinstance(base_moves, dict):
+        ap.error("--base: a JSON object of knob overrides")
     os.makedirs(args.out, exist_ok=True)
     # the --sass children write the driver's disk cache here (gl_probes.sass_of_configs)
     cache_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "shadertune-glcache")
@@ -192,8 +206,10 @@ def main(argv=None) -> int:
         space = be.space(p)
         default = compute_default_config(p, space)      # the compute family's, on any renderer
         report["default"] = default.to_dict()
+        default = default.replace(**base_moves)
+        report["base"] = default.to_dict()
         rows = []
-        for move in MOVES:
+        for move in moves:
             cfg = default if move is None else default.replace(**move)
             why = space.why_invalid(cfg)
             if why:
@@ -204,12 +220,12 @@ def main(argv=None) -> int:
             if "failure" not in row:
                 row["warps_per_sm"] = resident_warps(be, p, cfg, A, B)
             rows.append(row)
-            print(f"  {str(move or 'default'):40s} {row.get('tflops', 0):7.2f} TFLOP/s "
+            print(f"  {str(move or 'base'):40s} {row.get('tflops', 0):7.2f} TFLOP/s "
                   f"err {row.get('error', float('nan')):.1e} compile {row.get('compile_ms', 0):.0f} ms "
                   f"warps/SM {row.get('warps_per_sm')} {row.get('failure', '')}", flush=True)
         report["configs"] = rows
         if args.sass:
-            cfgs = [default if m is None else default.replace(**m) for m in MOVES[:args.sass]]
+            cfgs = [default if m is None else default.replace(**m) for m in moves[:args.sass]]
             report["sass"] = driver_sass(p, [c for c in cfgs if c in space], args.out, cache_dir)
         if args.cublas:
             ms = cublas_ms(n)
