@@ -77,7 +77,7 @@ def compute_source(L: ComputeLayout, config, probe_warps: bool = False) -> str:
     return render(
         TEMPLATE, glsl=COMPUTE_GLSL, config_text=describe(config), probe_warps=probe_warps,
         ops=ops, whole=whole, half1=half1, half2=half2,
-        SKEW_A=L.a_skew, SKEW_B=L.b_skew, CLAMP=L.clamp, SWZ=L.swz, SHUFFLE=L.shuffle, KRED=L.kred,
+        SKEW_A=L.a_skew, SKEW_B=L.b_skew, CLAMP=L.clamp, DEFER=L.db > 0, SWZ=L.swz, SHUFFLE=L.shuffle, KRED=L.kred,
         trans_a=L.trans_a, trans_b=L.trans_b,
         BM=L.bm, BN=L.bn, BK=L.bk, TM=L.tm, TN=L.tn, threads=L.threads,
         lanes_m=L.lanes_m, lanes_n=L.lanes_n, warps_n=L.warps_n, WM=L.wm, WN=L.wn,
