@@ -92,14 +92,16 @@ COMPUTE_KNOBS = ("bm", "bn", "bk", "tm", "tn", "lanes_n", "vec", "pad", "a_t", "
 # notes/gl-compute.md for the knobs added since): ks first (whether the grid fills the
 # device; one evaluation where it does), then the block tile (the grid's waves and the
 # global traffic per FMA, the largest effects), the invocation's tile and the group's
-# shape together with db (registers decide residency jointly: an 8 x 16 tile pays only
-# with one workgroup a unit and its prefetch in registers, db = 2 only where db = 1
-# costs a workgroup), the stage's depth and loop body, the shared layout (vec, a_t,
-# pad, skew), the loads' checks and the walk (clamp, swz: orthogonal to the tiles),
-# the operand path, the device-gated variants (shuffle, kred) and the passes last.
+# shape together with db and clamp (registers decide residency jointly: an 8 x 16 tile
+# pays only with one workgroup a unit and its prefetch in registers, db = 2 only where
+# db = 1 costs a workgroup; and NVIDIA's compiler issues a prefetch ahead of the FMAs
+# only from unchecked loads, clamp = 1: db without it measured 20-25% slower than with
+# it), the stage's depth and loop body, the shared layout (vec, a_t, pad, skew), the
+# walk (swz: orthogonal to the tiles), the operand path, the device-gated variants
+# (shuffle, kred) and the passes last.
 COMPUTE_PHASES = PhasePlan(outer=(), refine="ks",
-                           groups=(("bm", "bn"), ("tm", "tn", "lanes_n", "db"), ("bk", "unroll"),
-                                   ("vec", "a_t", "pad", "skew"), ("clamp", "swz"), ("a_src", "b_src"),
+                           groups=(("bm", "bn"), ("tm", "tn", "lanes_n", "db", "clamp"), ("bk", "unroll"),
+                                   ("vec", "a_t", "pad", "skew"), ("swz",), ("a_src", "b_src"),
                                    ("shuffle", "kred"), ("np",)))
 
 
