@@ -111,15 +111,16 @@ SPLIT_BATCH = (Problem(45, 37, 3001, "float64", False, True, batch=3),      # en
 @pytest.mark.parametrize("p, cfg", CASES + [SPLIT_BATCH])
 def test_the_workspace_the_call_ranking_charges_is_the_calls(cp, rng, monkeypatch, p, cfg):
     """driver.call_workspace, which the untuned pick's call ranking charges where it is
-    above WORKSPACE_KEEP (tuning.call_cycles), is the workspace a call takes: the steady
-    launch's, the buffer enqueue keeps; above WORKSPACE_KEEP the call goes through
-    enqueue (allocating it each time) and the ranking adds CALL_WORKSPACE."""
+    above tuning.WORKSPACE_CHARGED (tuning.call_cycles), is the workspace a call takes:
+    the steady launch's, the buffer enqueue keeps; above WORKSPACE_KEEP the call goes
+    through enqueue (allocating it each time)."""
     A, B, _, _ = operands(cp, rng, p)
     n = driver.call_workspace(p, cfg, L["num_sms"])
     sa, sb = (p.M * p.K, p.K * p.N) if p.batch > 1 else (0, 0)
     chunks = p.batch > 1 and cfg["KG"] > 1          # enqueue's way whatever its size
     for keep in (n * p.itemsize, n * p.itemsize - 1)[:1 + bool(n)]:
         monkeypatch.setattr(driver, "WORKSPACE_KEEP", keep)
+        monkeypatch.setattr(tuning, "WORKSPACE_CHARGED", keep)
         k = fake_kernel(cp, p, cfg)
         go = k.launcher(sa, sb, p.batch)
         assert (go.kind == "enqueue") == (chunks or keep < n * p.itemsize) and go.need == (0 if chunks else n)
@@ -127,6 +128,19 @@ def test_the_workspace_the_call_ranking_charges_is_the_calls(cp, rng, monkeypatc
         assert [w[2] for w in k._ws.values()] == ([n] if n and keep >= n * p.itemsize else [])
         extra = tuning.call_cycles(p, cfg, L) - tuning.model_cycles(p, cfg, L)
         assert extra == pytest.approx(tuning.CALL_WORKSPACE if keep < n * p.itemsize else 0)
+
+
+def test_a_kernel_keeps_more_workspace_than_the_ranking_charges(cp):
+    """A workspace between the ranking's charge (8 MiB: the partials' traffic the device
+    model undercounts) and the driver's keep (32 MiB) is kept: its calls take the steady
+    launch, as the search timed them, and the untuned ranking still charges it."""
+    p = Problem(900, 700, 1300)
+    cfg = Config(BM=64, BN=128, BK=16, TM=4, TN=4, WM=64, WN=128, trans=1, VEC=4, PAD=4, DB=1, ST=4,
+                 KG=4, KL=1, KR=0, MMA=4, AR=1, PS=0, SK=0)       # the device pick: 10 MB of partials
+    n = driver.call_workspace(p, cfg, L["num_sms"]) * p.itemsize
+    assert tuning.WORKSPACE_CHARGED < n <= driver.WORKSPACE_KEEP
+    assert fake_kernel(cp, p, cfg).launcher(0, 0, 1).kind == "split"
+    assert tuning.call_cycles(p, cfg, L) - tuning.model_cycles(p, cfg, L) == tuning.CALL_WORKSPACE
 
 
 # --- auto: the store asked on a clock, at once after a commit here ---------------------

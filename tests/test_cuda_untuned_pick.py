@@ -37,8 +37,8 @@ def _device_pick(m, n, k, dtype="float32"):
 
 
 def _allocates(p, c):
-    """Whether a call of `c` allocates its workspace (above the size a kernel keeps)."""
-    return driver.call_workspace(p, c, L["num_sms"]) * p.itemsize > driver.WORKSPACE_KEEP
+    """Whether a call of `c` is charged for its workspace (tuning.WORKSPACE_CHARGED)."""
+    return driver.call_workspace(p, c, L["num_sms"]) * p.itemsize > tuning.WORKSPACE_CHARGED
 
 
 def test_split_k_pick_takes_the_reduce_kernel():

@@ -24,12 +24,15 @@ DEFAULT_SMEM = 48 * 1024   # above this a kernel must opt in
 MAX_GRID_Y = 65535         # grid.y holds M tiles x products: longer batches launch in chunks
 PACK_THREADS = 256         # pack_split.cu's block: one thread per 4 floats of both halves
 # The K_G workspace is kept per stream up to this size (bytes); a larger one comes
-# from CuPy's pool per call, as every one did before: a kept buffer stays
-# allocated for the kernel's life on every stream it ran on. Such a call takes
-# enqueue's way (no steady launch, no graph) and costs 12-15 us more on the H200
-# host than with a kept workspace: the untuned pick ranks it so (call_workspace,
-# tuning.CALL_WORKSPACE).
-WORKSPACE_KEEP = 8 << 20
+# from CuPy's pool per call: a kept buffer stays allocated for the kernel's life on
+# every stream it ran on. A call with a workspace not kept takes enqueue's way (no
+# steady launch, no graph) and costs 12-15 us more on the H200 host: the untuned pick
+# ranks it so (call_workspace, tuning.CALL_WORKSPACE). 32 MiB: the workspace PyTorch
+# gives cuBLAS on Hopper, and what the split configs of mid-size products need (K_G 4
+# at 1024^3: 16 MiB, at 1200^3: 23 MiB), the products whose calls the 12-15 us
+# weigh on; matmul keeps 8 CUDA kernels (kernels_kept), so a stream holds at most
+# 256 MiB of kept workspaces, released with their kernels.
+WORKSPACE_KEEP = 32 << 20
 WORKSPACE_STREAMS = 8      # streams a kernel keeps a workspace for (the oldest is dropped)
 
 

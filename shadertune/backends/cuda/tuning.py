@@ -137,16 +137,22 @@ KR_CYCLES = 8000
 ROUND_CYCLES = 1000
 SK_VARIANTS = 3       # shapes of a candidate list that bring their stream-K twin
 # What one call costs beyond the device time, for problems timed as calls: a config
-# whose call needs a workspace above the size a kernel keeps (driver.WORKSPACE_KEEP:
-# the K_G partials, the pre-split operands, stream-K's partials) allocates it every call
-# and launches through enqueue rather than its steady launch or graph: measured 12-15 us
-# more a call than the same launches with a kept workspace (graphs; 8-11 us launched as
-# kernels) on the H200 host, for any number of kernels. A second kernel as such (the
-# reduce kernel, the pack) costs a call nothing measurable beyond its device time: the
-# launches queue while the first kernel runs. 24000 cycles (12 us at the model's clock):
-# the low end of the measured cost, inside the span whose picks score alike on the
-# stores' training problems (12000-32000 cycles; notes/cuda.md, session 20).
+# whose call needs a workspace (the K_G partials, the pre-split operands, stream-K's
+# partials) above WORKSPACE_CHARGED bytes. Above the size a kernel keeps
+# (driver.WORKSPACE_KEEP, 32 MiB) the call allocates it every time and launches
+# through enqueue rather than its steady launch or graph: measured 12-15 us more a call
+# than the same launches with a kept workspace (graphs; 8-11 us launched as kernels) on
+# the H200 host, for any number of kernels. From 8 MiB the same charge stands for the
+# partials' traffic the device model undercounts: charged only above 32 MiB, the
+# untuned picks of 900x700x1300, 2560x64x2560 and 2560x128x2560 ran 0.92, 1.07 and
+# 1.13x cuBLAS as calls, against 1.19, 1.63 and 1.54x charged from 8 MiB (one H200
+# host; notes/gpu-session-21.md). A second kernel as such (the reduce kernel, the
+# pack) costs a call nothing measurable beyond its device time: the launches queue
+# while the first kernel runs. 24000 cycles (12 us at the model's clock): the low end
+# of the measured cost, inside the span whose picks score alike on the stores'
+# training problems (12000-32000 cycles; notes/cuda.md, session 20).
 CALL_WORKSPACE = 24000
+WORKSPACE_CHARGED = 8 << 20
 
 
 def _raw_wgmma(problem: Problem, limits: dict):
@@ -240,14 +246,14 @@ def model_cycles(problem: Problem, c, limits: dict) -> float:
 
 def call_cycles(problem: Problem, c, limits: dict) -> float:
     """model_cycles plus what a single call of `c` costs beyond its device time
-    (CALL_WORKSPACE where the call allocates its workspace): the ranking of a
+    (CALL_WORKSPACE where its workspace is above WORKSPACE_CHARGED): the ranking of a
     problem timed as calls (candidates with call_ms)."""
     return model_cycles(problem, c, limits) + _call_extra(problem, c, limits)
 
 
 def _call_extra(problem: Problem, c, limits: dict) -> float:
-    from . import driver     # read at the call: tests set its WORKSPACE_KEEP
-    big = driver.call_workspace(problem, c, limits["num_sms"]) * problem.itemsize > driver.WORKSPACE_KEEP
+    from . import driver
+    big = driver.call_workspace(problem, c, limits["num_sms"]) * problem.itemsize > WORKSPACE_CHARGED
     return CALL_WORKSPACE if big else 0.0
 
 
