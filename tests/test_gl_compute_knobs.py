@@ -174,10 +174,11 @@ def test_the_space_offers_swz_only_past_an_l2():
     small, large = Problem(2048, 2048, 2048), Problem(4096, 4096, 4096)
     assert "L2" in compute_space(small, H200).why_invalid(OWN | dict(np=2048, swz=8))
     assert compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8)) is None
-    # swz and skew also with operands through textures; db = 2, clamp, shuffle and kred not
+    # swz, skew and clamp also with operands through textures; db = 2, shuffle and kred not
     assert compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8, a_src="texture")) is None
+    assert compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8, clamp=1, a_src="texture")) is None
     assert "main form" in compute_space(large, H200).why_invalid(
-        OWN | dict(np=4096, swz=8, clamp=1, a_src="texture"))
+        OWN | dict(np=4096, swz=8, db=2, a_src="texture"))
     assert "main form" in compute_space(large, H200).why_invalid(OWN | dict(np=4096, swz=8, unroll=4))
 
 
@@ -189,6 +190,18 @@ def test_skewed_slabs_read_through_textures_are_right_for_every_transpose(backen
             assert configs, (p.key, a_src, b_src)
             with backend.build(p, configs[0]) as k:
                 check(k, p, alpha=0.5, beta=-2.0)
+
+
+@pytest.mark.parametrize("p,a_src,b_src,db", [(Problem(45, 38, 53), "texture", "ssbo", 1),
+                                              (Problem(38, 45, 70, trans_a=True, trans_b=True), "ssbo", "texture", 0),
+                                              (Problem(40, 52, 37, trans_b=True), "texture", "texture", 1)])
+def test_clamped_loads_through_textures_are_right(backend, p, a_src, b_src, db):
+    """clamp reads a row or column past the matrix at the last one whatever reads it: a
+    texture's index is the buffer's (ragged M, N and K; a prefetch or not)."""
+    configs = compute_configs(backend.space(p), clamp=1, a_src=a_src, b_src=b_src, db=db)
+    assert configs, (p.key, a_src, b_src, db)
+    with backend.build(p, configs[len(configs) // 2]) as k:
+        check(k, p, alpha=1.5, beta=0.5)
 
 
 # --- shuffle: gated on the device ------------------------------------------------------

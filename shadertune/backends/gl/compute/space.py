@@ -221,15 +221,15 @@ def compute_space(problem: Problem, limits: dict) -> Space:
         """db = 2, clamp, shuffle and kred only on the family's main form: a fully unrolled
         stage from storage buffers in one pass (they refine its main loop; unroll 4 and
         passes are alternatives to it that measured slower or even, and every refinement
-        on every alternative would multiply the space); skew and swz also with operands
-        read through textures (the slab's store in shared memory and the grid's order do
-        not depend on where a slab is read from, and a texture source measured faster
-        than the buffer where skew and swz did too)"""
+        on every alternative would multiply the space); skew, swz and clamp also with
+        operands read through textures (the slab's store in shared memory, the grid's
+        order and the loads' indices do not depend on where a slab is read from, and a
+        texture source measured faster than the buffer where skew and swz did too)"""
         if db != 2 and not (skew or clamp or shuffle or kred) and swz == 1:
             return True
         if unroll != "full" or np < K:
             return False
-        return (a_src == "ssbo" and b_src == "ssbo") or not (db == 2 or clamp or shuffle or kred)
+        return (a_src == "ssbo" and b_src == "ssbo") or not (db == 2 or shuffle or kred)
 
     def atomic_splits(kred, ks) -> bool:
         """kred = 1 only with splits (ks > 1), on a device with float atomics on storage buffers"""
