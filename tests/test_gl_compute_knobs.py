@@ -20,6 +20,7 @@ from shadertune.backends.gl.compute.driver import ComputeKernel
 from shadertune.backends.gl.compute.layout import ADDED_KNOBS, ComputeLayout, one_pass_np as one_pass
 from shadertune.backends.gl.compute.model import compute_ms, residency
 from shadertune.backends.gl.compute.space import COMPUTE_KNOBS, COMPUTE_PHASES, compute_space
+from shadertune.backends.gl.compute.space import compute_candidates as space_candidates
 from shadertune.errors import InvalidConfig
 from shadertune.core.problem import Problem
 from shadertune.search.evaluate import Evaluator
@@ -357,3 +358,26 @@ def test_prefetched_values_outside_the_matrix_are_zero_when_stored(backend, ta, 
     inside = np.abs(want) < 1e10             # outputs that read index 0 honestly are huge
     assert np.isfinite(got).all()
     assert rel_err(got[inside], want[inside]) < 1e-5
+
+
+def test_a_clamped_prefetch_hides_latency_with_half_the_warps():
+    """The cost model: db = 1 with unchecked loads (clamp) at 8 warps a unit ranks with the
+    one-slab tile at 16 (measured 0.96-0.99x on the H200), with checked loads below it
+    (0.77-0.82x); 128 x 128 blocks of 8 x 16 prefetched and clamped rank first at 4096 (1.08x
+    measured), and are the untuned default there."""
+    p = Problem(4096, 4096, 4096)
+    base = BASE | dict(bm=128, bn=128, np=4096)
+    one_slab, checked, clamped, wide = compute_ms(p, [base, base | {"db": 1}, base | {"db": 1, "clamp": 1},
+                                                      base | dict(tm=8, tn=16, bk=8, lanes_n=4, db=1, clamp=1)],
+                                                  H200)
+    assert clamped == pytest.approx(one_slab, rel=0.05) and checked > 1.1 * one_slab
+    assert wide < min(one_slab, clamped)
+
+    class Own:                     # the compute knobs of a full config in the H200 space
+        space = compute_space(p, H200)
+        constants = space.constants
+
+        def __contains__(self, c):
+            return self.space.why_invalid({k: c[k] for k in self.space.knobs}) is None
+    first = space_candidates(p, Own())[0]
+    assert (first["bm"], first["bn"], first["tm"], first["tn"], first["db"], first["clamp"]) == (128, 128, 8, 16, 1, 1)

@@ -40,11 +40,18 @@ BYTES_PER_CYCLE = 4000.0
 # the warps a unit holds (latency hiding): the H200's 8 x 8 tiles at 16 warps a unit
 # ran 0.45-0.48 of the FMA peak, at 8 warps 0.35; 4 x 4 at 32 warps 0.43.
 FULL_REUSE = 16.0            # FMAs per shared word at which reuse stops limiting
+# Past FULL_REUSE fewer shared reads still help, softly: 128 x 128 blocks of 8 x 16 (21.3
+# FMAs a word) ran 1.08x the 8 x 8 tile (16) on the H200, both with their latency hidden
+# (43.1 against 39.9 TFLOP/s at 4096): (21.3 / 16) ** 0.27.
+BEYOND_REUSE = 0.27
 WARPS_FOR_LATENCY = 16       # warps a unit needs to hide a stage's latency without db
-# Two slabs (db) hide a stage's latency with fewer warps: the H200's 128 x 128 8 x 8 tile
-# with db = 1 at 8 warps a unit ran 0.82x the one-slab tile at 16 (23.3 against 28.4
-# TFLOP/s), which 0.5 + 0.5 * 8 / (16 / 1.28) gives.
+# Two slabs (db) hide a stage's latency with fewer warps where the compiler issues the
+# prefetch ahead of the FMAs, which NVIDIA's does from unchecked loads only (clamp = 1):
+# the H200's 128 x 128 8 x 8 tile with db = 1 and clamp at 8 warps a unit ran 0.96-0.99x
+# the one-slab tile at 16 (fully hidden: a gain of 2); with checked loads 0.77-0.82x (the
+# loads wait before the FMAs or sink below them), which 0.5 + 0.5 * 8 / (16 / 1.28) gives.
 DB_LATENCY_GAIN = 1.28
+DB_CLAMPED_LATENCY_GAIN = 2.0
 PEAK_SHARE = 0.55            # the best share measured kernels approach
 # The knobs added after the constants above were measured, at what their
 # instruction counts say until a GPU measures them (notes/gl-compute.md):
@@ -74,9 +81,11 @@ def efficiency(L: ComputeLayout, resident: int) -> float:
     words = (L.tm + L.tn) / 4                     # shared vec4 words an invocation reads a k-step
     if L.shuffle:
         words += SHUFFLE_WORDS
-    reuse = min(1.0, (L.tm * L.tn / words) / FULL_REUSE)
+    ratio = (L.tm * L.tn / words) / FULL_REUSE
+    reuse = min(1.0, ratio) * max(1.0, ratio) ** BEYOND_REUSE
     warps = resident * L.threads / 32
-    hide = min(1.0, warps / (WARPS_FOR_LATENCY / (DB_LATENCY_GAIN if L.db else 1)))
+    gain = (DB_CLAMPED_LATENCY_GAIN if L.clamp else DB_LATENCY_GAIN) if L.db else 1.0
+    hide = min(1.0, warps / (WARPS_FOR_LATENCY / gain))
     share = PEAK_SHARE * reuse * (0.5 + 0.5 * hide)
     if L.clamp:                                   # the checks PEAK_SHARE paid for, gone
         fmas = L.tm * L.tn * L.bk

@@ -277,33 +277,40 @@ def compute_space(problem: Problem, limits: dict) -> Space:
                                 "software_renderer": bool(limits.get("software_renderer"))})
 
 
-# The untuned compute defaults, best first: 128 x 128 blocks of 8 x 8 an invocation,
-# bk 16, A k-major in shared memory from 8-byte loads, one slab (on the H200 the
-# fastest of its one-knob neighbourhood: 32.1 TFLOP/s at 4096, against 28.4 with A
-# m-major and 23.3 double buffered, which takes more than 128 registers and halves
-# the warps a unit holds; notes/gl.md), then smaller blocks for products it does not
-# fit or leaves with too few workgroups, and 16-wide blocks for a thin side (M or N at
-# most THIN_SIDE).  The knobs added since (layout.ADDED_KNOBS) are off in the defaults
-# until a GPU measures them.
-DEFAULT_TILES = ((128, 128, 8, 8), (64, 128, 8, 8), (128, 64, 8, 8), (64, 64, 8, 8),
+# The untuned compute defaults: 128 x 128 blocks of 8 x 16 an invocation (4 x 4 lanes
+# a group), bk 8, the next stage prefetched in registers across the FMAs (db = 1) from
+# unchecked loads (clamp = 1): 43.1 TFLOP/s at 4096 on the H200, 0.88x cuBLAS, against
+# 39.9 for the one-slab 8 x 8 tile (bk 16, A k-major from 8-byte loads), the default
+# before it and the next candidate; then smaller blocks for products it does not fit or
+# leaves with too few workgroups, and 16-wide blocks for a thin side (M or N at most
+# THIN_SIDE). A tile with its own knobs takes them; the others the first valid variant
+# of VARIANTS, every knob added since the 8 x 8 tile's measurement off. The cost model
+# ranks them (notes/gl-compute.md).
+DEFAULT_TILES = ((128, 128, 8, 16, dict(bk=8, vec=2, lanes_n=4, a_t=1, db=1, clamp=1)),
+                 (128, 128, 8, 8), (64, 128, 8, 8), (128, 64, 8, 8), (64, 64, 8, 8),
                  (64, 64, 4, 4), (32, 64, 4, 4), (64, 32, 4, 4), (32, 32, 4, 4),
                  (16, 128, 4, 4), (128, 16, 4, 4), (16, 64, 4, 4), (64, 16, 4, 4))
+# (bk, vec, lanes_n, a_t) of a tile without knobs of its own, in order of preference
+VARIANTS = ((16, 2, 8, 1), (16, 1, 8, 1), (16, 4, 8, 0), (16, 2, 8, 0), (16, 1, 8, 0),
+            (8, 4, 8, 0), (8, 1, 8, 0), (8, 1, 4, 0), (8, 1, 16, 0), (8, 1, 2, 0))
 
 
 def compute_candidates(problem: Problem, space) -> list[Config]:
     """Valid compute configs of the default shapes, one per tile of DEFAULT_TILES (its
-    first valid variant) with the splits of K the space allows it, fastest first by the
-    cost model (model.py, with the limits kept in the space's constants): a
-    small or deep-K product gets tiles or splits that give every unit a workgroup."""
+    own knobs, or its first valid variant) with the splits of K the space allows it,
+    fastest first by the cost model (model.py, with the limits kept in the space's
+    constants): a small or deep-K product gets tiles or splits that give every unit a
+    workgroup."""
     out = []
     kpad = one_pass_np(problem.K)
-    for bm, bn, tm, tn in DEFAULT_TILES:
-        for bk, vec, ln, a_t in ((16, 2, 8, 1), (16, 1, 8, 1), (16, 4, 8, 0), (16, 2, 8, 0), (16, 1, 8, 0),
-                                 (8, 4, 8, 0), (8, 1, 8, 0), (8, 1, 4, 0), (8, 1, 16, 0), (8, 1, 2, 0)):
+    for bm, bn, tm, tn, *own in DEFAULT_TILES:
+        variants = [own[0]] if own else [dict(bk=bk, vec=vec, lanes_n=ln, a_t=a_t)
+                                         for bk, vec, ln, a_t in VARIANTS]
+        for v in variants:
             # in canonical form: every knob, the fragment knobs at the family's values
+            knobs = {**ADDED_KNOBS, "db": 0, **v}
             cfg = Config(family="compute", **COMPUTE_FIXED, unroll="full", np=kpad,
-                         a_src="ssbo", b_src="ssbo", bm=bm, bn=bn, bk=bk, tm=tm, tn=tn, lanes_n=ln,
-                         vec=vec, pad=4, a_t=a_t, db=0, ks=1, **ADDED_KNOBS)
+                         a_src="ssbo", b_src="ssbo", bm=bm, bn=bn, tm=tm, tn=tn, pad=4, ks=1, **knobs)
             if cfg in space:
                 out.append(cfg)
                 # where the grid leaves units idle: its splits of K too (space rules say where)
