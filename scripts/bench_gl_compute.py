@@ -193,6 +193,10 @@ def search_seconds(args, state, wanted: list[float], overhead: float) -> list[fl
 
 def stage_tune(args, backend, store, rows, reports, state):
     sizes = list(args.sizes)
+    if args.phased_size not in sizes:
+        # said, not silent: --phased-size names which of --sizes the phased strategy tunes
+        print(f"tune: --phased-size {args.phased_size} is not among --sizes {sizes}: no phased tune, "
+              f"and no model tune on a fresh store beside it", flush=True)
     phased_s, model_s, other_s = search_seconds(
         args, state, [args.phased_seconds if args.phased_size in sizes else 0.0, args.model_seconds,
                       args.seconds * sum(n != args.phased_size for n in sizes)], 15.0 * len(sizes) + 15.0)
