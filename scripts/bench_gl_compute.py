@@ -358,6 +358,26 @@ void main() {
 """
 
 
+def _median_dispatch_s(ctx, prog, words: int, repeats: int) -> float:
+    """Seconds of one dispatch of `prog` over `words` invocations (256 a group, the grid
+    folded into y past 65535 groups; the program reads u_words), median of `repeats` timer
+    queries after one run that also brings the clock up."""
+    prog["u_words"].value = words
+    groups = -(-words // 256)
+    x, y = min(groups, 65535), -(-groups // 65535)
+    q = ctx.query(time=True)
+    prog.run(x, y, 1)
+    ensure_clock(ctx)
+    times = []
+    for _ in range(repeats):
+        ctx.finish()
+        with q:
+            prog.run(x, y, 1)
+        ctx.finish()
+        times.append(q.elapsed / 1e9)
+    return statistics.median(times)
+
+
 def copy_gbs(ctx, mb: int = 256) -> float:
     """Device memory bandwidth as a GL kernel sees it: a compute shader copying a buffer
     of `mb` MB into another (bytes read plus bytes written a second; median of 5, timer
@@ -366,23 +386,9 @@ def copy_gbs(ctx, mb: int = 256) -> float:
     src, dst = ctx.buffer(reserve=mb << 20), ctx.buffer(reserve=mb << 20)
     prog = ctx.compute_shader(_COPY)
     try:
-        words = (mb << 20) // 16
-        prog["u_words"].value = words
-        groups = -(-words // 256)
-        x, y = min(groups, 65535), -(-groups // 65535)
         src.bind_to_storage_buffer(1)
         dst.bind_to_storage_buffer(2)
-        q = ctx.query(time=True)
-        prog.run(x, y, 1)
-        ensure_clock(ctx)
-        times = []
-        for _ in range(5):
-            ctx.finish()
-            with q:
-                prog.run(x, y, 1)
-            ctx.finish()
-            times.append(q.elapsed / 1e9)
-        return 2 * (mb << 20) / statistics.median(times) / 1e9
+        return 2 * (mb << 20) / _median_dispatch_s(ctx, prog, (mb << 20) // 16, 5) / 1e9
     finally:
         prog.release()
         src.release()
@@ -405,22 +411,9 @@ def write_probe(ctx, buf, floats: int) -> float:
     the rate a kernel bound by writing C can reach in that buffer (median of 10)."""
     prog = ctx.compute_shader(_WRITE_C)
     try:
-        words = floats // 4
-        prog["u_words"].value = words
-        groups = -(-words // 256)
-        x, y = min(groups, 65535), -(-groups // 65535)
         buf.bind_to_storage_buffer(2)
-        q = ctx.query(time=True)
-        prog.run(x, y, 1)
-        ensure_clock(ctx)
-        times = []
-        for _ in range(10):
-            ctx.finish()
-            with q:
-                prog.run(x, y, 1)
-            ctx.finish()
-            times.append(q.elapsed / 1e9)
-        return 16 * words / statistics.median(times) / 1e9
+        words = floats // 4
+        return 16 * words / _median_dispatch_s(ctx, prog, words, 10) / 1e9
     finally:
         prog.release()
 
