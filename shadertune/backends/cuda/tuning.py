@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from ...core.config import Config
 from ...core.problem import Problem
-from . import dmma, streamk
+from . import dmma, driver, streamk
 from .space import KNOB_DEFAULTS, WARP, block_tiles, derive, extra_regs
 
 _TILES = [(128, 128), (128, 256), (256, 128), (128, 64), (64, 128), (64, 64), (32, 64), (64, 32),
@@ -252,7 +252,6 @@ def call_cycles(problem: Problem, c, limits: dict) -> float:
 
 
 def _call_extra(problem: Problem, c, limits: dict) -> float:
-    from . import driver
     big = driver.call_workspace(problem, c, limits["num_sms"]) * problem.itemsize > WORKSPACE_CHARGED
     return CALL_WORKSPACE if big else 0.0
 
