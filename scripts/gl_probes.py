@@ -112,38 +112,39 @@ def disassemble(code: bytes) -> str:
     return r.stdout + r.stderr
 
 
+def instructions(sass: str) -> list[tuple[int, str, str]]:
+    """nvdisasm's instructions: (address, opcode with its modifiers, operands), a guard
+    predicate left out."""
+    return [(int(a, 16), op, rest) for a, op, rest in
+            re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)([^;]*);", sass)]
+
+
 def summary(sass: str) -> dict:
     """The highest register, the instruction mix and the main loop's ratios: FFMA per
     shared-memory load, LDS.128 among them, global loads, barriers."""
     regs = [int(x) for x in re.findall(r"\bR(\d+)\b", sass)]
-    ops = collections.Counter()
-    wide = collections.Counter()
-    for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)", sass):
-        full = m.group(1)
-        ops[full.split(".")[0]] += 1
-        if full.startswith(("LDS", "LDG", "STS")):
-            wide[full] += 1
+    ins = instructions(sass)
+    ops = collections.Counter(op.split(".")[0] for _, op, _ in ins)
+    wide = collections.Counter(op for _, op, _ in ins if op.startswith(("LDS", "LDG", "STS")))
     lds = ops.get("LDS", 0)
     return {"max_register": max(regs, default=-1), "ops": dict(ops.most_common(16)),
             "memory_ops": dict(wide.most_common(8)),
             "ffma_per_lds": round(ops.get("FFMA", 0) / lds, 2) if lds else None,
             "instructions": sum(ops.values()), "spills": ops.get("LDL", 0) + ops.get("STL", 0),
-            "loop": main_loop(sass)}
+            "loop": main_loop(ins)}
 
 
-def main_loop(sass: str) -> dict | None:
-    """The longest loop of the program (a branch back to a lower address): its length in
-    instructions, its mix (FFMA's share is the most the FMA pipes can reach), and where
-    in it the global loads are issued against the first and last FFMA (a prefetch that
-    hides latency issues its loads before the FMAs it overlaps)."""
-    ins = [(int(a, 16), op) for a, op in
-           re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9.]+)[^;]*;", sass)]
-    backs = [(int(t, 16), a) for a, t in re.findall(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?BRA\s+(0x[0-9a-f]+)", sass)]
-    backs = [(t, int(a, 16)) for t, a in backs if t < int(a, 16)]
+def main_loop(ins: list[tuple[int, str, str]]) -> dict | None:
+    """The longest loop among `ins` (instructions: a branch back to a lower address): its
+    length in instructions, its mix (FFMA's share is the most the FMA pipes can reach), and
+    where in it the global loads are issued against the first and last FFMA (a prefetch
+    that hides latency issues its loads before the FMAs it overlaps)."""
+    backs = [(int(m.group(1), 16), a) for a, op, rest in ins if op == "BRA"
+             for m in [re.search(r"0x([0-9a-f]+)", rest)] if m and int(m.group(1), 16) < a]
     if not backs:
         return None
     lo, hi = max(backs, key=lambda b: b[1] - b[0])
-    body = [op for a, op in ins if lo <= a <= hi]
+    body = [op for a, op, _ in ins if lo <= a <= hi]
     kinds = collections.Counter(op.split(".")[0] for op in body)
     ffma = [i for i, op in enumerate(body) if op.startswith("FFMA")]
     loads = [i for i, op in enumerate(body) if op.startswith(("LDG", "TLD", "TEX"))]
