@@ -20,7 +20,7 @@ from shadertune.backends.gl.compute.driver import ComputeKernel
 from shadertune.backends.gl.compute.layout import ADDED_KNOBS, ComputeLayout, one_pass_np as one_pass
 from shadertune.backends.gl.compute.model import compute_ms, residency
 from shadertune.backends.gl.compute.space import COMPUTE_KNOBS, COMPUTE_PHASES, compute_space
-from shadertune.backends.gl.compute.space import compute_candidates as space_candidates
+from shadertune.backends.gl.space import compute_default_config, gl_space
 from shadertune.errors import InvalidConfig
 from shadertune.core.problem import Problem
 from shadertune.search.evaluate import Evaluator
@@ -372,12 +372,6 @@ def test_a_clamped_prefetch_hides_latency_with_half_the_warps():
                                                   H200)
     assert clamped == pytest.approx(one_slab, rel=0.05) and checked > 1.1 * one_slab
     assert wide < min(one_slab, clamped)
-
-    class Own:                     # the compute knobs of a full config in the H200 space
-        space = compute_space(p, H200)
-        constants = space.constants
-
-        def __contains__(self, c):
-            return self.space.why_invalid({k: c[k] for k in self.space.knobs}) is None
-    first = space_candidates(p, Own())[0]
+    limits = dict(H200, max_draw_buffers=8, max_texture_size=16384, max_texture_units=16, gl_version=450)
+    first = compute_default_config(p, gl_space(p, limits))
     assert (first["bm"], first["bn"], first["tm"], first["tn"], first["db"], first["clamp"]) == (128, 128, 8, 16, 1, 1)

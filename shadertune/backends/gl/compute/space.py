@@ -278,10 +278,10 @@ def compute_space(problem: Problem, limits: dict) -> Space:
 
 
 # The untuned compute defaults: 128 x 128 blocks of 8 x 16 an invocation (8 x 4 lanes
-# a group: a 64 x 64 warp tile), bk 8, the next stage prefetched in registers across the FMAs (db = 1) from
-# unchecked loads (clamp = 1): 43.1 TFLOP/s at 4096 on the H200, 0.88x cuBLAS, against
-# 39.9 for the one-slab 8 x 8 tile (bk 16, A k-major from 8-byte loads), the default
-# before it and the next candidate; then smaller blocks for products it does not fit or
+# a group: a 64 x 64 warp tile), bk 8, the next stage prefetched in registers across the
+# FMAs (db = 1) from unchecked loads (clamp = 1): 43.1 TFLOP/s at 4096 on the H200, 0.88x
+# cuBLAS, against 39.9 for the one-slab 8 x 8 tile (bk 16, A k-major from 8-byte loads),
+# the default before it and the next candidate; then smaller blocks for products it does not fit or
 # leaves with too few workgroups, and 16-wide blocks for a thin side (M or N at most
 # THIN_SIDE). A tile with its own knobs takes them; the others the first valid variant
 # of VARIANTS, every knob added since the 8 x 8 tile's measurement off. The cost model
