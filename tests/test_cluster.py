@@ -144,6 +144,41 @@ def test_a_batch_stops_starting_evaluations_when_told_and_returns_the_prefix(cli
     assert ev.measured == len(got)                          # nothing started is lost
 
 
+def test_the_scheduler_runs_in_its_own_process_and_ends_with_a_coordinator_killed_with_sigkill(
+        control):
+    # (scheduler_process.py) its own process: a core of its own for each evaluation's
+    # messages; its end: a coordinator killed outright must not leave it serving
+    import psutil
+    code = """
+        import os, sys, time
+        from shadertune.cluster import local_cluster
+        with local_cluster([0], [sys.argv[1]], env={"CLUSTER_FAKE_DIR": sys.argv[2]}) as c:
+            print(os.getpid(), c.run_on_scheduler(os.getpid), flush=True)
+            time.sleep(120)
+        """
+    p = popen_python(code, ONE, control, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        coordinator_pid, scheduler_pid = map(int, p.stdout.readline().split())
+        assert coordinator_pid == p.pid and scheduler_pid != p.pid
+        scheduler = psutil.Process(scheduler_pid)
+        assert scheduler.ppid() == p.pid
+    finally:
+        p.kill()
+        p.wait(30)
+    deadline = time.monotonic() + 30
+    while scheduler.is_running() and scheduler.status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the scheduler outlived its coordinator"
+        time.sleep(0.05)
+
+
+def test_a_scheduler_that_fails_to_start_says_why():
+    with pytest.raises(RuntimeError, match=r"scheduler's process failed to start \(it exited "
+                                           r"with status 1\): \w+") as e:
+        with local_cluster([0], [ONE], host="bad-host.invalid"):
+            pass
+    assert "\n" not in str(e.value) and "Traceback" not in str(e.value)     # its reason, one line
+
+
 def test_neither_workers_nor_scheduler_poll_nvml(client):
     # Dask's system monitor polls NVML on the event loops; where NVML answers slowly that
     # delays every evaluation's dispatch and return (notes/cluster.md)

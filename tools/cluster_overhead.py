@@ -5,13 +5,12 @@ GPUs, every evaluation a sleep of EVALUATION_SECONDS (a CUDA evaluation's order)
 
 depth: evaluations per second on 1 and 2 workers with 1 and 2 evaluations in flight a
 worker (coordinator.EVALUATIONS_PER_WORKER), against the ideal (workers / sleep).
-scheduler: the coordinator's CPU per evaluation with the Dask scheduler in its process
-(local_cluster) and in its own (`dask scheduler` and `python -m shadertune.cluster worker`
-subprocesses), two workers.
+scheduler: the coordinator's CPU per evaluation on a local cluster (local_cluster: the
+scheduler in a process of its own, the nannies in the coordinator's) and on a cluster of
+separate processes (`dask scheduler` and `python -m shadertune.cluster worker`), two workers.
 search: one model-strategy search (the fake with a cost model, 96 evaluations) on 1 and 2
-workers, with a climb's neighbours predicted in the coordinator (the host predictor) and,
-for comparison, asked of a worker as before session 19; with how many configs were timed
-ahead and how many of those the search then asked for.
+workers, twice each, with how many configs were timed ahead and how many of those the
+search then asked for.
 """
 import os
 import pathlib
@@ -57,14 +56,14 @@ def measure(client, count: int, label: str, workers: int) -> None:
 def depth() -> None:
     for workers in (1, 2):
         with local_cluster(list(range(workers)), [KIND], env=ENV) as client:
-            for n in (1, 2):
+            for n in (1, 2, 3):
                 coordinator_module.EVALUATIONS_PER_WORKER = n
                 measure(client, 36 * workers, f"{workers} workers, {n} in flight a worker", workers)
 
 
 def scheduler() -> None:
     with local_cluster([0, 1], [KIND], env=ENV) as client:
-        measure(client, 400, "scheduler in the coordinator's process", 2)
+        measure(client, 400, "local cluster (nannies in the coordinator's process)", 2)
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -80,7 +79,7 @@ def scheduler() -> None:
         from distributed import Client
         with Client(address) as client:
             client.wait_for_workers(2, timeout=60)
-            measure(client, 400, "scheduler in its own process", 2)
+            measure(client, 400, "scheduler and worker host in processes of their own", 2)
     finally:
         for proc in (workers, sched):
             proc.terminate()
@@ -88,27 +87,20 @@ def scheduler() -> None:
 
 
 def search() -> None:
-    from shadertune.cluster import remote, tune_table
+    from shadertune.cluster import tune_table
     from shadertune.search import Budget
-    here = remote.RemoteBackend._predict_here
     for workers in (1, 2):
         with local_cluster(list(range(workers)), ["cluster_fakes:ModelKind"], env=ENV) as client:
-            for where in ("coordinator", "worker", "coordinator", "worker"):
-                remote.RemoteBackend._predict_here = here if where == "coordinator" else \
-                    (lambda self, problem, configs: remote._UNASKED)
-                try:
-                    coord = Coordinator(client, "cluster_fakes:ModelKind")
-                    t0 = time.monotonic()
-                    ((_, (entry,)),) = tune_table(coord, [Problem(8, 8, 16)],
-                                                  strategy="model", budget=Budget(96), repeats=2)
-                    dt = time.monotonic() - t0
-                finally:
-                    remote.RemoteBackend._predict_here = here
+            for _ in range(2):
+                coord = Coordinator(client, "cluster_fakes:ModelKind")
+                t0 = time.monotonic()
+                ((_, (entry,)),) = tune_table(coord, [Problem(8, 8, 16)],
+                                              strategy="model", budget=Budget(96), repeats=2)
+                dt = time.monotonic() - t0
                 ahead = entry.get("ahead", {"timed": 0, "asked": 0})
-                print(f"{workers} workers, neighbours predicted in the {where}: {entry['evaluated']} "
-                      f"evaluations in {dt:.2f} s = {entry['evaluated'] / dt:.1f}/s "
-                      f"(ideal {workers / EVALUATION_SECONDS:.0f}/s), {ahead['timed']} timed ahead, "
-                      f"{ahead['asked']} of them asked for", flush=True)
+                print(f"{workers} workers: {entry['evaluated']} evaluations in {dt:.2f} s = "
+                      f"{entry['evaluated'] / dt:.1f}/s (ideal {workers / EVALUATION_SECONDS:.0f}/s), "
+                      f"{ahead['timed']} timed ahead, {ahead['asked']} of them asked for", flush=True)
 
 
 def main(argv) -> None:

@@ -6,6 +6,8 @@
 
 engine       the Dask adapter: local cluster, connection, a host's workers (rejoining a
              restarted scheduler), the nanny that says how a worker process died
+scheduler_process  a local cluster's scheduler in a process of its own (ends with its
+             coordinator)
 worker       a worker's backend (one per process, on its GPU), its evaluations on its GPU
              thread and its host work (compiles, long rankings) on a second thread
 coordinator  the workers grouped by device; flow control; faults reported (exclusions,

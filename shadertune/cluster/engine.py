@@ -157,10 +157,12 @@ def parse_gpus(text: str) -> list[int]:
 @contextlib.contextmanager
 def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = None):
     """A scheduler and one worker per entry of `gpus` serving `backends` on this machine,
-    listening on `host` only; yields a Client.  `env`: more environment for the workers."""
+    listening on `host` only; yields a Client.  `env`: more environment for the workers
+    (and the scheduler's process)."""
     require_distributed()
     import dask
-    from distributed import Client, Scheduler, SpecCluster
+    from distributed import Client, SpecCluster
+    from .scheduler_process import scheduler_process
     dask.config.set(DASK_CONFIG)         # read again whenever a nanny restarts its worker
     gpus = list(gpus)
     nanny = reporting_nanny()
@@ -169,12 +171,11 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
     specs = {name: {"cls": nanny,
                     "options": worker_options(g, name, backends, host, env, logging.CRITICAL)}
              for g, name in zip(gpus, worker_names(gpus))}
+    # the scheduler in a process of its own (scheduler_process.py: the coordinator's
+    # event loop then carries the client's half of each evaluation's messages only)
     cluster = SpecCluster(workers=specs, silence_logs=logging.CRITICAL,
-                          # the scheduler serves HTTP even without a dashboard: on a free
-                          # port (its default, 8787, warns on stderr when another Dask has it)
-                          scheduler={"cls": Scheduler,
-                                     "options": {"host": host, "dashboard_address": f"{host}:0",
-                                                 "dashboard": False}})
+                          scheduler={"cls": scheduler_process(),
+                                     "options": {"host": host, "env": env}})
     try:
         client = Client(cluster)
         try:
