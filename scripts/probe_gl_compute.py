@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Probe the GL compute family on a device (a measurement script, not a test).
 
-    scripts/probe-gl-compute OUT_DIR [--sweep 60] [--size 4096] [--cublas] [--binary]
-                                     [--sass N] [--base JSON] [--moves JSON|FILE]
+    scripts/probe-gl-compute OUT_DIR [--sweep 60] [--size 4096 | --shape MxNxK] [--cublas]
+                                     [--binary] [--sass N] [--base JSON] [--moves JSON|FILE]
 
 1. the device's compute limits (compute units, shared memory, subgroups);
 2. a correctness sweep: --sweep seeded random configs of the compute family on
    ragged, transposed, batched and split-K shapes, each built and run through the
    backend and checked against float64 (relative Frobenius error <= 1e-5);
-3. at --size: hand-picked configs (one knob moved at a time from the default; with
+3. at --size (or --shape): hand-picked configs (one knob moved at a time from the default; with
    --moves, the moves given: a JSON list of knob overrides, null for the base, on
    the default or on --base, itself overrides of the default),
    each verified on sampled rows and timed (GL timer queries, median of 10 after
@@ -122,14 +122,14 @@ def driver_sass(p, configs, out_dir, cache_dir) -> list[dict]:
     return rows
 
 
-def cublas_ms(n: int) -> float | None:
+def cublas_ms(m: int, n: int, k: int) -> float | None:
     try:
         import torch
     except ImportError:
         return None
     torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.rand(n, n, device="cuda")
-    b = torch.rand(n, n, device="cuda")
+    a = torch.rand(m, k, device="cuda")
+    b = torch.rand(k, n, device="cuda")
     for _ in range(3):
         torch.mm(a, b)
     times = []
@@ -165,6 +165,7 @@ def main(argv=None) -> int:
     ap.add_argument("out")
     ap.add_argument("--sweep", type=int, default=60, help="random configs to verify (0: none)")
     ap.add_argument("--size", type=int, default=4096, help="square size of the timed configs (0: none)")
+    ap.add_argument("--shape", default=None, metavar="MxNxK", help="the timed configs' shape (instead of --size)")
     ap.add_argument("--cublas", action="store_true", help="time torch's SGEMM (TF32 off) at --size too")
     ap.add_argument("--binary", action="store_true", help="save the default config's program binary")
     ap.add_argument("--sass", type=int, default=0, metavar="N",
@@ -195,13 +196,20 @@ def main(argv=None) -> int:
         rows = sweep(be, args.sweep)
         report["sweep"] = rows
         print(f"sweep: {sum(r['ok'] for r in rows)} of {len(rows)} correct, {time.time() - t0:.1f} s", flush=True)
-    if args.size:
-        n = args.size
-        p = Problem(n, n, n)
+    shape = (args.size,) * 3 if args.size else None
+    if args.shape:
+        try:
+            shape = tuple(int(t) for t in args.shape.lower().split("x"))
+            assert len(shape) == 3 and min(shape) > 0
+        except (ValueError, AssertionError):
+            ap.error(f"--shape: MxNxK with positive integers, got {args.shape!r}")
+    if shape:
+        m, n, kk = shape
+        p = Problem(m, n, kk)
         g = np.random.default_rng(0)
-        A = g.uniform(-1, 1, (n, n)).astype(np.float32)
-        B = g.uniform(-1, 1, (n, n)).astype(np.float32)
-        idx = np.linspace(0, n - 1, 64).astype(int)
+        A = g.uniform(-1, 1, (m, kk)).astype(np.float32)
+        B = g.uniform(-1, 1, (kk, n)).astype(np.float32)
+        idx = np.linspace(0, m - 1, min(m, 64)).astype(int)
         ref_rows = A[idx].astype(np.float64) @ B.astype(np.float64)
         space = be.space(p)
         default = compute_default_config(p, space)      # the compute family's, on any renderer
@@ -221,6 +229,7 @@ def main(argv=None) -> int:
                 row["warps_per_sm"] = resident_warps(be, p, cfg, A, B)
             rows.append(row)
             print(f"  {str(move or 'base'):40s} {row.get('tflops', 0):7.2f} TFLOP/s "
+                  f"{row.get('ms', 0) * 1e3:8.1f} us "
                   f"err {row.get('error', float('nan')):.1e} compile {row.get('compile_ms', 0):.0f} ms "
                   f"warps/SM {row.get('warps_per_sm')} {row.get('failure', '')}", flush=True)
         report["configs"] = rows
@@ -228,10 +237,11 @@ def main(argv=None) -> int:
             cfgs = [default if m is None else default.replace(**m) for m in moves[:args.sass]]
             report["sass"] = driver_sass(p, [c for c in cfgs if c in space], args.out, cache_dir)
         if args.cublas:
-            ms = cublas_ms(n)
+            ms = cublas_ms(m, n, kk)
             report["cublas_ms"] = ms
             if ms:
-                print(f"  cuBLAS SGEMM (TF32 off): {2 * n ** 3 / ms / 1e9:.2f} TFLOP/s", flush=True)
+                print(f"  cuBLAS SGEMM (TF32 off): {2 * m * n * kk / ms / 1e9:.2f} TFLOP/s, "
+                      f"{ms * 1e3:.1f} us", flush=True)
         if args.binary:
             with be.build(p, default) as k:
                 report["binary_bytes"] = program_binary(k, os.path.join(args.out, "default.bin"))
