@@ -13,7 +13,9 @@ inherit from the test process:
 - 'crash': every build of the config whose key the file holds ends its process at once
   (a kernel that takes the driver down with it);
 - 'compile-sleep': every precompile sleeps that many seconds (NVRTC's time);
-- 'build-sleep': every build sleeps that many seconds (an evaluation's GPU time).
+- 'build-sleep': every build sleeps that many seconds (an evaluation's GPU time);
+- 'build-spin': every build spins that many seconds in Python, holding the interpreter
+  lock (an evaluation's host work: launches, timing, verification in Python).
 Every precompile appends its configs' keys to 'precompiled' there, one a line, and a
 JSON line to 'chunks' ({thread, start, end, n}: when and where it ran); every build
 appends 'monotonic-time thread-name' to 'builds', every predict_ms 'N thread-name' to
@@ -45,6 +47,16 @@ def _sleep(name: str = "sleep") -> None:
         pass
 
 
+def _spin(name: str = "build-spin") -> None:
+    try:
+        with open(_control(name)) as f:
+            end = time.perf_counter() + float(f.read())
+    except OSError:
+        return
+    while time.perf_counter() < end:
+        pass
+
+
 def predicted(problem, configs):
     """A cost model: the fake's own cost surface, doubled (so that it is not the default
     None, nor the measured times).  Appends 'N thread-name pid' to 'predicted'."""
@@ -69,6 +81,7 @@ class OneKind(FakeBackend):
                 f.write(f"{time.monotonic()} {threading.current_thread().name}\n")
         _sleep()
         _sleep("build-sleep")
+        _spin()
         try:
             with open(_control("crash")) as f:
                 if f.read() == config.key:

@@ -211,6 +211,24 @@ def test_the_servers_timers_run_at_the_slower_intervals(client):
         assert answer["memory"] == 500, answer
 
 
+def test_every_stream_of_the_cluster_batches_for_a_millisecond_not_dasks_2_to_10(client):
+    # each evaluation's way out and back crosses four batched streams; at Dask's fixed
+    # 10 / 5 / 2 / 2 ms a round trip waited up to 19 ms (engine.STREAM_INTERVAL)
+    from shadertune.cluster.engine import STREAM_INTERVAL
+
+    def scheduler_streams(dask_scheduler):
+        return [b.interval for b in [*dask_scheduler.stream_comms.values(),
+                                     *dask_scheduler.client_comms.values()]]
+
+    def worker_stream(dask_worker):
+        return [dask_worker.batched_stream.interval]
+    on_scheduler = client.run_on_scheduler(scheduler_streams)
+    on_workers = client.run(worker_stream)
+    assert len(on_scheduler) >= 3 and len(on_workers) == 2      # 2 workers, the client(s)
+    for interval in [client.scheduler_comm.interval, *on_scheduler, *sum(on_workers.values(), [])]:
+        assert interval == STREAM_INTERVAL
+
+
 def test_each_evaluation_goes_to_the_worker_with_the_fewest_in_flight_the_one_idle_longest(client):
     # the coordinator places evaluations itself (Dask's placement sent 123 of 128 to
     # one of two GPUs): never a second one to a worker while another is idle, and at

@@ -1,5 +1,6 @@
 """What the cluster costs per evaluation, without a GPU: the tests' fake backend on fake
-GPUs, every evaluation a sleep of EVALUATION_SECONDS (a CUDA evaluation's order).
+GPUs, every evaluation EVALUATION_SECONDS (a CUDA evaluation's order): half a sleep (the
+GPU's time), half a spin in Python holding the interpreter lock (the host's work).
 
     PYTHONPATH=tests:. python tools/cluster_overhead.py [depth] [scheduler] [search]
 
@@ -104,7 +105,9 @@ def search() -> None:
 
 
 def main(argv) -> None:
-    pathlib.Path(CONTROL, "build-sleep").write_text(str(EVALUATION_SECONDS))
+    # an evaluation: half of it waiting on the GPU, half host work in Python (the GIL held)
+    pathlib.Path(CONTROL, "build-sleep").write_text(str(EVALUATION_SECONDS / 2))
+    pathlib.Path(CONTROL, "build-spin").write_text(str(EVALUATION_SECONDS / 2))
     for name in argv or ["depth", "scheduler"]:
         {"depth": depth, "scheduler": scheduler, "search": search}[name]()
 

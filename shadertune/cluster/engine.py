@@ -70,6 +70,36 @@ DASK_CONFIG = {
 
 INSTALL_HINT = "pip install 'shadertune[cluster]' (Dask distributed)"
 
+# How long a thread that wants the interpreter lock waits before the running thread must
+# hand it over (CPython's default: 5 ms).  In a worker the GPU thread works in Python
+# (launches, timing, verification) while the event loop thread waits to take the next
+# task in and send a result out; in the coordinator the search threads work while the
+# loop carries every evaluation's messages.  Each of a message's steps on the loop waits
+# up to this long for the lock, and a round trip takes several.
+SWITCH_INTERVAL = 0.0005
+
+
+# Dask batches the messages of each stream: once a batch went out, the next waits until
+# this long after it (client to scheduler 10 ms, scheduler to worker 5 ms, worker to
+# scheduler and scheduler to client 2 ms, fixed in distributed's code).  A stream that
+# carries a message every few ms (an evaluation's way out and back, with several in
+# flight) then waits up to the interval at each hop: up to 19 ms a round trip, against
+# CUDA evaluations of 15-40 ms.  1 ms keeps a batch per burst and drops most of the wait.
+STREAM_INTERVAL = 0.001
+
+
+def quick_stream(stream) -> None:
+    """A Dask BatchedSend (or None, not connected yet) sent at most STREAM_INTERVAL apart."""
+    if stream is not None and getattr(stream, "interval", 0) > STREAM_INTERVAL:
+        stream.interval = STREAM_INTERVAL
+
+
+def quick_lock_handover() -> None:
+    """This process's interpreter lock handed over after SWITCH_INTERVAL (the cluster's
+    processes: workers and coordinator)."""
+    import sys
+    sys.setswitchinterval(SWITCH_INTERVAL)
+
 
 def require_distributed():
     """The distributed module, or one clear error saying how to get it."""
@@ -164,6 +194,7 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
     from distributed import Client, SpecCluster
     from .scheduler_process import scheduler_process
     dask.config.set(DASK_CONFIG)         # read again whenever a nanny restarts its worker
+    quick_lock_handover()
     gpus = list(gpus)
     nanny = reporting_nanny()
     # the coordinator reports what matters (exclusions, failed evaluations) in its own
@@ -178,6 +209,7 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
                                      "options": {"host": host, "env": env}})
     try:
         client = Client(cluster)
+        quick_stream(client.scheduler_comm)
         try:
             client.wait_for_workers(len(gpus), timeout=120)
             yield client
@@ -222,11 +254,13 @@ def connect(address: str, timeout: float = 30.0):
     require_distributed()
     from distributed import Client
     check_reachable(address)
+    quick_lock_handover()
     try:
         client = Client(address, timeout=timeout)
     except (OSError, TimeoutError) as e:
         raise ShadertuneError(f"cannot reach the Dask scheduler at {address}: "
                               f"{' '.join(str(e).split()) or type(e).__name__}") from None
+    quick_stream(client.scheduler_comm)
     try:
         yield client
     finally:

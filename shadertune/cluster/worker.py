@@ -58,7 +58,7 @@ from ..backends.base import Backend, DeviceInfo
 from ..errors import ContextError, ShadertuneError
 from ..search.evaluate import Evaluator, _line
 from ..search.ranking import children, forget_children
-from .engine import GPU_ENV
+from .engine import GPU_ENV, quick_lock_handover, quick_stream
 
 # constructor keyword that picks the GPU, per backend name
 DEVICE_OPTION = {"gl": "device_index", "cuda": "device_id"}
@@ -190,6 +190,8 @@ class BackendPlugin(WorkerPlugin):
 
     async def setup(self, worker) -> None:
         _leave_ctrl_c_to_the_parent()
+        quick_lock_handover()
+        quick_stream(worker.batched_stream)          # its results' way to the scheduler
         self.worker_name = str(worker.name)
         self.address = worker.address
         self.gpu = gpu_index(worker)
