@@ -211,6 +211,41 @@ def test_the_servers_timers_run_at_the_slower_intervals(client):
         assert answer["memory"] == 500, answer
 
 
+def test_each_worker_runs_its_blas_on_its_share_of_the_hosts_cores(monkeypatch):
+    # Dask's nannies start workers with one BLAS thread: the float64 reference of a
+    # 3072^3 problem then took a worker's GPU thread 3 s on one core (engine.share_host_cores)
+    import dask
+    from shadertune.cluster import engine
+    key = "distributed.nanny.pre-spawn-environ"
+    before = dask.config.get(key)
+    try:
+        monkeypatch.setattr("shadertune.core.cpus.usable_cpus", lambda: 64)
+        for v in engine.BLAS_THREAD_VARIABLES:
+            monkeypatch.delenv(v, raising=False)
+        engine.share_host_cores(4)
+        got = dask.config.get(key)
+        assert {v: got[v] for v in engine.BLAS_THREAD_VARIABLES} == dict.fromkeys(
+            engine.BLAS_THREAD_VARIABLES, "16")
+        assert got["MALLOC_TRIM_THRESHOLD_"] == before["MALLOC_TRIM_THRESHOLD_"]   # Dask's kept
+        engine.share_host_cores(128)
+        assert dask.config.get(key)["OPENBLAS_NUM_THREADS"] == "1"
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")               # the user's setting wins
+        engine.share_host_cores(4)
+        assert dask.config.get(key)["OMP_NUM_THREADS"] == "3"
+    finally:
+        dask.config.set({key: before})
+
+
+def test_the_workers_environment_has_their_share_of_blas_threads(client):
+    from shadertune.cluster.engine import BLAS_THREAD_VARIABLES
+    from shadertune.core.cpus import usable_cpus
+    share = str(max(1, usable_cpus() // 2))           # the module's cluster: 2 workers
+    got = client.run(lambda: {v: os.environ.get(v) for v in BLAS_THREAD_VARIABLES})
+    assert len(got) == 2
+    for env in got.values():
+        assert env == {v: os.environ.get(v, share) for v in BLAS_THREAD_VARIABLES}, env
+
+
 def test_every_stream_of_the_cluster_batches_for_a_millisecond_not_dasks_2_to_10(client):
     # each evaluation's way out and back crosses four batched streams; at Dask's fixed
     # 10 / 5 / 2 / 2 ms a round trip waited up to 19 ms (engine.STREAM_INTERVAL)

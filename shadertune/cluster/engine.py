@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import time
@@ -92,6 +93,25 @@ def quick_stream(stream) -> None:
     """A Dask BatchedSend (or None, not connected yet) sent at most STREAM_INTERVAL apart."""
     if stream is not None and getattr(stream, "interval", 0) > STREAM_INTERVAL:
         stream.interval = STREAM_INTERVAL
+
+
+# The BLAS thread counts a Dask nanny puts in its worker's environment before starting
+# it (distributed.nanny.pre-spawn-environ: 1 by Dask's default, for workers that run many
+# numpy tasks at once).  A tuning worker runs one numpy task at a time, the float64
+# reference of each problem it evaluates (58 GFLOP at 3072^3: seconds on one core, while
+# its GPU waits), so each worker gets its share of the host's cores instead.
+BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def share_host_cores(workers_on_host: int) -> None:
+    """Each of this host's `workers_on_host` workers, started after this, runs its BLAS on
+    its share of the host's cores (a variable set in this process's environment wins)."""
+    import dask
+    from ..core.cpus import usable_cpus
+    threads = str(max(1, usable_cpus() // max(1, workers_on_host)))
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {})
+    environ.update({v: os.environ.get(v, threads) for v in BLAS_THREAD_VARIABLES})
+    dask.config.set({"distributed.nanny.pre-spawn-environ": environ})
 
 
 def quick_lock_handover() -> None:
@@ -196,6 +216,7 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
     dask.config.set(DASK_CONFIG)         # read again whenever a nanny restarts its worker
     quick_lock_handover()
     gpus = list(gpus)
+    share_host_cores(len(gpus))
     nanny = reporting_nanny()
     # the coordinator reports what matters (exclusions, failed evaluations) in its own
     # words: a local cluster's log lines would break the CLI's one-line errors
@@ -282,6 +303,7 @@ def run_workers(address: str, gpus, backends, host: str | None = None,
     dask.config.set(DASK_CONFIG)
     prefix = (name_prefix if name_prefix is not None else socket.gethostname()) + "-"
     gpus = list(gpus)
+    share_host_cores(len(gpus))
     nanny = reporting_nanny()
     say = on_event or (lambda message: None)
 
