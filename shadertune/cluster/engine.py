@@ -72,11 +72,11 @@ DASK_CONFIG = {
 INSTALL_HINT = "pip install 'shadertune[cluster]' (Dask distributed)"
 
 # How long a thread that wants the interpreter lock waits before the running thread must
-# hand it over (CPython's default: 5 ms).  In a worker the GPU thread works in Python
-# (launches, timing, verification) while the event loop thread waits to take the next
-# task in and send a result out; in the coordinator the search threads work while the
-# loop carries every evaluation's messages.  Each of a message's steps on the loop waits
-# up to this long for the lock, and a round trip takes several.
+# hand it over (CPython's default: 5 ms), in a worker process: its GPU thread works in
+# Python (launches, timing, verification) while its event loop thread waits to take the
+# next task in and send a result out, and each of a message's steps on the loop may wait
+# this long for the lock.  (Set in the workers only, which are shadertune's processes; the
+# coordinator may be a user's program.)
 SWITCH_INTERVAL = 0.0005
 
 
@@ -115,8 +115,7 @@ def share_host_cores(workers_on_host: int) -> None:
 
 
 def quick_lock_handover() -> None:
-    """This process's interpreter lock handed over after SWITCH_INTERVAL (the cluster's
-    processes: workers and coordinator)."""
+    """This process's interpreter lock handed over after SWITCH_INTERVAL (a worker's)."""
     import sys
     sys.setswitchinterval(SWITCH_INTERVAL)
 
@@ -214,7 +213,6 @@ def local_cluster(gpus, backends, host: str = "127.0.0.1", env: dict | None = No
     from distributed import Client, SpecCluster
     from .scheduler_process import scheduler_process
     dask.config.set(DASK_CONFIG)         # read again whenever a nanny restarts its worker
-    quick_lock_handover()
     gpus = list(gpus)
     share_host_cores(len(gpus))
     nanny = reporting_nanny()
@@ -275,7 +273,6 @@ def connect(address: str, timeout: float = 30.0):
     require_distributed()
     from distributed import Client
     check_reachable(address)
-    quick_lock_handover()
     try:
         client = Client(address, timeout=timeout)
     except (OSError, TimeoutError) as e:

@@ -145,6 +145,11 @@ def _serve(host: str) -> None:
             scheduler.add_plugin(_quick_streams())
             sys.stdout.write(json.dumps({"address": scheduler.address}) + "\n")
             sys.stdout.flush()
+            # nobody reads the pipe after that line: anything printed later goes nowhere
+            # rather than filling it and blocking this process
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
             # the cluster's close terminates it over its comm; the coordinator's end, here
             done = asyncio.ensure_future(scheduler.finished())
             stop = asyncio.ensure_future(ended.wait())

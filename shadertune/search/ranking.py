@@ -19,6 +19,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Sequence
 
+from ..core.children import quiet_child
 from ..core.config import Config
 from ..core.cpus import usable_cpus
 from .options import SearchOptions
@@ -126,13 +127,6 @@ def child_count(space) -> int | None:
         return None
 
 
-def ignore_ctrl_c() -> None:
-    """A child's Ctrl-C is its parent's to handle (a terminal sends it to the whole
-    process group): the parent stops its search and shuts the children down."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _rank_in_child(payload: bytes) -> tuple[list[Config] | None, int]:
     import cloudpickle
     space, predictor, problem, seed, limit = cloudpickle.loads(payload)
@@ -154,7 +148,7 @@ def children() -> ProcessPoolExecutor:
         if _pool is None:
             _pool = ProcessPoolExecutor(max(1, min(MAX_CHILDREN, usable_cpus())),
                                         mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=ignore_ctrl_c)
+                                        initializer=quiet_child)
         return _pool
 
 

@@ -12,6 +12,7 @@ import tempfile
 import threading
 from concurrent.futures import CancelledError
 
+from ...core.children import exit_with_parent
 from ...core.cpus import usable_cpus
 from ...errors import BuildError
 from . import compile_marks
@@ -117,7 +118,9 @@ def compile_many(sources: list[str], arch: str, workers: int | None = None) -> l
     if todo:
         workers = workers or min(len(todo), usable_cpus())
         # spawn, not fork: the parent may hold a CUDA context a child must not inherit
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+        # (children that end with this process: a parent killed outright leaves none behind)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=exit_with_parent) as ex:
             for s, fut in [(s, ex.submit(_compile_quiet, s, arch)) for s in todo]:
                 errors[s] = fut.result()
     return [errors.get(s) for s in sources]
@@ -161,7 +164,8 @@ def _pool_factory(workers: int):
     context a child must not inherit; tests use threads)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=exit_with_parent)
 
 
 def compile_ahead(sources: list[str], arch: str) -> None:
