@@ -17,7 +17,8 @@ inherit from the test process:
 - 'build-spin': every build spins that many seconds in Python, holding the interpreter
   lock (an evaluation's host work: launches, timing, verification in Python).
 Every precompile appends its configs' keys to 'precompiled' there, one a line, and a
-JSON line to 'chunks' ({thread, start, end, n}: when and where it ran); every build
+JSON line to 'chunks' ({thread, pid, start, end, n, first}: when and where it ran, its
+size and first config's key); every build
 appends 'monotonic-time thread-name' to 'builds', every predict_ms 'N thread-name' to
 'predicted'.
 """
@@ -112,8 +113,9 @@ class OneKind(FakeBackend):
         with open(_control("precompiled"), "a") as f:
             f.writelines(f"{c.key}\n" for c in configs)
         with open(_control("chunks"), "a") as f:
-            f.write(json.dumps({"thread": threading.current_thread().name, "start": start,
-                                "end": time.monotonic(), "n": len(configs)}) + "\n")
+            f.write(json.dumps({"thread": threading.current_thread().name, "pid": os.getpid(),
+                                "start": start, "end": time.monotonic(), "n": len(configs),
+                                "first": configs[0].key if configs else None}) + "\n")
 
     def predict_ms(self, problem, configs):
         return predicted(problem, configs)

@@ -119,9 +119,10 @@ def test_many_farms_a_batch_out_over_both_workers_and_the_coordinator_writes_it(
         assert all(r.device == KEY and r.backend == "fake" for r in got)
         assert sorted(r.config.key for r in rows(tmp_path / "t.sqlite")) == \
             sorted({c.key for c in batch})                      # written once each, here
-        # the batch was announced first: a worker precompiled it (CUDA: NVRTC in parallel)
-        assert (control / "precompiled").read_text().split() == list(dict.fromkeys(
-            c.key for c in batch))
+        # the batch was announced first: the workers precompiled it, each config once
+        # (CUDA: NVRTC in parallel; chunks side by side on the two workers)
+        assert sorted((control / "precompiled").read_text().split()) == sorted(
+            dict.fromkeys(c.key for c in batch))
         with Store(tmp_path / "t.sqlite") as s:                 # with its measuring time
             assert s.measured_seconds("fake", KEY, P, "fake-templates-1", batch)[1] == 0
         # a second search replays the store: nothing goes to the workers
@@ -386,15 +387,22 @@ def test_a_batch_compiles_beside_the_gpus_chunk_by_chunk_while_they_time(client,
         (control / "compile-sleep").unlink()
         (control / "build-sleep").unlink()
     assert [r.status for r in got] == ["ok"] * len(batch)
-    # compiled once each, in the batch's order, in chunks: first one per GPU of the
-    # host, then one per core, each on a worker's compile thread, never its GPU thread
-    assert (control / "precompiled").read_text().split() == [c.key for c in batch]
+    # compiled once each, in chunks that tile the batch in its order: first one per GPU
+    # of the host, then the host's cores shared among its workers, each on a worker's
+    # compile thread, never its GPU thread
+    keys = [c.key for c in batch]
+    assert sorted((control / "precompiled").read_text().split()) == sorted(keys)
     chunks = [json.loads(line) for line in (control / "chunks").read_text().splitlines()]
+    chunks.sort(key=lambda ch: keys.index(ch["first"]))
+    assert [keys.index(ch["first"]) for ch in chunks] == \
+        [sum(ch["n"] for ch in chunks[:i]) for i in range(len(chunks))]
     from shadertune.cluster.compiles import MIN_CHUNK
     cores = max(st.cpus for st in group.coordinator.statuses.values())
     assert chunks[0]["n"] == 2 and len(chunks) > 2
-    assert all(ch["n"] <= max(MIN_CHUNK, cores) for ch in chunks[1:])
+    assert all(ch["n"] <= max(MIN_CHUNK, cores // 2) for ch in chunks[1:])
     assert not any(ch["thread"].startswith("shadertune-gpu") for ch in chunks)
+    # side by side on the two workers: a chunk's first compile does not hold back the next
+    assert chunks[1]["pid"] != chunks[0]["pid"] and chunks[1]["start"] < chunks[0]["end"]
     builds = [line.split() for line in (control / "builds").read_text().splitlines()]
     assert all(thread.startswith("shadertune-gpu") for _, thread in builds)
     # the GPUs started on the first chunk while the later ones compiled
