@@ -4,8 +4,8 @@ GPU's time), half a spin in Python holding the interpreter lock (the host's work
 
     PYTHONPATH=tests:. python tools/cluster_overhead.py [depth] [scheduler] [search]
 
-depth: evaluations per second on 1 and 2 workers with 1 and 2 evaluations in flight a
-worker (coordinator.EVALUATIONS_PER_WORKER), against the ideal (workers / sleep).
+depth: evaluations per second on 1 and 2 workers with 1, 2 and 3 evaluations in flight a
+worker (coordinator.EVALUATIONS_PER_WORKER), against the ideal (workers / evaluation).
 scheduler: the coordinator's CPU per evaluation on a local cluster (local_cluster: the
 scheduler in a process of its own, the nannies in the coordinator's) and on a cluster of
 separate processes (`dask scheduler` and `python -m shadertune.cluster worker`), two workers.
