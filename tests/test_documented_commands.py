@@ -108,8 +108,10 @@ def test_a_documented_command_is_one_its_tool_takes(page, command, gl, capsys):
         pytest.fail(f"{page}: {command}: {capsys.readouterr().err.strip()} (exit {e.code})")
 
 
+# (files only: a run of the scripts with bytecode on leaves scripts/__pycache__ there)
 LAUNCHERS = sorted(p for p in (ROOT / "scripts").iterdir()
-                   if "." not in p.name and p.read_text().startswith("#!/usr/bin/env python3"))
+                   if p.is_file() and "." not in p.name
+                   and p.read_text().startswith("#!/usr/bin/env python3"))
 
 HELP_ALL = """
 import contextlib, io, os, runpy, sys
