@@ -77,4 +77,21 @@ def popen_python(code: str | None = None, *args, env: dict | None = None, paths=
     return subprocess.Popen(_argv(code, args), env=child_env(*paths, **(env or {})), **kw)
 
 
-__all__ = ["ROOT", "TESTS", "THREAD_FAILED", "child_env", "popen_python", "run_python"]
+def wait_ended(pids, seconds: float, what: str) -> None:
+    """Return once every process of `pids` has ended (gone, or a zombie nobody reaped:
+    an orphan's new parent may not reap); fail the test after `seconds`."""
+    import time
+    import psutil
+
+    def ended(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+    deadline = time.monotonic() + seconds
+    while not all(ended(p) for p in pids):
+        assert time.monotonic() < deadline, f"{what} outlived their parent"
+        time.sleep(0.05)
+
+
+__all__ = ["ROOT", "TESTS", "THREAD_FAILED", "child_env", "popen_python", "run_python", "wait_ended"]

@@ -2,11 +2,11 @@
 SIGKILL (a cluster worker killed by hand or by its nanny, the OOM killer) must not leave
 its ranking or compile pool's processes waiting on their queue for good."""
 import signal
-import time
+import subprocess
 
 import pytest
 
-from subproc import popen_python
+from subproc import popen_python, wait_ended
 
 psutil = pytest.importorskip("psutil")
 
@@ -14,13 +14,6 @@ POOLS = {
     "ranking": "from shadertune.search.ranking import children; pool = children()",
     "cuda compile": "from shadertune.backends.cuda.compiler import _pool_factory; pool = _pool_factory(2)",
 }
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 @pytest.mark.parametrize("pool", sorted(POOLS))
@@ -32,7 +25,6 @@ wait([pool.submit(os.getpid) for _ in range(4)])
 print(" ".join(str(p) for p in pool._processes), flush=True)
 time.sleep(120)
 """
-    import subprocess
     p = popen_python(code, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         pids = [int(t) for t in p.stdout.readline().split()]
@@ -40,7 +32,4 @@ time.sleep(120)
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait(30)
-    deadline = time.monotonic() + 20
-    while not all(gone(c) for c in pids):
-        assert time.monotonic() < deadline, f"{pool} pool children outlived their parent"
-        time.sleep(0.05)
+    wait_ended(pids, 20, f"the {pool} pool's children")

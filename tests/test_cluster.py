@@ -16,7 +16,7 @@ pytest.importorskip("distributed")
 
 from cluster_fakes import OneKind                                          # noqa: E402
 from fake_backend import FakeBackend, best_correct, cost_ms               # noqa: E402
-from subproc import child_env, popen_python, run_python                   # noqa: E402
+from subproc import child_env, popen_python, run_python, wait_ended       # noqa: E402
 
 from shadertune.cluster import ClusterEvaluator, Coordinator, local_cluster, tune_table  # noqa: E402
 from shadertune.core.config import Config                                      # noqa: E402
@@ -161,20 +161,11 @@ def test_the_scheduler_runs_in_its_own_process_and_ends_with_a_coordinator_kille
     try:
         coordinator_pid, scheduler_pid = map(int, p.stdout.readline().split())
         assert coordinator_pid == p.pid and scheduler_pid != p.pid
-        scheduler = psutil.Process(scheduler_pid)
-        assert scheduler.ppid() == p.pid
+        assert psutil.Process(scheduler_pid).ppid() == p.pid
     finally:
         p.kill()
         p.wait(30)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if scheduler.status() == psutil.STATUS_ZOMBIE:
-                break
-        except psutil.NoSuchProcess:
-            break
-        assert time.monotonic() < deadline, "the scheduler outlived its coordinator"
-        time.sleep(0.05)
+    wait_ended([scheduler_pid], 30, "the scheduler")
 
 
 def test_a_scheduler_that_fails_to_start_says_why():

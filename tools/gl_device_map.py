@@ -9,9 +9,12 @@ device's CUDA ordinal is printed too.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 LOAD = r"""
 import sys, time
@@ -36,25 +39,22 @@ print(ctx.info["GL_RENDERER"], flush=True)
 
 
 def egl_cuda_ordinals() -> list:
-    """EGL_CUDA_DEVICE_NV of each EGL device (None where the driver does not say)."""
+    """EGL_CUDA_DEVICE_NV of each EGL device (None where the driver does not say), through
+    the EGL entry points the GL backend loads (egl_compat._Egl)."""
     import ctypes
+    from shadertune.backends.gl.platform.egl_compat import _MAX_DEVICES, _Egl
     try:
-        egl = ctypes.CDLL("libEGL.so.1")
+        egl = _Egl()
     except OSError:
         return []
-    get = egl.eglGetProcAddress
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_char_p]
-    q_devices = get(b"eglQueryDevicesEXT")
-    q_attrib = get(b"eglQueryDeviceAttribEXT")
-    if not q_devices or not q_attrib:
+    devices, n = (ctypes.c_void_p * _MAX_DEVICES)(), ctypes.c_int()
+    if not egl.query_devices(_MAX_DEVICES, devices, ctypes.byref(n)):
         return []
-    q_devices = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
-                                 ctypes.POINTER(ctypes.c_int))(q_devices)
+    q_attrib = egl.get_proc(b"eglQueryDeviceAttribEXT")
+    if not q_attrib:
+        return [None] * n.value
     q_attrib = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_int,
                                 ctypes.POINTER(ctypes.c_ssize_t))(q_attrib)
-    devices, n = (ctypes.c_void_p * 16)(), ctypes.c_int()
-    if not q_devices(16, devices, ctypes.byref(n)):
-        return []
     out = []
     for i in range(n.value):
         value = ctypes.c_ssize_t(-1)

@@ -47,7 +47,7 @@ class CompileAhead:
         for host, addrs in group.hosts().items():
             self._hosts[host] = {"done": 0, "next": 0, "flight": [], "finished": {},
                                  "retry": [], "gpus": len(addrs)}
-            self._fill(host)
+            self._fill(host, addrs)
 
     def ready(self) -> int:
         """How many configs, from the batch's start, every host has compiled."""
@@ -91,12 +91,12 @@ class CompileAhead:
             h["flight"] = flying
             while h["done"] in h["finished"]:
                 h["done"] = h["finished"].pop(h["done"])
-            self._fill(host)
+            self._fill(host, live[host])
 
-    def _fill(self, host: str) -> None:
-        """Chunks sent to the host until each of its workers has one (a retried one first)."""
+    def _fill(self, host: str, addrs: list[str]) -> None:
+        """Chunks sent to the host's live workers `addrs` until each has one (a retried
+        one first)."""
         h = self._hosts[host]
-        addrs = self.group.hosts().get(host) or []
         while addrs and len(h["flight"]) < len(addrs):
             if h["retry"]:
                 start, end = h["retry"].pop(0)

@@ -71,15 +71,6 @@ DASK_CONFIG = {
 
 INSTALL_HINT = "pip install 'shadertune[cluster]' (Dask distributed)"
 
-# How long a thread that wants the interpreter lock waits before the running thread must
-# hand it over (CPython's default: 5 ms), in a worker process: its GPU thread works in
-# Python (launches, timing, verification) while its event loop thread waits to take the
-# next task in and send a result out, and each of a message's steps on the loop may wait
-# this long for the lock.  (Set in the workers only, which are shadertune's processes; the
-# coordinator may be a user's program.)
-SWITCH_INTERVAL = 0.0005
-
-
 # Dask batches the messages of each stream: once a batch went out, the next waits until
 # this long after it (client to scheduler 10 ms, scheduler to worker 5 ms, worker to
 # scheduler and scheduler to client 2 ms, fixed in distributed's code).  A stream that
@@ -113,11 +104,6 @@ def share_host_cores(workers_on_host: int) -> None:
     environ.update({v: os.environ.get(v, threads) for v in BLAS_THREAD_VARIABLES})
     dask.config.set({"distributed.nanny.pre-spawn-environ": environ})
 
-
-def quick_lock_handover() -> None:
-    """This process's interpreter lock handed over after SWITCH_INTERVAL (a worker's)."""
-    import sys
-    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 def require_distributed():

@@ -174,9 +174,9 @@ if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(f"usage: python -m {__spec__.name if __spec__ else 'scheduler_process'} HOST")
     import logging
-    import signal
+    from shadertune.core.children import leave_ctrl_c_to_the_parent
     logging.getLogger("distributed").setLevel(logging.ERROR)
-    # Ctrl-C in a terminal reaches the whole process group: the coordinator answers it
-    # (it stops its search, records what it has and closes the cluster, this process too)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the coordinator answers Ctrl-C (it stops its search, records what it has and closes
+    # the cluster, this process too)
+    leave_ctrl_c_to_the_parent()
     _serve(sys.argv[1])

@@ -41,9 +41,8 @@ import asyncio
 import hashlib
 import multiprocessing
 import os
-import signal
 import socket
-import threading
+import sys
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -55,10 +54,11 @@ from distributed import WorkerPlugin, get_worker
 
 from ..core.cpus import usable_cpus
 from ..backends.base import Backend, DeviceInfo
+from ..core.children import leave_ctrl_c_to_the_parent
 from ..errors import ContextError, ShadertuneError
 from ..search.evaluate import Evaluator, _line
 from ..search.ranking import children, forget_children
-from .engine import GPU_ENV, quick_lock_handover, quick_stream
+from .engine import GPU_ENV, quick_stream
 
 # constructor keyword that picks the GPU, per backend name
 DEVICE_OPTION = {"gl": "device_index", "cuda": "device_id"}
@@ -117,14 +117,20 @@ def open_backend(spec: str, gpu: int) -> Backend:
 
 
 def _leave_ctrl_c_to_the_parent() -> None:
-    """A worker process ignores SIGINT.  Ctrl-C in a terminal reaches the whole process
-    group: the process that started the workers (the search with --workers, or the
-    worker command) stops and closes them, while each worker process would otherwise
-    print a traceback of its own.  Only in a process a nanny started (a multiprocessing
-    child), and only from its main thread, where signal handlers are set."""
-    if multiprocessing.parent_process() is not None and \
-            threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """A worker process ignores SIGINT: the process that started the workers (the search
+    with --workers, or the worker command) stops and closes them on Ctrl-C.  Only in a
+    process a nanny started (a multiprocessing child)."""
+    if multiprocessing.parent_process() is not None:
+        leave_ctrl_c_to_the_parent()
+
+
+# How long a thread that wants the interpreter lock waits before the running thread must
+# hand it over (CPython's default: 5 ms), in a worker process: its GPU thread works in
+# Python (launches, timing, verification) while its event loop thread waits to take the
+# next task in and send a result out, and each of a message's steps on the loop may wait
+# this long for the lock.  (Set in the workers only, which are shadertune's processes; the
+# coordinator may be a user's program.)
+SWITCH_INTERVAL = 0.0005
 
 
 def plugin_name(spec: str) -> str:
@@ -190,7 +196,7 @@ class BackendPlugin(WorkerPlugin):
 
     async def setup(self, worker) -> None:
         _leave_ctrl_c_to_the_parent()
-        quick_lock_handover()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         quick_stream(worker.batched_stream)          # its results' way to the scheduler
         self.worker_name = str(worker.name)
         self.address = worker.address

@@ -28,9 +28,16 @@ def exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True, name="parent-watch").start()
 
 
+def leave_ctrl_c_to_the_parent() -> None:
+    """This process ignores SIGINT: a terminal's Ctrl-C reaches the whole process group,
+    and the process that started this one answers it (it stops its work and ends its
+    children), where this one would print a traceback of its own.  From the main thread
+    only, where signal handlers are set."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def quiet_child() -> None:
-    """A pool child's initializer: it ends with its parent, and a terminal's Ctrl-C (sent
-    to the whole process group) is the parent's to handle: the parent stops its work and
-    shuts its children down."""
+    """A pool child's initializer: it ends with its parent and leaves Ctrl-C to it."""
     exit_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    leave_ctrl_c_to_the_parent()
