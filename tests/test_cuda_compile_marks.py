@@ -1,4 +1,4 @@
-"""A compile in progress is marked in the cubin cache (backends/cuda/compile_marks.py): a
+"""A compile in progress is marked in the cubin cache (core/compile_marks.py): a
 build in another process of the host waits for that compile instead of compiling the
 kernel again; a leftover mark (its process gone, or too old) is taken over; a compile
 ahead that was ended leaves no mark behind.  NVRTC is the CuPy stand-in's
@@ -12,7 +12,8 @@ import time
 import pytest
 
 import fake_cupy
-from shadertune.backends.cuda import CUDABackend, codegen, compile_marks, compiler
+from shadertune.backends.cuda import CUDABackend, codegen, compiler
+from shadertune.core import compile_marks
 from shadertune.core.problem import Problem
 
 
@@ -184,7 +185,7 @@ def test_a_pool_child_that_dies_mid_compile_frees_the_kernel_at_once(nvrtc, tmp_
     from subproc import run_python
     src, arch, path = _source_and_path()
     assert compile_marks.claim(path)                    # the parent's mark
-    r = run_python(None, "-c", "import pathlib, sys; from shadertune.backends.cuda import "
+    r = run_python(None, "-c", "import pathlib, sys; from shadertune.core import "
                    "compile_marks; compile_marks.restamp(pathlib.Path(sys.argv[1]))", str(path))
     assert r.returncode == 0, r.stderr
     host, pid, _ = compile_marks.mark_of(path).read_text().split()

@@ -15,7 +15,7 @@ Chunks run side by side on a host's workers (one each), so that one chunk's firs
 compile does not hold back the chunks after it: with one chunk at a time a host, a
 batch of 8 on 4 GPUs waited two compiles in a row before its second half was sent.  Workers of one host share its
 compile cache (the host is the worker's machine name), where a compile in progress
-is marked (backends/cuda/compile_marks.py): a build of it on another worker waits
+is marked (core/compile_marks.py): a build of it on another worker waits
 for its cubin, so no config is compiled twice on a host.
 
 A host whose workers all left drops out of the plan (its next workers compile

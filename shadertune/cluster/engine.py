@@ -96,12 +96,14 @@ BLAS_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THR
 
 def share_host_cores(workers_on_host: int) -> None:
     """Each of this host's `workers_on_host` workers, started after this, runs its BLAS on
-    its share of the host's cores (a variable set in this process's environment wins)."""
+    its share of the host's cores (a variable set in this process's environment wins), and
+    sizes its compile pools by that share (core.cpus.compile_share)."""
     import dask
-    from ..core.cpus import usable_cpus
+    from ..core.cpus import HOST_WORKERS, usable_cpus
     threads = str(max(1, usable_cpus() // max(1, workers_on_host)))
     environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {})
     environ.update({v: os.environ.get(v, threads) for v in BLAS_THREAD_VARIABLES})
+    environ[HOST_WORKERS] = str(max(1, workers_on_host))   # their compile pools' share too
     dask.config.set({"distributed.nanny.pre-spawn-environ": environ})
 
 

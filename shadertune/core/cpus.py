@@ -11,3 +11,18 @@ def usable_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):        # no affinity on this platform
         return os.cpu_count() or 1
+
+
+# set by a cluster in each worker's environment (cluster/engine.share_host_cores)
+HOST_WORKERS = "SHADERTUNE_HOST_WORKERS"
+
+
+def compile_share() -> int:
+    """The cores this process may compile on: the usable ones, over the workers that share
+    its host where a cluster says how many ($SHADERTUNE_HOST_WORKERS): four workers of one
+    host each starting a pool the size of the host starve one another's timing threads."""
+    try:
+        workers = max(1, int(os.environ.get(HOST_WORKERS, "1")))
+    except ValueError:
+        workers = 1
+    return max(1, usable_cpus() // workers)

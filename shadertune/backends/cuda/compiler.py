@@ -12,10 +12,11 @@ import tempfile
 import threading
 from concurrent.futures import CancelledError
 
+from ...core.cache_root import cache_root
 from ...core.children import exit_with_parent
-from ...core.cpus import usable_cpus
+from ...core.cpus import compile_share, usable_cpus
 from ...errors import BuildError
-from . import compile_marks
+from ...core import compile_marks
 from .device import import_cupy
 
 # No fast-math: plain IEEE fp32/fp64 FMA, like cuBLAS with TF32 off.
@@ -23,9 +24,7 @@ OPTIONS = ("--std=c++17",)
 
 
 def cache_dir() -> pathlib.Path:
-    root = os.environ.get("SHADERTUNE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "shadertune")
-    return pathlib.Path(root) / "cuda"
+    return cache_root() / "cuda"
 
 
 # A source that uses an architecture-specific feature (wgmma: sm_90a) says so
@@ -181,7 +180,7 @@ def compile_ahead(sources: list[str], arch: str) -> None:
         if not todo:
             return
         if _ahead_pool is None:
-            _ahead_pool = _pool_factory(usable_cpus())
+            _ahead_pool = _pool_factory(compile_share())
         for s, a, path in todo:
             mine = _claim(path)
             if mine is not False:             # else another process compiles it: a build waits

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 
 from ...core.config import Config
-from ...errors import InvalidConfig
+from ...errors import ContextError, InvalidConfig
 from ...core.problem import Problem
 from ..base import Backend, DeviceInfo
 from . import calls
@@ -14,6 +14,7 @@ from .knob_layout import GL_KNOB_LAYOUT
 from .microbench import measure_gl
 from .paths import PATHS, path_limits, path_of, predict_ms, templates_hash
 from .platform.arrays import ArrayHome
+from .platform import program_cache
 from .platform.context import default_device_index, get_context, make_current
 from .platform.device import device_info
 from .platform.pool import TexturePool, default_pool_bytes
@@ -52,6 +53,7 @@ class GLBackend(Backend):
         self._arrays = None
         self._spaces: dict = {}       # problem -> its GLSpace (SPACES_KEPT; the device's limits are fixed)
         self._searching = False       # inside search_session: compiles are heated over
+        self._program_tag = None      # the program cache's folder of this driver and GPU
 
     @classmethod
     def check_environment(cls) -> None:
@@ -93,6 +95,10 @@ class GLBackend(Backend):
         forked child)."""
         if self._ctx is None:
             self._ctx = get_context(self.device_index, self.context_kind)
+            make_current(self._ctx)
+            # read here, in the context's thread: precompile runs beside it (a cluster)
+            self._program_tag = program_cache.folder_of(self._ctx)
+            return self._ctx
         make_current(self._ctx)
         return self._ctx
 
@@ -109,10 +115,44 @@ class GLBackend(Backend):
             yield
         finally:
             self._searching = False
+            program_cache.stop_ahead()        # compiles for configs the search did not reach
             pool.max_bytes = before
             pool.clear()
             if self._transfers is not None:
                 self._transfers.release()
+
+    def precompile(self, problem: Problem, configs) -> None:
+        """The configs of paths that compile ahead (the compute family) compiled in a pool
+        of processes into the host's program cache while this thread times the ones
+        before them (platform/program_cache.py); on a GPU, or as $SHADERTUNE_GL_COMPILE_AHEAD
+        says.  Touches no GL object: a cluster's worker calls it beside its GPU thread."""
+        tag = self._program_folder()
+        if tag is None or not program_cache.ahead_wanted(self._device.limits.get("software_renderer", False)):
+            return
+        sources = []
+        for config in configs:
+            config = with_defaults(config)
+            path = path_of(config)
+            if not path.ahead:
+                continue
+            try:
+                sources.append(path.source(path.plan(problem, config), config))
+            except Exception:             # noqa: BLE001 - an invalid config says so when built
+                continue
+        program_cache.compile_ahead(sources, tag, self.device_index)
+
+    def _program_folder(self) -> str | None:
+        """The program cache's folder of this backend's driver and GPU, read in the
+        context's own thread (None from another thread before that, or without binaries)."""
+        if self._ctx is None:
+            return None
+        if self._program_tag is None or self._device is None:
+            try:
+                self.device()
+                self._program_tag = program_cache.folder_of(self.ctx)
+            except ContextError:
+                return None
+        return self._program_tag or None
 
     def device(self) -> DeviceInfo:
         if self._device is None:
@@ -159,13 +199,16 @@ class GLBackend(Backend):
         why = self.space(problem).why_invalid(config)
         if why:
             raise InvalidConfig(f"config not in the GL space for {problem.key}: {why}")
-        if self._searching:
-            keeper = clock_of(self.ctx)
-            if keeper is not None:    # the compile's gap must not let the GPU's clock fall
-                keeper.heat_while(COMPILE_HEAT_S)
         path = path_of(config)
         layout = path.plan(problem, config)
-        return path.build(self.ctx, problem, config, layout, path.source(layout, config),
+        source = path.source(layout, config)
+        if self._searching and not (path.ahead and program_cache.ready(self.ctx, source)):
+            keeper = clock_of(self.ctx)
+            if keeper is not None:    # the compile's gap must not let the GPU's clock fall
+                # (a program the cache holds loads in a millisecond: heating over it made
+                # the build wait for the heater's work instead)
+                keeper.heat_while(COMPILE_HEAT_S)
+        return path.build(self.ctx, problem, config, layout, source,
                           pool=self.pool, transfers=self.transfers)
 
     def template_hash(self) -> str:

@@ -58,6 +58,9 @@ class KernelPath:
                to DeviceInfo.limits
     batched    whether its kernels run a stack of products (Problem.batch) in one
                dispatch (calls.py)
+    ahead      whether its programs are single compute shaders that the backend
+               compiles ahead into the host's program-binary cache (its driver loads
+               them through platform/program_cache.py)
     """
     name: str
     family: str
@@ -77,6 +80,7 @@ class KernelPath:
     candidates: Callable[[Problem, Space], list] | None = None
     device_limits: Callable[[object], dict] | None = None
     batched: bool = False
+    ahead: bool = False
 
     def owns(self, config: Mapping) -> bool:
         """Whether `config` (its path knobs read with PATH_KNOBS' defaults) is this path's."""

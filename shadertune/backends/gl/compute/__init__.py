@@ -48,4 +48,5 @@ PATH = KernelPath(
     templates=(codegen.TEMPLATE, codegen.REDUCE_TEMPLATE, codegen.SCALE_TEMPLATE),
     space=_space, phases=space.COMPUTE_PHASES, fixed=space.COMPUTE_FIXED,
     off={k: v for k, v in space.FRAGMENT_VALUES.items() if k != "family"},
-    candidates=space.compute_candidates, device_limits=_device_limits, batched=True)
+    candidates=space.compute_candidates, device_limits=_device_limits, batched=True,
+    ahead=True)

@@ -63,10 +63,13 @@ class ContextState:
                  template name and parameters)
     closed       True once the context is released (its thread ended): the GL arrays
                  made in it hold nothing any more (arrays.py)
+    binaries     the folder of the context's driver and GPU in the program-binary cache,
+                 False where the driver keeps no binaries (None: not yet read;
+                 program_cache.py)
     """
 
     __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software", "clock", "programs",
-                 "closed")
+                 "closed", "binaries")
 
     def __init__(self, owner: tuple[int, int] | None = None):
         self.owner = owner
@@ -77,6 +80,7 @@ class ContextState:
         self.clock = None
         self.programs = {}
         self.closed = False
+        self.binaries = None
 
     def check(self) -> None:
         """Raise ContextError unless the calling thread may use the context: GL calls

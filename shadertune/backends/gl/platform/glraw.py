@@ -78,6 +78,12 @@ _SIGNATURES = {
 }
 
 
+def add_signatures(signatures: dict) -> None:
+    """More entry points function() may look up (a module of its own declares the ones
+    it calls)."""
+    _SIGNATURES.update({k: v for k, v in signatures.items() if k not in _SIGNATURES})
+
+
 @functools.lru_cache(maxsize=1)
 def _get_proc_address():
     name = ctypes.util.find_library("EGL")

@@ -1,4 +1,5 @@
-"""A compile in progress, visible to every process that shares the cubin cache.
+"""A compile in progress, visible to every process that shares a compile cache (CUDA
+cubins, GL program binaries): `cubin` below is whichever file the compile writes.
 
 Several processes of one host compile into one cache (a cluster's workers on one
 machine; compile_ahead's pool beside a build).  Without a word between them, a build
@@ -81,7 +82,7 @@ def live(mark: pathlib.Path) -> bool:
     except (OSError, ValueError):    # being written (empty for a moment), or garbage
         try:
             return time.time() - mark.stat().st_mtime < STALE_SECONDS
-        except FileNotFoundError:
+        except OSError:              # gone, or no folder to hold it (a cache under a file)
             return False
     if time.time() - when > STALE_SECONDS:
         return False
