@@ -41,3 +41,21 @@ def quiet_child() -> None:
     """A pool child's initializer: it ends with its parent and leaves Ctrl-C to it."""
     exit_with_parent()
     leave_ctrl_c_to_the_parent()
+
+
+def end_pool(pool) -> None:
+    """End a process pool now: work not started is cancelled, its processes killed (they
+    were running work nobody waits for any more)."""
+    end = getattr(pool, "terminate_workers", None)         # Python 3.14
+    if end is not None:
+        end()
+        return
+    # before shutdown, which lets go of them (a thread pool, tests' stand-in, has none)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        # SIGKILL: a child inherits its spawning thread's blocked and ignored signals, and
+        # a SIGTERM left some running for good in full test runs.  Sent without asking
+        # is_alive() first (a child another thread of the process reaped reads as alive
+        # for good; one gone already is skipped by kill itself)
+        proc.kill()

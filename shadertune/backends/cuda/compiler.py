@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import CancelledError
 
 from ...core.cache_root import cache_root
-from ...core.children import exit_with_parent
+from ...core.children import end_pool, exit_with_parent
 from ...core.cpus import compile_share, usable_cpus
 from ...errors import BuildError
 from ...core import compile_marks
@@ -216,26 +216,10 @@ def stop_ahead() -> None:
     if pool is None:
         return
     try:
-        _end_pool(pool)
+        end_pool(pool)
     finally:
         # the marks of compiles ended before they wrote their cubin (an ended process
         # releases nothing): other processes' builds compile those themselves
         for path in started:
             if not path.exists():
                 compile_marks.release(path)
-
-
-def _end_pool(pool) -> None:
-    end = getattr(pool, "terminate_workers", None)         # Python 3.14
-    if end is not None:
-        end()
-        return
-    # before shutdown, which lets go of them (a thread pool, tests' stand-in, has none)
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        # SIGKILL: a child inherits its spawning thread's blocked and ignored signals, and
-        # a SIGTERM left some running for good in full test runs.  Sent without asking
-        # is_alive() first (a child another thread of the process reaped reads as alive
-        # for good; one gone already is skipped by kill itself)
-        proc.kill()

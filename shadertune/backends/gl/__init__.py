@@ -131,12 +131,10 @@ class GLBackend(Backend):
             return
         sources = []
         for config in configs:
-            config = with_defaults(config)
-            path = path_of(config)
-            if not path.ahead:
+            if not path_of(with_defaults(config)).ahead:
                 continue
             try:
-                sources.append(path.source(path.plan(problem, config), config))
+                sources.append(self.source(problem, config))
             except Exception:             # noqa: BLE001 - an invalid config says so when built
                 continue
         program_cache.compile_ahead(sources, tag, self.device_index)

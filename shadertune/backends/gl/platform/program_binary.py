@@ -23,7 +23,7 @@ INFO_LOG_LENGTH = 0x8B84
 ACTIVE_UNIFORMS = 0x8B86
 PROGRAM_BINARY_LENGTH = 0x8741
 PROGRAM_BINARY_RETRIEVABLE_HINT = 0x8257
-FLOAT, INT, UINT, BOOL = 0x1406, 0x1404, 0x1405, 0x8B56
+FLOAT, UINT = 0x1406, 0x1405
 
 _c = ctypes
 _SIGNATURES = {
@@ -35,7 +35,6 @@ _SIGNATURES = {
     "glDeleteShader": (None, [_c.c_uint]),
     "glCreateProgram": (_c.c_uint, []),
     "glAttachShader": (None, [_c.c_uint, _c.c_uint]),
-    "glDetachShader": (None, [_c.c_uint, _c.c_uint]),
     "glLinkProgram": (None, [_c.c_uint]),
     "glProgramParameteri": (None, [_c.c_uint, _c.c_uint, _c.c_int]),
     "glGetProgramiv": (None, [_c.c_uint, _c.c_uint, _c.POINTER(_c.c_int)]),
@@ -175,9 +174,6 @@ class BinaryProgram:
 
     def get(self, name: str, default=None):
         return self._uniforms.get(name, default)
-
-    def __getitem__(self, name: str):
-        return self._uniforms[name]
 
     def run(self, group_x: int = 1, group_y: int = 1, group_z: int = 1) -> None:
         _gl("glUseProgram")(self.glo)

@@ -17,7 +17,7 @@ one thread that also times.  Two things take it off that thread:
 
 Ahead compiles run where the device is a GPU (on a CPU renderer the compile is the
 timing thread's own cores anyway); $SHADERTUNE_GL_COMPILE_AHEAD=1 or 0 says always or
-never.  Every binary is a file written whole (a temporary file renamed into place).
+never.  Every binary is a file written whole (core/atomic.py).
 """
 from __future__ import annotations
 
@@ -25,13 +25,12 @@ import hashlib
 import os
 import pathlib
 import struct
-import tempfile
 import threading
 from concurrent.futures import CancelledError
 
-from ....core import compile_marks
+from ....core import atomic, compile_marks
 from ....core.cache_root import cache_root
-from ....core.children import exit_with_parent, leave_ctrl_c_to_the_parent
+from ....core.children import end_pool, exit_with_parent, leave_ctrl_c_to_the_parent
 from ....core.cpus import compile_share
 from . import program_binary
 from .context import state_of
@@ -128,17 +127,9 @@ def _read(path: pathlib.Path) -> tuple[int, bytes] | None:
 
 def _write(path: pathlib.Path, fmt: int, data: bytes) -> bool:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_MAGIC + struct.pack("<I", fmt) + data)
-            os.replace(tmp, path)
-        except BaseException:
-            _remove(pathlib.Path(tmp))
-            raise
+        atomic.write_bytes(path, _MAGIC + struct.pack("<I", fmt) + data)
         return True
-    except OSError:
+    except OSError:              # atomic's OutputError too: a full or read-only cache
         return False
 
 
@@ -212,13 +203,12 @@ def stop_ahead() -> None:
         _ahead.clear()
     if pool is None:
         return
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        proc.kill()
-    for path in started:
-        if not path.exists():
-            compile_marks.release(path)
+    try:
+        end_pool(pool)
+    finally:
+        for path in started:
+            if not path.exists():
+                compile_marks.release(path)
 
 
 # --- in a pool's process -----------------------------------------------------------------
