@@ -123,7 +123,10 @@ def _bad_and_sq_diff(C: np.ndarray, ref: np.ndarray) -> tuple[int, float]:
     def block(sl):
         c = C[sl]
         d = (np.asarray(c, np.float64) - ref[sl]).ravel()
-        return int(np.count_nonzero(~np.isfinite(c))), float(np.dot(d, d))
+        # numpy's own loop, not BLAS: a BLAS dot wakes OpenBLAS's thread pool (a thread
+        # a core) at every evaluation, and its threads spin on the cores where the GL
+        # driver compiles and the other workers of the host time
+        return int(np.count_nonzero(~np.isfinite(c))), float(np.einsum("i,i->", d, d))
     small = C.ndim < 2 or C.size <= 1 << 18
     parts = _map_blocks(block, [...] if small else _row_blocks(C))
     return sum(n for n, _ in parts), math.fsum(sq for _, sq in parts)
