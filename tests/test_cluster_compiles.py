@@ -34,8 +34,9 @@ class Future:
 class Group:
     spec, host_resource = "fake", "host"
 
-    def __init__(self, hosts, cpus=64):
+    def __init__(self, hosts, cpus=64, compile_scope="host"):
         self._hosts, self.cpus, self.sent = hosts, cpus, []
+        self.compile_scope = compile_scope
         self.coordinator = self
         self.client = self
 
@@ -106,3 +107,24 @@ def test_cancel_cancels_every_chunk_in_flight():
     plan = CompileAhead(group, None, list(range(40)), wake=lambda: None)
     plan.cancel()
     assert group.sent and all(f.status == "cancelled" for f in group.sent)
+
+
+def test_compiles_that_serve_their_process_go_whole_to_every_worker():
+    """GL (compile_scope "process"): the group lists each worker on its own, and each gets
+    the whole batch in one chunk, ready once every worker has it."""
+    from types import SimpleNamespace
+    from shadertune.cluster.coordinator import DeviceGroup
+    statuses = {a: SimpleNamespace(compiles=True, host="h") for a in ("a", "b", "c")}
+    fake = SimpleNamespace(live={"a": "w0", "b": "w1", "c": "w2"}, compile_scope="process",
+                           coordinator=SimpleNamespace(statuses=statuses))
+    assert DeviceGroup.hosts(fake) == {"a": ["a"], "b": ["b"], "c": ["c"]}
+    fake.compile_scope = "host"
+    assert DeviceGroup.hosts(fake) == {"h": ["a", "b", "c"]}
+    group = Group({"a": ["a"], "b": ["b"]}, compile_scope="process")
+    configs = list(range(30))
+    plan = CompileAhead(group, None, configs, wake=lambda: None)
+    assert [(f.workers, f.configs) for f in group.sent] == [(["a"], configs), (["b"], configs)]
+    group.sent[0].finish()
+    assert plan.ready() == 0                     # b has not got it yet
+    group.sent[1].finish()
+    assert plan.ready() == len(configs) and len(group.sent) == 2

@@ -343,7 +343,7 @@ def test_evicted_gl_kernels_free_their_gl_objects(family):
     assert not getattr(first, "_views", None) and not getattr(first, "_own_programs", None)
     shared = any(p is first.program for p in state_of(first.ctx).programs.values())
     assert shared == (family == "compute")
-    # a program loaded from the program cache (program_binary.BinaryProgram) has no mglo
+    # a program compiled ahead (raw_program.RawProgram) has no mglo
     program = first.program
     released = program.glo == 0 if not hasattr(program, "mglo") else \
         type(program.mglo).__name__ == "InvalidObject"

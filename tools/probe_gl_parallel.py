@@ -36,7 +36,7 @@ def main() -> None:
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     from probe_gl_compile import sources
-    from shadertune.backends.gl.platform import glraw, program_binary as pb
+    from shadertune.backends.gl.platform import glraw, raw_program as pb
     from shadertune.backends.gl.platform.context import create_egl_context
     ctx = create_egl_context()
     glraw.add_signatures({"glMaxShaderCompilerThreadsKHR": (None, [c.c_uint]),
@@ -91,15 +91,33 @@ def main() -> None:
                     done[i] = (time.perf_counter() - t0) * 1e3
             time.sleep(0.001)
         wall = time.perf_counter() - t0
-        oks = [status(pr, pb.LINK_STATUS) for pr in progs]
+        # what a build still waits for once the driver says done: the link status, the
+        # uniforms' introspection (raw_program.RawProgram), the first dispatch
+        oks, link_ms, uni_ms, run_ms = [], [], [], []
+        for pr in progs:
+            t = time.perf_counter()
+            oks.append(status(pr, pb.LINK_STATUS))
+            link_ms.append((time.perf_counter() - t) * 1e3)
+            t = time.perf_counter()
+            pb.RawProgram(pr)
+            uni_ms.append((time.perf_counter() - t) * 1e3)
+            t = time.perf_counter()
+            gl("glUseProgram")(pr)
+            gl("glDispatchCompute")(0, 0, 0)
+            ctx.finish()
+            run_ms.append((time.perf_counter() - t) * 1e3)
         for pr in progs:
             gl("glDeleteProgram")(pr)
         rows.append({"mode": mode, "threads": threads, "issue_s": issued, "wall_s": wall,
-                     "done_ms": [done.get(i) for i in range(len(progs))], "ok": all(oks)})
+                     "done_ms": [done.get(i) for i in range(len(progs))], "ok": all(oks),
+                     "link_status_ms": link_ms, "uniforms_ms": uni_ms, "first_run_ms": run_ms})
     for r in rows:
         print(r["mode"], {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
                           if k not in ("mode", "ms_each", "done_ms")},
               "each/done ms:", [round(x) for x in (r.get("ms_each") or r.get("done_ms") or []) if x], flush=True)
+        for k in ("link_status_ms", "uniforms_ms", "first_run_ms"):
+            if r.get(k):
+                print("   ", k, [round(x) for x in r[k]], flush=True)
     json.dump({"shape": a.shape, "configs": n, "extensions": exts, "rows": rows},
               open(os.path.join(a.out, "parallel.json"), "w"), indent=1)
 

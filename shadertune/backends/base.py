@@ -14,6 +14,10 @@ when none is named.
 Optional hooks, with their defaults:
 - search_session()         context manager around one search (GL: a larger texture pool)
 - precompile(problem, cs)  build many configs ahead, in parallel (CUDA: NVRTC in a pool)
+- compile_scope            who can use what precompile built: "host" (every process of
+                           the host: CUDA's cubins on its disk) or "process" (the one
+                           that built it: GL's programs, on its driver's threads); a
+                           cluster hands a batch's compiles out by it
 - candidates(problem, n)   up to n configs worth timing first, best first (CUDA: its
                            curated, model-ranked list); default [default_config(problem)]
 - predict_ms(problem, cs)  a cost model: predicted milliseconds per config, or None
@@ -216,6 +220,7 @@ class Backend(abc.ABC):
     # the search strategy tune() and the CLI use when none is named
     # (shadertune.search.STRATEGIES); a backend with a cost model may prefer "model"
     default_strategy: str = "phased"
+    compile_scope: str = "host"
 
     # --- required ---------------------------------------------------------
     @abc.abstractmethod

@@ -18,6 +18,11 @@ compile cache (the host is the worker's machine name), where a compile in progre
 is marked (core/compile_marks.py): a build of it on another worker waits
 for its cubin, so no config is compiled twice on a host.
 
+A backend whose compiles serve only the process that made them (compile_scope
+"process": GL's programs, compiled on the driver's threads of the worker's context)
+gets the whole batch announced to every worker instead, one chunk each: any of them
+may time any config, and each compiles them all on its driver's threads.
+
 A host whose workers all left drops out of the plan (its next workers compile
 what they time themselves, in build); a chunk that fails to compile is done
 (each config then says why when it is built).
@@ -102,8 +107,11 @@ class CompileAhead:
                 start, end = h["retry"].pop(0)
             elif h["next"] < len(self.configs):
                 start = h["next"]
-                size = h["gpus"] if start == 0 else max(
-                    MIN_CHUNK, self.group.host_cpus(host) // max(1, h["gpus"]))
+                if self.group.compile_scope == "process":
+                    size = len(self.configs)     # the worker's own: all of it at once
+                else:
+                    size = h["gpus"] if start == 0 else max(
+                        MIN_CHUNK, self.group.host_cpus(host) // max(1, h["gpus"]))
                 end = h["next"] = min(len(self.configs), start + max(1, size))
             else:
                 return

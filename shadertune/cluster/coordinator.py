@@ -87,6 +87,7 @@ class DeviceGroup:
         self.resource = status.resource
         self.host_resource = host_resource_name(status.resource)   # the workers' second thread
         self.compiles = status.compiles         # its backend compiles ahead (compiles.py)
+        self.compile_scope = status.compile_scope
         self.device = status.device
         self.backend_name = status.backend
         self.default_strategy = status.default_strategy
@@ -150,12 +151,14 @@ class DeviceGroup:
         return now if since is None else since
 
     def hosts(self) -> dict[str, list[str]]:
-        """The live workers that compile ahead, by host: {host: [addresses]}."""
+        """The live workers that compile ahead, by what shares a compile: {host:
+        [addresses]} where the backend's compiles serve its host (compile_scope "host"),
+        each worker on its own ({address: [address]}) where they serve their process."""
         out: dict[str, list[str]] = {}
         for addr in self.live:
             st = self.coordinator.statuses.get(addr)
             if st is not None and st.compiles and st.host is not None:
-                out.setdefault(st.host, []).append(addr)
+                out.setdefault(addr if self.compile_scope == "process" else st.host, []).append(addr)
         return out
 
     def host_cpus(self, host: str) -> int:

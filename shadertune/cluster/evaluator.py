@@ -204,7 +204,8 @@ class ClusterEvaluator(RecordingEvaluator):
 
     def prefetch(self, configs) -> None:
         """Configs the strategy evaluates next: compiled ahead on each of the group's hosts
-        (CUDA), without waiting; nothing where the backend does not compile ahead (GL)."""
+        (CUDA), or announced to every worker (GL: compile_scope "process"), without
+        waiting; nothing where the backend does not compile ahead."""
         from distributed import fire_and_forget
         todo = [c for c in (Config(c) for c in dict.fromkeys(configs)) if self.stored(c) is None]
         if not self.group.compiles or len(todo) < 2:

@@ -171,6 +171,7 @@ class WorkerStatus:
     pid: int | None = None
     cpus: int | None = None              # cores its process may use
     compiles: bool = False               # its backend compiles ahead (on the host resource)
+    compile_scope: str = "host"          # Backend.compile_scope: who can use its compiles
     open_seconds: float | None = None    # how long opening the backend took
 
 
@@ -247,6 +248,7 @@ class BackendPlugin(WorkerPlugin):
                             self.resource if self.backend else None, self.error,
                             host=socket.gethostname(), pid=os.getpid(), cpus=usable_cpus(),
                             compiles=bool(self.backend) and self.compiles,
+                            compile_scope=self.backend.compile_scope if self.backend else "host",
                             open_seconds=self.open_seconds)
 
     # --- on the GPU thread ----------------------------------------------------

@@ -1,5 +1,5 @@
-"""A compile in progress, visible to every process that shares a compile cache (CUDA
-cubins, GL program binaries): `cubin` below is whichever file the compile writes.
+"""A compile in progress, visible to every process that shares a compile cache (CUDA's
+cubins): `cubin` below is whichever file the compile writes.
 
 Several processes of one host compile into one cache (a cluster's workers on one
 machine; compile_ahead's pool beside a build).  Without a word between them, a build

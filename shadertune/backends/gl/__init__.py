@@ -1,6 +1,7 @@
 """GL backend: Brook-style fragment-shader matmul on headless EGL (or GLFW)."""
 from __future__ import annotations
 
+import collections
 import contextlib
 
 from ...core.config import Config
@@ -14,7 +15,7 @@ from .knob_layout import GL_KNOB_LAYOUT
 from .microbench import measure_gl
 from .paths import PATHS, path_limits, path_of, predict_ms, templates_hash
 from .platform.arrays import ArrayHome
-from .platform import program_cache
+from .platform import compile_ahead
 from .platform.context import default_device_index, get_context, make_current
 from .platform.device import device_info
 from .platform.pool import TexturePool, default_pool_bytes
@@ -35,6 +36,7 @@ COMPILE_HEAT_S = 0.2
 
 class GLBackend(Backend):
     name = "gl"
+    compile_scope = "process"       # programs live in the context that compiled them
     shared_by_threads = False     # its context is current in one thread (context.py)
     batched = True                # stacked products: one dispatch of the compute family
     # a blocked factorisation on GL arrays walks about three shapes a block step (notes/gl-arrays.md)
@@ -53,7 +55,9 @@ class GLBackend(Backend):
         self._arrays = None
         self._spaces: dict = {}       # problem -> its GLSpace (SPACES_KEPT; the device's limits are fixed)
         self._searching = False       # inside search_session: compiles are heated over
-        self._program_tag = None      # the program cache's folder of this driver and GPU
+        # sources of configs a search announced (precompile, from any thread), started on
+        # the driver's threads by the next build in the context's thread
+        self._announced: collections.deque = collections.deque()
 
     @classmethod
     def check_environment(cls) -> None:
@@ -96,8 +100,6 @@ class GLBackend(Backend):
         if self._ctx is None:
             self._ctx = get_context(self.device_index, self.context_kind)
             make_current(self._ctx)
-            # read here, in the context's thread: precompile runs beside it (a cluster)
-            self._program_tag = program_cache.folder_of(self._ctx)
             return self._ctx
         make_current(self._ctx)
         return self._ctx
@@ -115,20 +117,18 @@ class GLBackend(Backend):
             yield
         finally:
             self._searching = False
-            program_cache.stop_ahead()        # compiles for configs the search did not reach
+            self._announced.clear()
+            compile_ahead.drop(self.ctx)      # compiles for configs the search did not reach
             pool.max_bytes = before
             pool.clear()
             if self._transfers is not None:
                 self._transfers.release()
 
     def precompile(self, problem: Problem, configs) -> None:
-        """The configs of paths that compile ahead (the compute family) compiled in a pool
-        of processes into the host's program cache while this thread times the ones
-        before them (platform/program_cache.py); on a GPU, or as $SHADERTUNE_GL_COMPILE_AHEAD
-        says.  Touches no GL object: a cluster's worker calls it beside its GPU thread."""
-        tag = self._program_folder()
-        if tag is None or not program_cache.ahead_wanted(self._device.limits.get("software_renderer", False)):
-            return
+        """The configs of paths that compile ahead (the compute family), queued for the
+        driver's threads: the next build, in the context's thread, starts them all
+        (platform/compile_ahead.py), on a GPU or as $SHADERTUNE_GL_COMPILE_AHEAD says.
+        Touches no GL object: a cluster's worker calls it beside its GPU thread."""
         sources = []
         for config in configs:
             if not path_of(with_defaults(config)).ahead:
@@ -137,20 +137,17 @@ class GLBackend(Backend):
                 sources.append(self.source(problem, config))
             except Exception:             # noqa: BLE001 - an invalid config says so when built
                 continue
-        program_cache.compile_ahead(sources, tag, self.device_index)
+        self._announced.extend(sources)
 
-    def _program_folder(self) -> str | None:
-        """The program cache's folder of this backend's driver and GPU, read in the
-        context's own thread (None from another thread before that, or without binaries)."""
-        if self._ctx is None:
-            return None
-        if self._program_tag is None or self._device is None:
-            try:
-                self.device()
-                self._program_tag = program_cache.folder_of(self.ctx)
-            except ContextError:
-                return None
-        return self._program_tag or None
+    def _start_announced(self) -> None:
+        """Start the compiles precompile queued (in the context's thread)."""
+        if not self._announced:
+            return
+        sources = []
+        while self._announced:
+            sources.append(self._announced.popleft())
+        if compile_ahead.wanted(self.ctx):
+            compile_ahead.start(self.ctx, sources)
 
     def device(self) -> DeviceInfo:
         if self._device is None:
@@ -200,7 +197,8 @@ class GLBackend(Backend):
         path = path_of(config)
         layout = path.plan(problem, config)
         source = path.source(layout, config)
-        if self._searching and not (path.ahead and program_cache.ready(self.ctx, source)):
+        self._start_announced()
+        if self._searching and not (path.ahead and compile_ahead.ready(self.ctx, source)):
             keeper = clock_of(self.ctx)
             if keeper is not None:    # the compile's gap must not let the GPU's clock fall
                 # (a program the cache holds loads in a millisecond: heating over it made

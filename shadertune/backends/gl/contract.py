@@ -59,8 +59,8 @@ class KernelPath:
     batched    whether its kernels run a stack of products (Problem.batch) in one
                dispatch (calls.py)
     ahead      whether its programs are single compute shaders that the backend
-               compiles ahead into the host's program-binary cache (its driver loads
-               them through platform/program_cache.py)
+               compiles ahead on the driver's threads (its driver takes them through
+               platform/compile_ahead.py)
     """
     name: str
     family: str

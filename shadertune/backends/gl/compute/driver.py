@@ -39,7 +39,7 @@ from ....core.config import Config
 from ....errors import BuildError, RunError, TooSlow
 from ....core.problem import Problem
 from ..kernel import BaseGLKernel, output_array
-from ..platform import glraw, program_cache, regions
+from ..platform import compile_ahead, glraw, regions
 from ..platform.context import state_of
 from ..platform.transfer import Transfers
 from ..platform.uniforms import set_uniform, set_uniforms
@@ -80,21 +80,19 @@ class ComputeKernel(BaseGLKernel):
     # --- programs -------------------------------------------------------------
     def _compile(self, source: str):
         """The context's program of `source`: compiled once, kept for every kernel that
-        renders it (one the context cannot keep any more is this kernel's own), its
-        binary in the host's program cache (program_cache.py)."""
+        renders it (one the context cannot keep any more is this kernel's own); taken
+        from the driver's threads where a search announced it (compile_ahead.py)."""
         kept = state_of(self.ctx).programs
         program = kept.get(source)
         if program is not None:
             return program
-        # compiled before (by any process of the host, or ahead of this build): its binary
-        program = program_cache.load(self.ctx, source)
+        program = compile_ahead.take(self.ctx, source)
         if program is None:
             try:
                 with uninterrupted():    # Ctrl-C inside the driver's compile crashed it
                     program = self.ctx.compute_shader(source)
             except Exception as e:  # moderngl raises a plain Exception with the compiler log
                 raise BuildError(f"GLSL compute compile/link failed: {str(e).strip()[:2000]}", source) from None
-            program_cache.save(self.ctx, source, program)
         if len(kept) < PROGRAMS_KEPT:
             kept[source] = program
         else:

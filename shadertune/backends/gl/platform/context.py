@@ -63,13 +63,13 @@ class ContextState:
                  template name and parameters)
     closed       True once the context is released (its thread ended): the GL arrays
                  made in it hold nothing any more (arrays.py)
-    binaries     the folder of the context's driver and GPU in the program-binary cache,
-                 False where the driver keeps no binaries (None: not yet read;
-                 program_cache.py)
+    compiling    compute programs the driver compiles ahead, by source (compile_ahead.py)
+    parallel_compile  whether the context compiles ahead on the driver's threads (None:
+                 not yet asked; compile_ahead.wanted)
     """
 
     __slots__ = ("owner", "parking", "clears_nan", "placeholder", "software", "clock", "programs",
-                 "closed", "binaries")
+                 "closed", "compiling", "parallel_compile")
 
     def __init__(self, owner: tuple[int, int] | None = None):
         self.owner = owner
@@ -80,7 +80,8 @@ class ContextState:
         self.clock = None
         self.programs = {}
         self.closed = False
-        self.binaries = None
+        self.compiling = {}
+        self.parallel_compile = None
 
     def check(self) -> None:
         """Raise ContextError unless the calling thread may use the context: GL calls
