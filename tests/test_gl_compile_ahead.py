@@ -163,3 +163,24 @@ def test_the_compile_share_divides_the_host_among_its_workers(monkeypatch):
     assert compile_share() == 1
     monkeypatch.setenv(HOST_WORKERS, "nonsense")
     assert compile_share() == usable_cpus()
+
+
+def test_the_heat_before_a_compile_follows_the_familys_last_compile():
+    from shadertune.backends.gl import COMPILE_HEAT_MARGIN, COMPILE_HEAT_S, compile_heat_s
+    assert compile_heat_s(None) == COMPILE_HEAT_S               # nothing measured: the most
+    assert compile_heat_s(0.02) == pytest.approx(0.02 * COMPILE_HEAT_MARGIN)
+    assert compile_heat_s(0.5) == COMPILE_HEAT_S                # a long compile: the most
+    assert compile_heat_s(-1.0) == 0.0
+
+
+def test_a_search_build_records_its_familys_compile(gl_backend):
+    p = Problem(40, 32, 24)
+    config = _configs(gl_backend, p, 1)[0]
+    state_of(gl_backend.ctx).programs.clear()
+    with gl_backend.search_session():
+        kernel = gl_backend.build(p, config)
+        try:
+            assert gl_backend._compile_s["compute"] == kernel.program_s > 0
+        finally:
+            kernel.release()
+    state_of(gl_backend.ctx).programs.clear()

@@ -30,8 +30,19 @@ from .space import default_config, default_for, gl_space, with_defaults
 SPACES_KEPT = 64
 
 # GPU work queued while a search compiles a kernel (platform/timing.py, "The clock"):
-# about a compile's time, so that neither the clock falls nor the next run waits long.
+# about a compile's time, so that neither the clock falls nor the next run waits long:
+# the last compile of the same family's, with a margin, at most COMPILE_HEAT_S (a
+# fragment program compiles in far less; a build waited for all of the heater's work).
 COMPILE_HEAT_S = 0.2
+COMPILE_HEAT_MARGIN = 1.25
+
+
+def compile_heat_s(last_s: float | None) -> float:
+    """Seconds of heater work to queue before a compile whose family's last one took
+    `last_s` seconds (None: none measured yet)."""
+    if last_s is None:
+        return COMPILE_HEAT_S
+    return min(COMPILE_HEAT_S, COMPILE_HEAT_MARGIN * max(0.0, last_s))
 
 
 class GLBackend(Backend):
@@ -55,6 +66,7 @@ class GLBackend(Backend):
         self._arrays = None
         self._spaces: dict = {}       # problem -> its GLSpace (SPACES_KEPT; the device's limits are fixed)
         self._searching = False       # inside search_session: compiles are heated over
+        self._compile_s: dict[str, float] = {}   # family -> its last build's compile seconds
         # sources of configs a search announced (precompile, from any thread), started on
         # the driver's threads by the next build in the context's thread
         self._announced: collections.deque = collections.deque()
@@ -198,14 +210,18 @@ class GLBackend(Backend):
         layout = path.plan(problem, config)
         source = path.source(layout, config)
         self._start_announced()
-        if self._searching and not (path.ahead and compile_ahead.ready(self.ctx, source)):
+        compiles = self._searching and not (path.ahead and compile_ahead.ready(self.ctx, source))
+        if compiles:
             keeper = clock_of(self.ctx)
             if keeper is not None:    # the compile's gap must not let the GPU's clock fall
-                # (a program the cache holds loads in a millisecond: heating over it made
-                # the build wait for the heater's work instead)
-                keeper.heat_while(COMPILE_HEAT_S)
-        return path.build(self.ctx, problem, config, layout, source,
-                          pool=self.pool, transfers=self.transfers)
+                # (a program at hand loads in a millisecond: heating over it made the build
+                # wait for the heater's work instead)
+                keeper.heat_while(compile_heat_s(self._compile_s.get(path.family)))
+        kernel = path.build(self.ctx, problem, config, layout, source,
+                            pool=self.pool, transfers=self.transfers)
+        if compiles:
+            self._compile_s[path.family] = kernel.program_s
+        return kernel
 
     def template_hash(self) -> str:
         return templates_hash()

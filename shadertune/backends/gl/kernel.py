@@ -93,6 +93,7 @@ class BaseGLKernel(Kernel):
         self.released = False         # release() ran: nothing may run it again (express.py asks)
         t0 = _time.perf_counter()
         self.program = self._compile(source)
+        self.program_s = _time.perf_counter() - t0   # the program's compile (or its wait)
         self._own(self.program)
         try:
             self._make_pipeline()
