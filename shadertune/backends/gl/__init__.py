@@ -5,7 +5,7 @@ import collections
 import contextlib
 
 from ...core.config import Config
-from ...errors import ContextError, InvalidConfig
+from ...errors import InvalidConfig
 from ...core.problem import Problem
 from ..base import Backend, DeviceInfo
 from . import calls
