@@ -6,7 +6,7 @@ driver's disk cache off (every compile cold), on disjoint sets of the compute fa
 shaders (no in-process reuse between modes).
 
     source .gl/prelude.sh; python3 tools/probe_gl_parallel.py OUT [--shape 1024x1024x1024]
-        [--configs 16]
+        [--configs 16] [--threads max,16,4,1]
 
 Writes OUT/parallel.json; prints wall seconds and ms a program for each mode.
 (Session 24: a program binary loaded in a new process costs ~270 ms with the disk cache
@@ -33,7 +33,11 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("--shape", default="1024x1024x1024")
     ap.add_argument("--configs", type=int, default=16)
+    ap.add_argument("--threads", default="max,16",
+                    help="driver thread counts to try, each on shaders of its own (max: as many "
+                         "as the driver likes)")
     a = ap.parse_args()
+    counts = [0xFFFFFFFF if t == "max" else int(t) for t in a.threads.split(",")]
     os.makedirs(a.out, exist_ok=True)
     from probe_gl_compile import sources
     from shadertune.backends.gl.platform import glraw, raw_program as pb
@@ -43,8 +47,8 @@ def main() -> None:
                           "glMaxShaderCompilerThreadsARB": (None, [c.c_uint])})
     gl = glraw.function
     n = a.configs
-    srcs = sources(a.shape, 3 * n)
-    sets = [srcs[:n], srcs[n:2 * n], srcs[2 * n:]]
+    srcs = sources(a.shape, (1 + len(counts)) * n)
+    sets = [srcs[i * n:(i + 1) * n] for i in range(1 + len(counts))]
     exts = [e for e in getattr(ctx, "extensions", set()) if "parallel_shader" in e]
     print("renderer", ctx.info.get("GL_RENDERER"), ctx.info.get("GL_VERSION"), "extensions", exts,
           f"{len(srcs)} shaders, mean {sum(map(len, srcs)) / len(srcs):.0f} chars", flush=True)
@@ -75,7 +79,8 @@ def main() -> None:
         gl("glDeleteProgram")(pr)
     rows.append({"mode": "sequential", "wall_s": time.perf_counter() - t0, "ms_each": each, "ok": ok})
     # 2) and 3) the driver's threads: all started, then polled
-    for mode, threads, group in (("parallel-max", 0xFFFFFFFF, sets[1]), ("parallel-16", 16, sets[2])):
+    for threads, group in zip(counts, sets[1:]):
+        mode = "parallel-" + ("max" if threads == 0xFFFFFFFF else str(threads))
         fn = gl("glMaxShaderCompilerThreadsKHR") or gl("glMaxShaderCompilerThreadsARB")
         if fn is None:
             rows.append({"mode": mode, "error": "no glMaxShaderCompilerThreads entry point"})
