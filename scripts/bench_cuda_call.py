@@ -65,6 +65,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from bench_cuda_arrays import torch_mod  # noqa: E402  (scripts/: torch with TF32 off, or None)
+
 
 def host_us(cp, fn, n: int = 300, rounds: int = 5, stream=None) -> float:
     """Median host microseconds per call of fn() with the GPU held busy (the hold
@@ -82,17 +84,6 @@ def host_us(cp, fn, n: int = 300, rounds: int = 5, stream=None) -> float:
         per.append((time.perf_counter() - t0) / n * 1e6)
         st.synchronize()
     return statistics.median(per)
-
-
-def torch_mod():
-    try:
-        import torch
-        if torch.cuda.is_available():
-            torch.backends.cuda.matmul.allow_tf32 = False
-            return torch
-    except Exception:
-        pass
-    return None
 
 
 def _means(value: str | None):

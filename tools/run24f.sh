@@ -6,13 +6,7 @@
 # Call H: NAME=h, after the link threads (link_threads.py).
 set -u
 NAME=${NAME:-f}; O=$OUT/$NAME; mkdir -p $O
-one() {   # name, then env assignments
-  local name=$1; shift
-  env "$@" /usr/bin/time -f "wall %e s user %U s sys %S s" \
-    timeout 150 python3 tools/trace_gl_ahead.py --backend gl --sizes 1024 --budget 80 -q \
-    --db $O/$name.sqlite --report $O/$name.json > $O/$name.txt 2> $O/$name.err
-  echo "$name rc=$? $(tail -n1 $O/$name.err)"
-}
+source "$(dirname "$0")/gl_search_run.sh"
 one f0 __GL_SHADER_DISK_CACHE=0 SHADERTUNE_GL_COMPILE_AHEAD=0
 one f1 __GL_SHADER_DISK_CACHE=0
 mkdir -p /tmp/nvc; one g1 __GL_SHADER_DISK_CACHE_PATH=/tmp/nvc

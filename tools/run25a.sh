@@ -6,13 +6,7 @@
 #    py-spy (where CUDA's workers idle).
 set -u
 O=$OUT/a; mkdir -p $O
-one() {   # name, then env assignments
-  local name=$1; shift
-  env "$@" /usr/bin/time -f "wall %e s user %U s sys %S s" \
-    timeout 150 python3 tools/trace_gl_ahead.py --backend gl --sizes 1024 --budget 80 -q \
-    --db $O/$name.sqlite --report $O/$name.json > $O/$name.txt 2> $O/$name.err
-  echo "$name rc=$? $(tail -n1 $O/$name.err)"
-}
+source "$(dirname "$0")/gl_search_run.sh"
 one heat-rule __GL_SHADER_DISK_CACHE=0
 one heat-fixed __GL_SHADER_DISK_CACHE=0 TRACE_FIXED_HEAT=0.2
 python3 tools/report_stages.py $O/heat-rule.json $O/heat-fixed.json
