@@ -62,6 +62,7 @@ import traceback
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))        # its sibling bench_cuda_arrays
 
 import numpy as np  # noqa: E402
 

@@ -93,26 +93,7 @@ def gflops(p: Problem, ms: float) -> float:
 
 
 # --- cuBLAS -----------------------------------------------------------------------
-def cublas_ms(p: Problem, repeats: int = 20) -> float | None:
-    """torch's SGEMM (TF32 off) on random operands: CUDA events, median after warm-up."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.rand(p.M, p.K, device="cuda") - 0.5
-    b = torch.rand(p.K, p.N, device="cuda") - 0.5
-    for _ in range(5):
-        torch.mm(a, b)
-    times = []
-    for _ in range(repeats):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.mm(a, b)
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+cublas_ms = gl_probes.cublas_ms
 
 
 # --- ours, re-timed -----------------------------------------------------------------

@@ -1,6 +1,7 @@
 """What the measurement scripts (probe-gl-compute, bench-gl-compute) read from NVIDIA's
 GL driver beside timings: the machine code it made for a program, and the warps a
-kernel keeps resident on an SM.  Not a test, not a library.
+kernel keeps resident on an SM; and cuBLAS's time for the same product (cublas_ms).
+Not a test, not a library.
 
 The driver keeps compiled programs in its disk cache ($__GL_SHADER_DISK_CACHE_PATH,
 set before the context is made: use_disk_cache): zstd frames that hold an 'NVuc'
@@ -15,10 +16,34 @@ import collections
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 
 ZSTD_MAGIC = bytes((0x28, 0xB5, 0x2F, 0xFD))
+
+
+def cublas_ms(p, repeats: int = 20) -> float | None:
+    """torch's SGEMM (TF32 off) of problem p's shape on random operands: CUDA events,
+    median after warm-up; None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a = torch.rand(p.M, p.K, device="cuda") - 0.5
+    b = torch.rand(p.K, p.N, device="cuda") - 0.5
+    for _ in range(5):
+        torch.mm(a, b)
+    times = []
+    for _ in range(repeats):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.mm(a, b)
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
 
 
 def use_disk_cache(cache_dir: str) -> None:

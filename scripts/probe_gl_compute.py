@@ -122,27 +122,6 @@ def driver_sass(p, configs, out_dir, cache_dir) -> list[dict]:
     return rows
 
 
-def cublas_ms(m: int, n: int, k: int) -> float | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.rand(m, k, device="cuda")
-    b = torch.rand(k, n, device="cuda")
-    for _ in range(3):
-        torch.mm(a, b)
-    times = []
-    for _ in range(10):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.mm(a, b)
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
-
-
 def program_binary(kernel, path: str) -> int:
     import ctypes
     from shadertune.backends.gl.platform import glraw
@@ -237,7 +216,7 @@ def main(argv=None) -> int:
             cfgs = [default if m is None else default.replace(**m) for m in moves[:args.sass]]
             report["sass"] = driver_sass(p, [c for c in cfgs if c in space], args.out, cache_dir)
         if args.cublas:
-            ms = cublas_ms(m, n, kk)
+            ms = gl_probes.cublas_ms(Problem(m, n, kk))
             report["cublas_ms"] = ms
             if ms:
                 print(f"  cuBLAS SGEMM (TF32 off): {2 * m * n * kk / ms / 1e9:.2f} TFLOP/s, "
