@@ -270,9 +270,13 @@ def overhead(run: dict) -> dict:
     idle = t["idle_s"] / n if "idle_s" in t else dispatch
     per_eval = idle / (task + idle) if task + idle > 0 else 0.0
     start = min(1.0, own_start / SEARCH_SECONDS)
+    # the workers' build stage (GL: the compile and link the worker waited for), from the
+    # problems' stage seconds: where a worker's time an evaluation grows with the workers
+    build = sum(p.get("stage_seconds", {}).get("build", 0.0) for p in run.get("problems", []))
     return {"startup_s": round(own_start, 3), "dispatch_ms": round(1e3 * dispatch, 2),
             "idle_ms": round(1e3 * idle, 2),
-            "task_s": round(task, 4), "coordinator_cpu_ms": round(1e3 * run["coordinator_cpu_s"] / n, 2),
+            "task_s": round(task, 4), "build_ms": round(1e3 * build / n, 1),
+            "coordinator_cpu_ms": round(1e3 * run["coordinator_cpu_s"] / n, 2),
             "fraction_60s": round(start + (1 - start) * per_eval, 4)}
 
 
@@ -350,9 +354,9 @@ def markdown(doc: dict) -> str:
     lines += ["", "The cluster's own overhead (target: under 5% of a 60 s search):", "",
               "| backend | run | cache | workers | start-up, cluster's own (s) | backend open (s) "
               "| dispatch + return (ms/evaluation) | worker idle between (ms/evaluation) "
-              "| worker time (s/evaluation) "
+              "| worker time (s/evaluation) | of it build (ms/evaluation) "
               "| coordinator CPU (ms/evaluation) | compile (s) | of a 60 s search |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, res in doc["backends"].items():
         for run in res.get("runs", []):
             if "error" in run:
@@ -361,7 +365,7 @@ def markdown(doc: dict) -> str:
             lines.append(f"| {name} | {run['kind']} | {run.get('cache', '')} | {run['workers']} "
                          f"| {o['startup_s']:.2f} "
                          f"| {run['open_s']:.2f} | {o.get('dispatch_ms', '-')} | {o.get('idle_ms', '-')} "
-                         f"| {o.get('task_s', '-')} "
+                         f"| {o.get('task_s', '-')} | {o.get('build_ms', '-')} "
                          f"| {o.get('coordinator_cpu_ms', '-')} | {run['timings']['compile_s']:.1f} "
                          f"| {_pct(o.get('fraction_60s'))} |")
     lines += ["", "Best configs per problem, against the 1-worker run of the same cache:", ""]

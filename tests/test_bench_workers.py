@@ -95,6 +95,8 @@ def test_one_call_runs_both_backends_and_writes_the_table(bench, gl_backend, tmp
         assert r["measured"] == 8 == sum(r["per_worker"].values())
         assert r["overhead"]["startup_s"] >= 0 and r["overhead"]["dispatch_ms"] >= 0
         assert 0 < r["overhead"]["fraction_60s"] < 1 and r["overhead"]["idle_ms"] >= 0
+        # the workers' build stage an evaluation, from the problems' stage seconds
+        assert 0 < r["overhead"]["build_ms"] <= 1e3 * r["overhead"]["task_s"] * 1.5
     assert gl[0]["startup_s"] > 0 and gl[1]["startup_s"] > 0       # a cluster each (plan)
     assert set(gl[2]["per_worker"]) == {"gpu0-0", "gpu0-1"} and gl[2]["speedup"] > 0
     assert [a["problem"] for a in gl[2]["agreement"]] == ["24x24x24:float32:NN",
