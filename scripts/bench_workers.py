@@ -40,9 +40,9 @@ fraction is taken from it), the coordinator's CPU per evaluation, and all
 of it as a fraction of a 60 s search (the target is under 5%).
 
 Every run starts alike: the NVIDIA GL shader disk cache off
-(__GL_SHADER_DISK_CACHE=0); GL's table and one search each on a cluster with a program
-cache of its own (GL workers compile ahead into it: a shared one would give the second
-run the first's binaries).  CUDA with --cuda-cache warm (the default): a first
+(__GL_SHADER_DISK_CACHE=0: a run would otherwise find the programs an earlier one
+compiled); GL's table and one search each on a cluster of its own (fresh worker
+processes: a GL worker keeps the programs it compiled ahead in its context).  CUDA with --cuda-cache warm (the default): a first
 1-worker run on a fresh cubin cache is reported as "cold" (its NVRTC compiles
 overlap its timing: compile seconds in the table), then every timed run uses the
 cache it filled, so that the speed-up measures the GPUs, not one host's
@@ -399,8 +399,8 @@ def plan(backend: str, counts: list[int], cache_mode: str) -> list[tuple[str, in
         return [("cold", 1, ("table",))] + [("warm", k, both) for k in counts]
     if backend == "cuda":
         return [("cold", k, both) for k in counts]
-    # GL: the table and the one search each on a cluster (and program cache) of its own:
-    # on one, the one search would load the binaries the table compiled for its problem
+    # GL: the table and the one search each on a cluster of its own: on one, the one
+    # search would find the programs the table's workers compiled for its problem
     return [("-", k, (kind,)) for k in counts for kind in both]
 
 
