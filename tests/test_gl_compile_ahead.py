@@ -184,3 +184,17 @@ def test_a_search_build_records_its_familys_compile(gl_backend):
         finally:
             kernel.release()
     state_of(gl_backend.ctx).programs.clear()
+
+
+def test_a_bad_compile_ahead_setting_is_refused_where_a_search_starts(gl_backend, monkeypatch):
+    from shadertune.backends.gl import GLBackend
+    for bad in ("yes", "2", "on"):
+        monkeypatch.setenv(compile_ahead.AHEAD_ENV, bad)
+        with pytest.raises(ValueError, match="SHADERTUNE_GL_COMPILE_AHEAD must be 0 or 1"):
+            GLBackend.check_environment()
+        with pytest.raises(ValueError, match="SHADERTUNE_GL_COMPILE_AHEAD must be 0 or 1"):
+            with gl_backend.search_session():
+                pass
+    for fine, want in (("", None), (" 1 ", True), ("0", False)):
+        monkeypatch.setenv(compile_ahead.AHEAD_ENV, fine)
+        assert compile_ahead.ahead_setting() is want

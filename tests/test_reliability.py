@@ -406,14 +406,17 @@ def test_10_out_as_a_one_tuple_is_numpys_out(gl):
     (search_main, ["--backend", FAKE, "--size", "8", "--time-limit", "-1"],
      "argument --time-limit: must be at least 0, got -1"),
     (search_main, ["--backend", "gl", "--size", "8"], "SHADERTUNE_GL_TRANSFER must be one of"),
+    (search_main, ["--backend", "gl", "--sizes", "8"], "SHADERTUNE_GL_COMPILE_AHEAD must be 0 or 1"),
     (db_main, ["export", "--status", "bogus"], "argument --status: unknown status 'bogus'"),
     (db_main, ["best", "--tolerance", "inf"], "argument --tolerance: must be a finite number"),
 ])
 def test_10_arguments_are_refused_before_the_store_is_touched(tmp_path, capsys, monkeypatch,
                                                                main, argv, text):
     db = tmp_path / "s.sqlite"
-    if "gl" in argv:
+    if "--size" in argv and "gl" in argv:
         monkeypatch.setenv("SHADERTUNE_GL_TRANSFER", "bogus")
+    elif "gl" in argv:
+        monkeypatch.setenv("SHADERTUNE_GL_COMPILE_AHEAD", "yes")
     assert exits(main, ["--db", str(db), *argv]) == 2
     one_line(capsys.readouterr().err, text, tool="shadertune.db" if main is db_main else "shadertune.search")
     assert not db.exists()

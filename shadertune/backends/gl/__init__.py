@@ -73,11 +73,12 @@ class GLBackend(Backend):
 
     @classmethod
     def check_environment(cls) -> None:
-        """$SHADERTUNE_GL_TRANSFER, $SHADERTUNE_GL_POOL_MB and $SHADERTUNE_GL_DEVICE, read
-        as a run reads them."""
+        """$SHADERTUNE_GL_TRANSFER, $SHADERTUNE_GL_POOL_MB, $SHADERTUNE_GL_DEVICE and
+        $SHADERTUNE_GL_COMPILE_AHEAD, read as a run reads them."""
         transfer_mode()              # the context's default when unset
         default_pool_bytes()
         default_device_index()
+        compile_ahead.ahead_setting()
 
     @property
     def pool(self):
@@ -121,6 +122,7 @@ class GLBackend(Backend):
         """A search builds hundreds of kernels of one shape: the texture pool may hold
         2 GB meanwhile (operands stay on the GPU across layouts), all given back after,
         with the transfers' staging memory."""
+        compile_ahead.ahead_setting()     # a bad value refused before anything is timed
         pool = self.pool
         before = pool.max_bytes
         pool.max_bytes = max(before, default_pool_bytes(searching=True))

@@ -33,13 +33,27 @@ from .uninterrupted import uninterrupted
 AHEAD_ENV = "SHADERTUNE_GL_COMPILE_AHEAD"
 
 
+def ahead_setting() -> bool | None:
+    """$SHADERTUNE_GL_COMPILE_AHEAD: True (1), False (0), None (unset or empty: on GPUs);
+    ValueError for anything else (read where a search starts, before it stores anything)."""
+    said = os.environ.get(AHEAD_ENV, "").strip()
+    if not said:
+        return None
+    if said not in ("0", "1"):
+        raise ValueError(f"{AHEAD_ENV} must be 0 or 1 (or unset: on GPUs), got {said!r}")
+    return said == "1"
+
+
 def wanted(ctx) -> bool:
     """Whether ctx compiles ahead: $SHADERTUNE_GL_COMPILE_AHEAD, else on a GPU; and only
     where its driver compiles in parallel (asked once a context)."""
     st = state_of(ctx)
     if st.parallel_compile is None:
-        said = os.environ.get(AHEAD_ENV, "").strip()
-        want = said == "1" if said in ("0", "1") else not software_renderer(ctx)
+        try:
+            said = ahead_setting()
+        except ValueError:          # refused where the search started (search_session)
+            said = False
+        want = said if said is not None else not software_renderer(ctx)
         st.parallel_compile = bool(want and raw_program.parallel_available(ctx))
     return st.parallel_compile
 
