@@ -192,6 +192,9 @@ def test_the_profile_is_compatibility_on_a_software_renderer_and_core_on_a_gpu(m
     monkeypatch.setenv("SHADERTUNE_GL_PROFILE", "bogus")
     with pytest.raises(context.ContextError, match="SHADERTUNE_GL_PROFILE"):
         context.gl_profile()
+    from shadertune.backends.gl import GLBackend      # refused where a command starts, too
+    with pytest.raises(context.ContextError, match="SHADERTUNE_GL_PROFILE must be one of"):
+        GLBackend.check_environment()
 
 
 def test_gl_device_variable_chooses_the_egl_device(monkeypatch):

@@ -181,8 +181,10 @@ def tune(shape: Any, B: ArrayLike | None = None, /, *, backend: str | Backend = 
     Raises
     ------
     ValueError
-        A shape, budget or strategy that is not valid (checked before the store
-        is opened); shapes of operands that do not align.
+        A shape, budget or strategy that is not valid, or an environment
+        variable the backend reads (``SHADERTUNE_GL_*``) with a value it does not
+        take (checked before the store is opened); shapes of operands that do
+        not align.
     TypeError
         A shape of an unknown kind.
     shadertune.db.StoreError
@@ -213,8 +215,10 @@ def tune(shape: Any, B: ArrayLike | None = None, /, *, backend: str | Backend = 
         if p.dtype not in be.dtypes:
             raise ValueError(f"tune: the {be.name} backend computes in {', '.join(be.dtypes)}, "
                              f"not {p.dtype} ({p.label})")
-    # the device before the store: a backend that cannot run here (no CuPy, no device
-    # `device_index`) fails without making a store file
+    # the environment and the device before the store: a variable the backend reads with
+    # a value it does not take, or a backend that cannot run here (no CuPy, no device
+    # `device_index`), fails without making a store file
+    type(be).check_environment()
     device = be.device()
     store = db if isinstance(db, Store) else Store(db)
     try:

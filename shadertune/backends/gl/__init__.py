@@ -16,7 +16,7 @@ from .microbench import measure_gl
 from .paths import PATHS, path_limits, path_of, predict_ms, templates_hash
 from .platform.arrays import ArrayHome
 from .platform import compile_ahead
-from .platform.context import default_device_index, get_context, make_current
+from .platform.context import default_device_index, get_context, gl_profile, make_current
 from .platform.device import device_info
 from .platform.pool import TexturePool, default_pool_bytes
 from .platform.timing import clock_of
@@ -73,11 +73,12 @@ class GLBackend(Backend):
 
     @classmethod
     def check_environment(cls) -> None:
-        """$SHADERTUNE_GL_TRANSFER, $SHADERTUNE_GL_POOL_MB, $SHADERTUNE_GL_DEVICE and
-        $SHADERTUNE_GL_COMPILE_AHEAD, read as a run reads them."""
+        """$SHADERTUNE_GL_TRANSFER, $SHADERTUNE_GL_POOL_MB, $SHADERTUNE_GL_DEVICE,
+        $SHADERTUNE_GL_PROFILE and $SHADERTUNE_GL_COMPILE_AHEAD, read as a run reads them."""
         transfer_mode()              # the context's default when unset
         default_pool_bytes()
         default_device_index()
+        gl_profile()
         compile_ahead.ahead_setting()
 
     @property
