@@ -186,8 +186,14 @@ def test_a_search_build_records_its_familys_compile(gl_backend):
     state_of(gl_backend.ctx).programs.clear()
 
 
-def test_a_bad_compile_ahead_setting_is_refused_where_a_search_starts(gl_backend, monkeypatch):
+def test_a_bad_compile_ahead_setting_is_refused_where_a_search_starts(gl_backend, monkeypatch, tmp_path):
+    import shadertune
     from shadertune.backends.gl import GLBackend
+    monkeypatch.setenv(compile_ahead.AHEAD_ENV, "maybe")
+    with pytest.raises(ValueError, match="SHADERTUNE_GL_COMPILE_AHEAD must be 0 or 1"):
+        shadertune.tune((8, 8, 8), evaluations=1, db=str(tmp_path / "t.sqlite"), train=False,
+                        progress=False)
+    assert not (tmp_path / "t.sqlite").exists()          # refused before the store is made
     for bad in ("yes", "2", "on"):
         monkeypatch.setenv(compile_ahead.AHEAD_ENV, bad)
         with pytest.raises(ValueError, match="SHADERTUNE_GL_COMPILE_AHEAD must be 0 or 1"):
