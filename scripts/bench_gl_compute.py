@@ -92,10 +92,6 @@ def gflops(p: Problem, ms: float) -> float:
     return p.flops / (ms * 1e6)
 
 
-# --- cuBLAS -----------------------------------------------------------------------
-cublas_ms = gl_probes.cublas_ms
-
-
 # --- ours, re-timed -----------------------------------------------------------------
 _OPERANDS: dict = {}
 
@@ -196,7 +192,7 @@ def stage_tune(args, backend, store, rows, reports, state):
                **plan_progress(entry)}
         if cfg:
             row.update(retime(backend, p, cfg))
-        row["cublas_ms"] = cublas_ms(p)
+        row["cublas_ms"] = gl_probes.cublas_ms(p)
         if row.get("ms") and row["cublas_ms"]:
             row["vs_cublas"] = row["cublas_ms"] / row["ms"]
         rows.append(row)
@@ -243,7 +239,7 @@ def stage_compare(args, backend, store, rows, reports, state):
                 out[label] = {"ms": ms, "gflops": gflops(p, ms), "config": c}
     except Exception as e:           # the comparison goes on without CUDA, and says why
         out["cuda_skipped"] = f"{type(e).__name__}: {e}"[:300]
-    out["cublas_ms"] = cublas_ms(p)
+    out["cublas_ms"] = gl_probes.cublas_ms(p)
     if out["cublas_ms"]:
         out["cublas_gflops"] = gflops(p, out["cublas_ms"])
     rows.append(out)
@@ -423,7 +419,7 @@ def stage_skinny(args, backend, store, rows, reports, state):
         default = compute_default_config(p, backend.space(p))
         if default is not None:
             row["default"] = retime(backend, p, default) | {"config": default.to_dict()}
-        row["cublas_ms"] = cublas_ms(p)
+        row["cublas_ms"] = gl_probes.cublas_ms(p)
         if p.K <= 64:                         # the output write is the bound: can GL reach it?
             fresh = backend.ctx.buffer(reserve=4 * p.batch * p.M * p.N)
             try:
@@ -460,7 +456,7 @@ def stage_retime(args, backend, store, rows, reports, state):
         best = min(found, key=lambda r: r.median_ms)
         row = {"stage": "retime", "shape": p.key, "stored_ms": best.median_ms, "config": best.config.to_dict()}
         row.update(retime(backend, p, best.config))
-        row["cublas_ms"] = cublas_ms(p)
+        row["cublas_ms"] = gl_probes.cublas_ms(p)
         if row["cublas_ms"]:
             row["vs_cublas"] = row["cublas_ms"] / row["ms"]
         rows.append(row)
@@ -579,7 +575,7 @@ def stage_knobs(args, backend, store, rows, reports, state):
         if default is None:
             rows.append({"stage": "knobs", "shape": p.key, "invalid": "no compute config on this device"})
             continue
-        cub = cublas_ms(p)
+        cub = gl_probes.cublas_ms(p)
         bases = {"default": default}
         if i == 0:
             bases["s12-best"] = space.canonical(default.replace(**S12_BEST))

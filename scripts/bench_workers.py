@@ -42,11 +42,11 @@ of it as a fraction of a 60 s search (the target is under 5%).
 Every run starts alike: the NVIDIA GL shader disk cache off
 (__GL_SHADER_DISK_CACHE=0: a run would otherwise find the programs an earlier one
 compiled); GL's table and one search each on a cluster of its own (fresh worker
-processes: a GL worker keeps the programs it compiled ahead in its context).  CUDA with --cuda-cache warm (the default): a first
-1-worker run on a fresh cubin cache is reported as "cold" (its NVRTC compiles
-overlap its timing: compile seconds in the table), then every timed run uses the
-cache it filled, so that the speed-up measures the GPUs, not one host's
-compiles; --cuda-cache cold gives every run a fresh cache.
+processes: a GL worker keeps the programs it compiled ahead in its context).  CUDA
+with --cuda-cache warm (the default): a first 1-worker run on a fresh cubin cache is
+reported as "cold" (its NVRTC compiles overlap its timing: compile seconds in the
+table), then every timed run uses the cache it filled, so that the speed-up measures
+the GPUs, not one host's compiles; --cuda-cache cold gives every run a fresh cache.
 
 A time guard keeps the call within --minutes: a run is started only when the
 time left holds it (estimated from the runs before), and a run still going at

@@ -70,7 +70,7 @@ def test_bests_agree_by_config_by_time_or_by_their_times_in_the_other_run(bench)
 
 def test_the_plan_runs_the_baseline_first_and_cuda_warm_after_a_cold_run(bench):
     both = ("table", "one search")
-    # GL: the table and the one search on clusters (program caches) of their own
+    # GL: the table and the one search on clusters of their own (programs live in a worker)
     assert bench.plan("gl", [1, 2], "warm") == [("-", 1, ("table",)), ("-", 1, ("one search",)),
                                                 ("-", 2, ("table",)), ("-", 2, ("one search",))]
     assert bench.plan("cuda", [1, 2], "warm") == [("cold", 1, ("table",)), ("warm", 1, both),

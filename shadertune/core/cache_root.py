@@ -1,6 +1,6 @@
 """Where compiled kernels are cached for this user: $SHADERTUNE_CACHE, else
-$XDG_CACHE_HOME/shadertune, else ~/.cache/shadertune.  Each backend keeps a folder of its
-own there (cuda/: cubins; gl/: program binaries)."""
+$XDG_CACHE_HOME/shadertune, else ~/.cache/shadertune.  A backend keeps a folder of its
+own there (cuda/: cubins)."""
 from __future__ import annotations
 
 import os

@@ -113,8 +113,6 @@ class GLBackend(Backend):
         forked child)."""
         if self._ctx is None:
             self._ctx = get_context(self.device_index, self.context_kind)
-            make_current(self._ctx)
-            return self._ctx
         make_current(self._ctx)
         return self._ctx
 

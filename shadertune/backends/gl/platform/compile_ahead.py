@@ -5,8 +5,8 @@ NVIDIA's GL driver takes 0.2-0.5 s to compile one of the compute family's shader
 of KB of unrolled GLSL): most of a GL evaluation, on the one thread that also times.
 Where the driver compiles in parallel (GL_KHR_parallel_shader_compile, raw_program.py),
 the configs a search announces are started together and each build takes its own
-program, waiting for that one alone: 16 programs take about as long as the slowest of
-them (0.3 s on an H200, against 4.4 s one after another).  NVIDIA's driver still links
+program, waiting for that one alone: 16 programs report done in 0.3 s on an H200,
+against 4.4 s one after another.  NVIDIA's driver still links
 (its back end) in the thread that first asks for the link status, 100-200 ms a program:
 that part stays on the build's thread (asking from threads with contexts of the same
 share group made the driver hold the search's thread meanwhile; notes/gl.md).
